@@ -1,0 +1,386 @@
+import { AbortedError, ArgumentError, type DamperError, LoaderError, LoadTimeoutError, ValidationError } from '../errors.js';
+import { Events } from '../events.js';
+import { Backoff } from '../guard/backoff.js';
+import { type Guard } from '../guard/guard.js';
+import { ConcurrencyLimiter } from '../guard/limiter.js';
+import { MemoryStore } from '../stores/memory.js';
+import { type Clock, type Timer } from '../time/clock.js';
+import { systemClock } from '../time/system.js';
+import { shouldRefreshEarly } from './early-refresh.js';
+import { emptyEntry, type Entry } from './entry.js';
+import { type CacheOptions, type LoadOptions, resolveCacheShape, resolveLoadOptions, type ResolvedLoadOptions } from './options.js';
+import { compileValidator, type Verdict } from './validate.js';
+
+/** What a loader receives. */
+export interface LoaderContext<V> {
+  readonly key: string;
+  /** Aborts when the load is abandoned (hard timeout). Pass it to your database driver. */
+  readonly signal: AbortSignal;
+  /** The last known good value, if the key has one (even past its stale window), else `undefined`. */
+  readonly stale: V | undefined;
+}
+
+/**
+ * Produces the value of a key from the origin. Return `undefined` to say "this
+ * key has no value" (negative caching, kept for `absentTtl`); this is only
+ * possible when `V` includes `undefined`.
+ */
+export type Loader<V> = (context: LoaderContext<V>) => Promise<V> | V;
+
+/** Why a stale value was served. */
+export type StaleReason = 'revalidate' | 'error' | 'backoff' | 'timeout';
+
+/** Typed events of a {@link Cache}. Listeners run synchronously; what they throw is isolated. */
+export interface CacheEvents {
+  /** A load succeeded and its value was stored. */
+  load: (e: { readonly key: string; readonly ms: number; readonly absent: boolean }) => void;
+  /** A load failed (error, rejection, timeout, refusal by the guard); the key now backs off. */
+  error: (e: { readonly key: string; readonly error: unknown; readonly failures: number; readonly retryInMs: number }) => void;
+  /** A loaded value failed validation; it was dropped, the last known good kept, and the key backs off. */
+  invalid: (e: { readonly key: string; readonly reason: string; readonly issues: readonly unknown[] | undefined; readonly failures: number; readonly retryInMs: number }) => void;
+  /** A value past its ttl was served. */
+  stale: (e: { readonly key: string; readonly reason: StaleReason; readonly ageMs: number }) => void;
+  /** An entry was pushed out to bound memory, or a value was too large to keep. */
+  evict: (e: { readonly key: string; readonly reason: 'capacity' | 'oversize' }) => void;
+}
+
+type Outcome<V> = { readonly ok: true; readonly value: V } | { readonly ok: false; readonly error: unknown };
+
+/** One load in flight for one key, shared by every caller that wants it. */
+interface Flight<V> {
+  promise: Promise<Outcome<V>>;
+  readonly controller: AbortController;
+  /** Set by `set`/`delete`/`clear`: the result still reaches its waiters but is not stored. */
+  superseded: boolean;
+}
+
+/**
+ * A read-through cache that cannot turn an error or an invalid value into a
+ * flood of origin queries.
+ *
+ * - One load per key in flight: concurrent callers share it (principle 2).
+ * - An error is not a value: a failed load never evicts or overwrites; the
+ *   stale value is served while it lasts, and the key backs off (principles 1, 3).
+ * - Values are validated; an invalid one never replaces the last known good (principle 6).
+ * - Every load passes through one origin budget (`guard`), so a cold cache over
+ *   many keys cannot exceed a stated concurrency on the database.
+ *
+ * @example
+ * const users = new Cache<User>({ ttl: 60_000, staleFor: 3_600_000 });
+ * const user = await users.get(`user:${id}`, ({ signal }) => db.findUser(id, { signal }));
+ */
+export class Cache<V> {
+  private readonly clock: Clock;
+  private readonly store: MemoryStore<Entry<V>>;
+  private readonly flights = new Map<string, Flight<V>>();
+  private readonly defaults: ResolvedLoadOptions;
+  private readonly check: ((value: V) => Verdict<V> | Promise<Verdict<V>>) | undefined;
+  private readonly backoff: Backoff;
+  private readonly guard: Guard;
+  private readonly ttlJitter: number;
+  private readonly beta: number;
+  private readonly events = new Events<CacheEvents>();
+
+  constructor(options: CacheOptions<V> = {}) {
+    if (typeof options !== 'object' || options === null) throw new ArgumentError('Cache options must be an object');
+    const shape = resolveCacheShape(options as CacheOptions<unknown>);
+    this.clock = options.clock ?? systemClock;
+    this.defaults = resolveLoadOptions(options);
+    this.ttlJitter = shape.ttlJitter;
+    this.beta = shape.earlyRefresh;
+    this.backoff = options.backoff instanceof Backoff ? options.backoff : new Backoff(options.backoff);
+    this.guard = options.guard ?? new ConcurrencyLimiter({ limit: shape.maxConcurrentLoads, clock: this.clock });
+    this.check = options.validate === undefined ? undefined : compileValidator(options.validate);
+    const size = options.size;
+    this.store = new MemoryStore<Entry<V>>({
+      maxEntries: shape.maxEntries,
+      maxBytes: options.maxBytes,
+      sizeOf: size === undefined ? undefined : (e, key) => (e.hasValue ? size(e.value, key) : 1),
+      onEvict: (key) => this.events.emit('evict', { key, reason: 'capacity' }),
+    });
+  }
+
+  /** Subscribes to an event; returns the function that unsubscribes. */
+  on<K extends keyof CacheEvents>(event: K, listener: CacheEvents[K]): () => void {
+    return this.events.on(event, listener);
+  }
+
+  /** Unsubscribes a listener. */
+  off<K extends keyof CacheEvents>(event: K, listener: CacheEvents[K]): void {
+    this.events.off(event, listener);
+  }
+
+  /** Number of keys held (with a value or an error record). */
+  get size(): number {
+    return this.store.size;
+  }
+
+  /** Keys currently being loaded. */
+  get loading(): number {
+    return this.flights.size;
+  }
+
+  /**
+   * Returns the value of `key`, loading it through `loader` when it is missing
+   * or expired. Concurrent calls for one key share one load. While the key is
+   * stale, its value is returned at once and refreshed in the background; when
+   * the load fails, the stale value is returned while it lasts, else the error
+   * is thrown. After a failure the key backs off: until the backoff ends,
+   * callers get the stale value or the remembered error without a load.
+   *
+   * @throws ArgumentError for an empty or non-string key or a loader that is not a function.
+   * @throws the loader's error (a `LoaderError` if it was not an `Error`), `ValidationError`,
+   *   `LoadTimeoutError`, `OverloadedError` or `AbortedError` when there is no value to serve.
+   */
+  async get(key: string, loader: Loader<V>, options?: LoadOptions): Promise<V> {
+    assertKey(key);
+    if (typeof loader !== 'function') throw new ArgumentError(`loader for key "${key}" must be a function, got ${typeof loader}`);
+    // Hit path: one map lookup, one clock read, two comparisons. Per-call
+    // options are not even looked at; they only matter when a load may start.
+    const entry = this.store.get(key);
+    if (entry !== undefined && entry.hasValue) {
+      const now = this.clock.now();
+      if (now < entry.freshUntil) {
+        if (this.beta > 0 && shouldRefreshEarly(now, entry.freshUntil, entry.loadMs, this.beta, this.clock.random)) {
+          this.refresh(key, entry, loader, now);
+        }
+        return entry.value;
+      }
+    }
+    return this.miss(key, entry, loader, options === undefined ? this.defaults : resolveLoadOptions(options, this.defaults));
+  }
+
+  /**
+   * Returns the value of `key` if it may be served now (fresh or within its
+   * stale window), without loading and without marking it recently used.
+   * `undefined` also stands for a cached "absent".
+   */
+  peek(key: string): V | undefined {
+    const entry = this.store.peek(key);
+    if (entry === undefined || !entry.hasValue || this.clock.now() >= entry.staleUntil) return undefined;
+    return entry.value;
+  }
+
+  /**
+   * Stores `value` for `key` as freshly loaded, after validation. A load in
+   * flight for the key is superseded: its result still reaches its callers but
+   * is not stored, so it cannot overwrite this newer value. Clears the key's
+   * backoff.
+   *
+   * @throws ValidationError when `validate` rejects the value; nothing changes then.
+   */
+  async set(key: string, value: V, options?: Pick<LoadOptions, 'ttl' | 'staleFor' | 'absentTtl'>): Promise<void> {
+    assertKey(key);
+    const o = options === undefined ? this.defaults : resolveLoadOptions(options, this.defaults);
+    let stored = value;
+    if (this.check !== undefined && value !== undefined) {
+      const verdict = await this.check(value);
+      if (!verdict.ok) throw new ValidationError(key, verdict.reason, verdict.issues);
+      stored = verdict.value;
+    }
+    this.supersede(key);
+    this.commit(key, stored, o, 0);
+  }
+
+  /**
+   * Removes `key`, its value and its error record. A load in flight is
+   * superseded and will not write its result back. This is the only way a
+   * value leaves the cache other than LRU eviction: damper itself never
+   * deletes on error (the Facebook 2010 loop).
+   */
+  delete(key: string): boolean {
+    assertKey(key);
+    this.supersede(key);
+    return this.store.delete(key);
+  }
+
+  /** Removes every key; loads in flight are superseded (their callers still get results). */
+  clear(): void {
+    for (const flight of this.flights.values()) flight.superseded = true;
+    this.flights.clear();
+    this.store.clear();
+  }
+
+  // ---------------------------------------------------------------- internals
+
+  private async miss(key: string, entry: Entry<V> | undefined, loader: Loader<V>, o: ResolvedLoadOptions): Promise<V> {
+    if (o.signal?.aborted === true) throw new AbortedError(`get("${key}") aborted before it started`, o.signal.reason);
+    const now = this.clock.now();
+    const servable = entry !== undefined && entry.hasValue && now < entry.staleUntil ? entry : undefined;
+
+    // Backing off after a failure: answer from memory, do not touch the origin.
+    if (entry !== undefined && now < entry.retryAt) {
+      if (servable !== undefined) return this.serveStale(key, servable, 'backoff', now);
+      throw entry.error;
+    }
+
+    // Queue for the origin budget only if this caller will wait for the result.
+    const flight = this.flights.get(key) ?? this.start(key, entry, loader, o, servable === undefined || !o.staleWhileRevalidate);
+    if (servable !== undefined && o.staleWhileRevalidate) return this.serveStale(key, servable, 'revalidate', now);
+    return this.wait(key, flight, o, servable !== undefined);
+  }
+
+  /** Starts a background refresh of a key that has a value, unless one runs or the key backs off. */
+  private refresh(key: string, entry: Entry<V>, loader: Loader<V>, now: number): void {
+    if (this.flights.has(key) || now < entry.retryAt) return;
+    this.start(key, entry, loader, this.defaults, false);
+  }
+
+  private start(key: string, entry: Entry<V> | undefined, loader: Loader<V>, o: ResolvedLoadOptions, wait: boolean): Flight<V> {
+    const flight: Flight<V> = { promise: undefined as unknown as Promise<Outcome<V>>, controller: new AbortController(), superseded: false };
+    this.flights.set(key, flight);
+    const stale = entry !== undefined && entry.hasValue ? entry.value : undefined;
+    flight.promise = this.run(key, flight, loader, o, stale, wait);
+    return flight;
+  }
+
+  /** Runs one load to its end. Never rejects: the outcome is data, so no rejection goes unhandled. */
+  private async run(key: string, flight: Flight<V>, loader: Loader<V>, o: ResolvedLoadOptions, stale: V | undefined, wait: boolean): Promise<Outcome<V>> {
+    const started = this.clock.now();
+    try {
+      const loaded = await this.guard.run((signal) => this.callLoader(key, loader, o, signal, flight.controller, stale), { key, signal: flight.controller.signal, wait });
+      let value: V = loaded;
+      if (this.check !== undefined && loaded !== undefined) {
+        const verdict = await this.check(loaded);
+        if (!verdict.ok) throw new ValidationError(key, verdict.reason, verdict.issues);
+        value = verdict.value;
+      }
+      if (!flight.superseded) this.commit(key, value, o, this.clock.now() - started);
+      return { ok: true, value };
+    } catch (error) {
+      if (!flight.superseded) this.fail(key, error);
+      return { ok: false, error };
+    } finally {
+      if (this.flights.get(key) === flight) this.flights.delete(key);
+    }
+  }
+
+  /** Calls the loader under the hard timeout, turning every way it can misbehave into a rejection with an Error. */
+  private callLoader(key: string, loader: Loader<V>, o: ResolvedLoadOptions, signal: AbortSignal, controller: AbortController, stale: V | undefined): Promise<V> {
+    return new Promise<V>((resolve, reject) => {
+      const timer = this.clock.setTimer(() => {
+        const timeout = new LoadTimeoutError(key, o.loadTimeout, 'load');
+        controller.abort(timeout);
+        reject(timeout);
+      }, o.loadTimeout);
+      const settle = (ok: boolean, v: unknown): void => {
+        timer.cancel();
+        if (ok) resolve(v as V);
+        else reject(v instanceof Error ? v : new LoaderError(key, v));
+      };
+      try {
+        Promise.resolve(loader({ key, signal, stale })).then(
+          (v) => settle(true, v),
+          (e: unknown) => settle(false, e),
+        );
+      } catch (error) {
+        settle(false, error);
+      }
+    });
+  }
+
+  /** Waits for a flight on behalf of one caller, who may leave early (signal, wait or soft timeout). */
+  private wait(key: string, flight: Flight<V>, o: ResolvedLoadOptions, hasStale: boolean): Promise<V> {
+    const soft = hasStale ? o.softTimeout : undefined;
+    if (o.signal === undefined && o.waitTimeout === undefined && soft === undefined) {
+      return flight.promise.then((outcome) => this.answer(key, outcome));
+    }
+    return new Promise<V>((resolve, reject) => {
+      const timers: Timer[] = [];
+      const { signal } = o;
+      let left = false;
+      const leave = (): void => {
+        left = true;
+        for (const t of timers) t.cancel();
+        signal?.removeEventListener('abort', onAbort);
+      };
+      const onAbort = (): void => {
+        leave();
+        reject(new AbortedError(`get("${key}") aborted while waiting for its load`, signal?.reason));
+      };
+      // Leaving early: serve the stale value if it is still within its window, else fail this caller only.
+      const giveUp = (error: DamperError): void => {
+        leave();
+        const entry = this.store.peek(key);
+        const now = this.clock.now();
+        if (entry !== undefined && entry.hasValue && now < entry.staleUntil) resolve(this.serveStale(key, entry, 'timeout', now));
+        else reject(error);
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      if (o.waitTimeout !== undefined) timers.push(this.clock.setTimer(() => giveUp(new LoadTimeoutError(key, o.waitTimeout as number, 'wait')), o.waitTimeout));
+      if (soft !== undefined) timers.push(this.clock.setTimer(() => giveUp(new LoadTimeoutError(key, soft, 'wait')), soft));
+      flight.promise.then((outcome) => {
+        if (left) return;
+        leave();
+        try {
+          resolve(this.answer(key, outcome));
+        } catch (error) {
+          reject(error);
+        }
+      });
+    });
+  }
+
+  /** What a waiting caller gets from a finished load: its value, else the stale value within its window, else the error. */
+  private answer(key: string, outcome: Outcome<V>): V {
+    if (outcome.ok) return outcome.value;
+    const entry = this.store.peek(key);
+    const now = this.clock.now();
+    if (entry !== undefined && entry.hasValue && now < entry.staleUntil) return this.serveStale(key, entry, 'error', now);
+    throw outcome.error;
+  }
+
+  private serveStale(key: string, entry: Entry<V>, reason: StaleReason, now: number): V {
+    if (this.events.has('stale')) this.events.emit('stale', { key, reason, ageMs: now - entry.freshUntil });
+    return entry.value;
+  }
+
+  /** Stores a good value: fresh for a jittered ttl, servable for `staleFor` more, backoff cleared. */
+  private commit(key: string, value: V, o: ResolvedLoadOptions, loadMs: number): void {
+    const now = this.clock.now();
+    const absent = value === undefined;
+    const ttl = absent ? o.absentTtl : o.ttl;
+    // Jitter only shortens: a value is never fresh for longer than its ttl.
+    const fresh = ttl * (1 - this.ttlJitter * this.clock.random());
+    const entry: Entry<V> = { value, hasValue: true, freshUntil: now + fresh, staleUntil: now + fresh + o.staleFor, loadMs, failures: 0, retryAt: 0, error: undefined };
+    if (!this.store.set(key, entry)) {
+      this.store.delete(key);
+      this.events.emit('evict', { key, reason: 'oversize' });
+    }
+    if (this.events.has('load')) this.events.emit('load', { key, ms: loadMs, absent });
+  }
+
+  /**
+   * Records a failed load. The value, if any, is untouched: an error is not a
+   * value (principle 1). The key backs off for a capped, jittered, growing
+   * delay (principle 3).
+   */
+  private fail(key: string, error: unknown): void {
+    const now = this.clock.now();
+    let entry = this.store.peek(key);
+    if (entry === undefined) {
+      entry = emptyEntry<V>();
+      this.store.set(key, entry);
+    }
+    entry.failures++;
+    const delay = this.backoff.delay(entry.failures, this.clock.random);
+    entry.retryAt = now + delay;
+    entry.error = error;
+    if (error instanceof ValidationError) {
+      this.events.emit('invalid', { key, reason: error.reason, issues: error.issues, failures: entry.failures, retryInMs: delay });
+    } else {
+      this.events.emit('error', { key, error, failures: entry.failures, retryInMs: delay });
+    }
+  }
+
+  private supersede(key: string): void {
+    const flight = this.flights.get(key);
+    if (flight === undefined) return;
+    flight.superseded = true;
+    this.flights.delete(key);
+  }
+}
+
+function assertKey(key: unknown): asserts key is string {
+  if (typeof key !== 'string' || key.length === 0) throw new ArgumentError(`key must be a non-empty string, got ${key === '' ? 'an empty string' : typeof key}`);
+}

@@ -1,0 +1,28 @@
+/**
+ * One key's state in the in-process tier. A key may have a value, an error
+ * record, or both: the two are kept apart because an error is not a value
+ * (principle 1). A failed load updates `failures`, `retryAt` and `error` and
+ * never touches `value`.
+ */
+export interface Entry<V> {
+  /** The last known good value; meaningful only when `hasValue`. */
+  value: V;
+  hasValue: boolean;
+  /** Until this instant the value is fresh. */
+  freshUntil: number;
+  /** Until this instant the value may be served stale (`freshUntil + staleFor`). */
+  staleUntil: number;
+  /** How long the load that produced `value` took, ms: the `delta` of early refresh. */
+  loadMs: number;
+  /** Consecutive failed loads (errors, timeouts, invalid values); 0 after a success. */
+  failures: number;
+  /** No load may start before this instant (error backoff); 0 when not backing off. */
+  retryAt: number;
+  /** The last failure, given to callers that have no value while the key backs off. */
+  error: unknown;
+}
+
+/** An entry that records only failures: the key has never had a valid value. */
+export function emptyEntry<V>(): Entry<V> {
+  return { value: undefined as V, hasValue: false, freshUntil: 0, staleUntil: 0, loadMs: 0, failures: 0, retryAt: 0, error: undefined };
+}

@@ -1,0 +1,127 @@
+import { between, duration, integer, or } from '../config.js';
+import { ConfigError } from '../errors.js';
+import { type Guard } from '../guard/guard.js';
+import { type Backoff, type BackoffOptions } from '../guard/backoff.js';
+import { type Clock } from '../time/clock.js';
+import { type Validator } from './validate.js';
+
+/**
+ * Options that can be set on the cache and overridden per `get` call.
+ */
+export interface LoadOptions {
+  /** How long a loaded value is fresh, ms. Default 60 000. */
+  ttl?: number;
+  /**
+   * How long past `ttl` a value may still be served, ms: while a refresh runs
+   * (stale-while-revalidate) or when it fails (stale-if-error). Default 300 000.
+   * A served value is never older than `ttl + staleFor`.
+   */
+  staleFor?: number;
+  /** Freshness of an "absent" answer (the loader returned `undefined`), ms. Default: the cache's `ttl`. */
+  absentTtl?: number;
+  /**
+   * Hard timeout of one load, ms: the loader's signal aborts and the attempt
+   * counts as a failure (backoff, stale served). Default 10 000. A loader that
+   * never settles thus ends as a `LoadTimeoutError` instead of pinning its key.
+   */
+  loadTimeout?: number;
+  /**
+   * Soft timeout, ms: a caller that waits for a refresh while holding a stale
+   * value gets the stale value after this long; the load continues in the
+   * background. Only meaningful with `staleWhileRevalidate: false` (otherwise
+   * such a caller never waits). Default: none.
+   */
+  softTimeout?: number | undefined;
+  /**
+   * How long this caller waits for a load, ms, before it gets the stale value
+   * or a `LoadTimeoutError` (phase `wait`). Releases only this caller: others
+   * sharing the load keep waiting. Default: none (the load's own timeout bounds it).
+   */
+  waitTimeout?: number | undefined;
+  /** Aborts this caller's wait (only this caller's); rejects with `AbortedError`. */
+  signal?: AbortSignal | undefined;
+  /**
+   * When a value is stale, return it at once and refresh in the background
+   * (true, default), or wait for the refresh and fall back to the stale value
+   * only on failure or after `softTimeout` (false).
+   */
+  staleWhileRevalidate?: boolean;
+}
+
+/** Options of `new Cache(options)`. */
+export interface CacheOptions<V> extends Omit<LoadOptions, 'signal' | 'waitTimeout'> {
+  /** Most keys held in process (values and error records). Default 10 000. */
+  maxEntries?: number;
+  /** Optional bound on the summed size of values; needs `size`. */
+  maxBytes?: number;
+  /** Size of a value in the unit of `maxBytes`. */
+  size?: (value: V, key: string) => number;
+  /**
+   * Checks every loaded or `set` value. An invalid value is never stored and
+   * never replaces a valid one; the key backs off as after an error and an
+   * `invalid` event is emitted (the Facebook 2010 trigger).
+   */
+  validate?: Validator<V>;
+  /** Per-key backoff after failed loads. Default: 100 ms doubling to 30 s, ±20% jitter. */
+  backoff?: BackoffOptions | Backoff;
+  /**
+   * Fraction of `ttl` by which each value's freshness is shortened at random
+   * (0 to 1), so keys loaded together do not expire together. Default 0.1.
+   */
+  ttlJitter?: number;
+  /** XFetch's beta: higher refreshes earlier. 0 disables early refresh. Default 1. */
+  earlyRefresh?: number;
+  /**
+   * The origin budget: every load goes through it. Default: a
+   * `ConcurrencyLimiter` of 64 concurrent loads, 1 s queue timeout.
+   */
+  guard?: Guard;
+  /** Default `ConcurrencyLimiter` limit when no `guard` is given. Default 64. */
+  maxConcurrentLoads?: number;
+  /** Time, timers and randomness. Default `systemClock`. */
+  clock?: Clock;
+}
+
+/** Load options after defaults and checks. */
+export interface ResolvedLoadOptions {
+  readonly ttl: number;
+  readonly staleFor: number;
+  readonly absentTtl: number;
+  readonly loadTimeout: number;
+  readonly softTimeout: number | undefined;
+  readonly waitTimeout: number | undefined;
+  readonly signal: AbortSignal | undefined;
+  readonly staleWhileRevalidate: boolean;
+}
+
+/** Applies defaults to, and checks, the load options; `base` supplies what `o` leaves out. */
+export function resolveLoadOptions(o: LoadOptions, base?: ResolvedLoadOptions): ResolvedLoadOptions {
+  if (typeof o !== 'object' || o === null) throw new ConfigError(`options must be an object, got ${o === null ? 'null' : typeof o}`);
+  const ttl = duration('ttl', or(o.ttl, base?.ttl ?? 60_000));
+  const softTimeout = o.softTimeout ?? base?.softTimeout;
+  const waitTimeout = o.waitTimeout ?? base?.waitTimeout;
+  const signal = o.signal ?? base?.signal;
+  if (signal !== undefined && !(signal instanceof AbortSignal)) throw new ConfigError('signal must be an AbortSignal');
+  const swr = or(o.staleWhileRevalidate, base?.staleWhileRevalidate ?? true);
+  if (typeof swr !== 'boolean') throw new ConfigError(`staleWhileRevalidate must be a boolean, got ${typeof swr}`);
+  return {
+    ttl,
+    staleFor: duration('staleFor', or(o.staleFor, base?.staleFor ?? 300_000)),
+    absentTtl: duration('absentTtl', or(o.absentTtl, base?.absentTtl ?? ttl)),
+    loadTimeout: duration('loadTimeout', or(o.loadTimeout, base?.loadTimeout ?? 10_000), { timer: true, positive: true }),
+    softTimeout: softTimeout === undefined ? undefined : duration('softTimeout', softTimeout, { timer: true }),
+    waitTimeout: waitTimeout === undefined ? undefined : duration('waitTimeout', waitTimeout, { timer: true }),
+    signal,
+    staleWhileRevalidate: swr,
+  };
+}
+
+/** Checks the cache-wide numeric options that are not load options. */
+export function resolveCacheShape(o: CacheOptions<unknown>): { maxEntries: number; ttlJitter: number; earlyRefresh: number; maxConcurrentLoads: number } {
+  return {
+    maxEntries: integer('maxEntries', or(o.maxEntries, 10_000), 1),
+    ttlJitter: between('ttlJitter', or(o.ttlJitter, 0.1), 0, 1),
+    earlyRefresh: between('earlyRefresh', or(o.earlyRefresh, 1), 0, 1000),
+    maxConcurrentLoads: integer('maxConcurrentLoads', or(o.maxConcurrentLoads, 64), 1),
+  };
+}

@@ -1,0 +1,49 @@
+import type { StandardSchemaV1 } from '@standard-schema/spec';
+
+/**
+ * What `validate` accepts: a predicate, or any Standard Schema validator
+ * (zod, valibot, arktype, …). damper depends on the spec's types only, never
+ * on a validator library.
+ *
+ * A predicate may return `true`, `false`, or a string that explains why the
+ * value is invalid (shown in the `invalid` event and in `ValidationError`).
+ */
+export type Validator<V> = ((value: V) => boolean | string) | StandardSchemaV1<unknown, V>;
+
+/** The verdict on one value. On success `value` is the validator's output (a schema may coerce or strip). */
+export type Verdict<V> = { readonly ok: true; readonly value: V } | { readonly ok: false; readonly reason: string; readonly issues?: readonly unknown[] };
+
+/**
+ * Turns a `Validator` into one function. A validator that throws is treated as
+ * rejecting the value: an unchecked value must never reach the cache.
+ */
+export function compileValidator<V>(validator: Validator<V>): (value: V) => Verdict<V> | Promise<Verdict<V>> {
+  if (typeof validator === 'function') {
+    return (value) => {
+      try {
+        const r = validator(value);
+        if (r === true) return { ok: true, value };
+        return { ok: false, reason: typeof r === 'string' ? r : 'rejected by validate()' };
+      } catch (error) {
+        return { ok: false, reason: `validate() threw: ${error instanceof Error ? error.message : String(error)}` };
+      }
+    };
+  }
+  const standard = validator['~standard'];
+  const fromResult = (r: StandardSchemaV1.Result<V>): Verdict<V> =>
+    r.issues === undefined ? { ok: true, value: r.value } : { ok: false, reason: r.issues.map((i) => i.message).join('; ') || 'rejected by schema', issues: r.issues };
+  const thrown = (error: unknown): Verdict<V> => ({ ok: false, reason: `schema threw: ${error instanceof Error ? error.message : String(error)}` });
+  return (value) => {
+    try {
+      const r = standard.validate(value);
+      return r instanceof Promise ? r.then(fromResult, thrown) : fromResult(r);
+    } catch (error) {
+      return thrown(error);
+    }
+  };
+}
+
+/** True when `v` looks like a Standard Schema validator. */
+export function isStandardSchema(v: unknown): v is StandardSchemaV1 {
+  return typeof v === 'object' && v !== null && typeof (v as { '~standard'?: { validate?: unknown } })['~standard']?.validate === 'function';
+}

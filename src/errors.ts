@@ -1,0 +1,108 @@
+/**
+ * Every error damper raises extends {@link DamperError} and carries a stable
+ * `code`, so callers branch on `err.code` (or `instanceof`) rather than on
+ * message text, which may be reworded between versions.
+ */
+export class DamperError extends Error {
+  readonly code: string;
+
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+    this.name = new.target.name;
+  }
+}
+
+/** An option or constructor argument is out of range or of the wrong type. Thrown at construction, before anything is stored. */
+export class ConfigError extends DamperError {
+  constructor(message: string) {
+    super('CONFIG', message);
+  }
+}
+
+/** A call received a bad argument (empty key, loader that is not a function, …). Nothing stored was touched. */
+export class ArgumentError extends DamperError {
+  constructor(message: string) {
+    super('INVALID_ARGUMENT', message);
+  }
+}
+
+/**
+ * A loaded or `set` value failed the cache's `validate`. It was not stored and
+ * did not replace the last known good value (the Facebook 2010 trigger).
+ */
+export class ValidationError extends DamperError {
+  readonly key: string;
+  readonly reason: string;
+  /** Standard Schema issues when the validator provided them. */
+  readonly issues: readonly unknown[] | undefined;
+
+  constructor(key: string, reason: string, issues?: readonly unknown[]) {
+    super('VALIDATION', `invalid value for key "${key}": ${reason}`);
+    this.key = key;
+    this.reason = reason;
+    this.issues = issues;
+  }
+}
+
+/**
+ * A time limit passed. `phase: 'load'` means the loader was aborted and the
+ * attempt counts as a failure; `phase: 'wait'` means only this caller stopped
+ * waiting, the shared load goes on for the others.
+ */
+export class LoadTimeoutError extends DamperError {
+  readonly key: string;
+  readonly ms: number;
+  readonly phase: 'load' | 'wait';
+
+  constructor(key: string, ms: number, phase: 'load' | 'wait') {
+    super(
+      'LOAD_TIMEOUT',
+      phase === 'load'
+        ? `loading key "${key}" took more than ${ms} ms and was aborted`
+        : `gave up waiting ${ms} ms for key "${key}" (the shared load continues)`,
+    );
+    this.key = key;
+    this.ms = ms;
+    this.phase = phase;
+  }
+}
+
+/**
+ * Work was refused because a limit on the dependency was reached (principle 3:
+ * load on a dependency never exceeds a bound you can state). Retrying it at
+ * once is exactly the loop damper exists to prevent.
+ */
+export class OverloadedError extends DamperError {
+  constructor(message: string) {
+    super('OVERLOADED', message);
+  }
+}
+
+/** The caller's own AbortSignal fired. Never counted against a dependency's health. */
+export class AbortedError extends DamperError {
+  constructor(message: string, reason: unknown) {
+    super('ABORTED', message, { cause: reason });
+  }
+}
+
+/**
+ * A loader failed with something that is not an `Error` (a string, `null`, …),
+ * or threw synchronously with one. The original value is kept in `cause`.
+ */
+export class LoaderError extends DamperError {
+  readonly key: string;
+
+  constructor(key: string, cause: unknown) {
+    super('LOADER', `loader for key "${key}" failed with a non-Error value: ${describe(cause)}`, { cause });
+    this.key = key;
+  }
+}
+
+function describe(v: unknown): string {
+  try {
+    return typeof v === 'string' ? JSON.stringify(v) : String(v);
+  } catch {
+    return Object.prototype.toString.call(v);
+  }
+}

@@ -1,0 +1,43 @@
+/**
+ * A minimal typed event emitter. Emitting with no listener costs one property
+ * read, which matters on the cache's hit path; a listener that throws is
+ * isolated (caught and reported through `onListenerError`), because an
+ * observer must never be able to corrupt the state it observes.
+ */
+export class Events<M extends { [K in keyof M]: (event: never) => void }> {
+  private readonly listeners: { [K in keyof M]?: M[K][] } = {};
+
+  /** Called with what a listener threw. Defaults to ignoring it. */
+  onListenerError: (error: unknown, event: keyof M) => void = () => {};
+
+  /** Subscribes; returns a function that unsubscribes (so listeners cannot leak by being forgotten). */
+  on<K extends keyof M>(event: K, listener: M[K]): () => void {
+    (this.listeners[event] ??= []).push(listener);
+    return () => this.off(event, listener);
+  }
+
+  off<K extends keyof M>(event: K, listener: M[K]): void {
+    const list = this.listeners[event];
+    if (list === undefined) return;
+    const i = list.indexOf(listener);
+    if (i >= 0) list.splice(i, 1);
+  }
+
+  /** True when at least one listener would receive `event`: lets callers skip building the payload. */
+  has<K extends keyof M>(event: K): boolean {
+    const list = this.listeners[event];
+    return list !== undefined && list.length > 0;
+  }
+
+  emit<K extends keyof M>(event: K, payload: Parameters<M[K]>[0]): void {
+    const list = this.listeners[event];
+    if (list === undefined || list.length === 0) return;
+    for (const listener of list.slice()) {
+      try {
+        (listener as (e: Parameters<M[K]>[0]) => void)(payload);
+      } catch (error) {
+        this.onListenerError(error, event);
+      }
+    }
+  }
+}

@@ -1,0 +1,49 @@
+/**
+ * The only door through which damper reads time, schedules work and draws
+ * randomness (DESIGN.md, principle 8). Every component takes a `Clock`, so the
+ * incident lab can run the real library in virtual time and reproduce a run
+ * from its seed, and unit tests never sleep.
+ */
+export interface Clock {
+  /** Milliseconds on a monotonic scale. Only differences are meaningful. */
+  now(): number;
+  /**
+   * Run `fn` once after `ms` milliseconds. The timer never keeps the process
+   * alive (the library must not hold a CLI or a test runner open): it is the
+   * caller's pending promise, not damper's timer, that should do that.
+   */
+  setTimer(fn: () => void, ms: number): Timer;
+  /** A uniformly distributed number in [0, 1) from a seeded source. */
+  random(): number;
+}
+
+/** A scheduled callback. `cancel` is idempotent and safe after it fired. */
+export interface Timer {
+  cancel(): void;
+}
+
+/** Largest delay a Node timer honours (2^31 − 1 ms, about 24.8 days). */
+export const MAX_TIMER_MS = 2_147_483_647;
+
+/**
+ * Resolves after `ms` on `clock`, or rejects with the signal's reason when
+ * `signal` aborts first. The timer is cancelled on abort so a long sleep does
+ * not linger in the clock's queue.
+ */
+export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const onAbort = (): void => {
+      timer.cancel();
+      reject(signal?.reason);
+    };
+    const timer = clock.setTimer(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
