@@ -1,0 +1,32 @@
+/** A promise with its resolve and reject exposed, for loaders the test settles by hand. */
+export interface Deferred<T> {
+  promise: Promise<T>;
+  resolve(value: T): void;
+  reject(error: unknown): void;
+}
+
+export function deferred<T>(): Deferred<T> {
+  let resolve!: (value: T) => void;
+  let reject!: (error: unknown) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}
+
+/** Records the settlement of a promise without awaiting it, so a test can check "not yet settled". */
+export function track<T>(p: Promise<T>): { settled: boolean; value?: T; error?: unknown } {
+  const state: { settled: boolean; value?: T; error?: unknown } = { settled: false };
+  p.then(
+    (value) => {
+      state.settled = true;
+      state.value = value;
+    },
+    (error: unknown) => {
+      state.settled = true;
+      state.error = error;
+    },
+  );
+  return state;
+}

@@ -1,0 +1,105 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { createSystemClock, seededRandom, sleep, VirtualClock } from '../src/index.js';
+import { track } from './helpers.js';
+
+test('VirtualClock fires timers in time order, ties in the order they were set', async () => {
+  const clock = new VirtualClock();
+  const fired: string[] = [];
+  clock.setTimer(() => fired.push('c@30'), 30);
+  clock.setTimer(() => fired.push('a@10'), 10);
+  clock.setTimer(() => fired.push('b1@20'), 20);
+  clock.setTimer(() => fired.push('b2@20'), 20);
+  await clock.advance(25);
+  assert.deepEqual(fired, ['a@10', 'b1@20', 'b2@20']);
+  assert.equal(clock.now(), 25);
+  await clock.advance(5);
+  assert.deepEqual(fired, ['a@10', 'b1@20', 'b2@20', 'c@30']);
+});
+
+test('VirtualClock lets promise continuations run between timers', async () => {
+  const clock = new VirtualClock();
+  const seen: number[] = [];
+  const chain = async (): Promise<void> => {
+    await sleep(clock, 10);
+    seen.push(clock.now());
+    await sleep(clock, 10);
+    seen.push(clock.now());
+  };
+  const done = track(chain());
+  await clock.advance(100);
+  assert.deepEqual(seen, [10, 20]);
+  assert.equal(done.settled, true);
+});
+
+test('a cancelled timer never fires and is not pending', async () => {
+  const clock = new VirtualClock();
+  let fired = false;
+  const t = clock.setTimer(() => (fired = true), 10);
+  assert.equal(clock.pendingTimers, 1);
+  t.cancel();
+  t.cancel();
+  assert.equal(clock.pendingTimers, 0);
+  await clock.advance(20);
+  assert.equal(fired, false);
+});
+
+test('runUntilIdle drains every timer and refuses to spin forever', async () => {
+  const clock = new VirtualClock();
+  let n = 0;
+  const tick = (): void => {
+    n++;
+    if (n < 5) clock.setTimer(tick, 100);
+  };
+  clock.setTimer(tick, 100);
+  await clock.runUntilIdle();
+  assert.equal(n, 5);
+  assert.equal(clock.now(), 500);
+  const forever = (): void => void clock.setTimer(forever, 1000);
+  forever();
+  await assert.rejects(clock.runUntilIdle(10_000), /still pending/);
+});
+
+test('advance rejects a negative or non-finite step', async () => {
+  const clock = new VirtualClock();
+  await assert.rejects(clock.advance(-1), RangeError);
+  await assert.rejects(clock.advance(Number.NaN), RangeError);
+});
+
+test('sleep rejects with the signal reason and cancels its timer', async () => {
+  const clock = new VirtualClock();
+  const ac = new AbortController();
+  const p = sleep(clock, 1000, ac.signal);
+  ac.abort(new Error('stop'));
+  await assert.rejects(p, /stop/);
+  assert.equal(clock.pendingTimers, 0);
+  await assert.rejects(sleep(clock, 1, ac.signal), /stop/);
+});
+
+test('seeded random: same seed, same sequence; in [0, 1); seeds differ', () => {
+  const a = seededRandom(42);
+  const b = seededRandom(42);
+  const c = seededRandom(43);
+  const xs = Array.from({ length: 1000 }, () => a());
+  assert.deepEqual(xs, Array.from({ length: 1000 }, () => b()));
+  assert.notDeepEqual(xs.slice(0, 10), Array.from({ length: 10 }, () => c()));
+  assert.ok(xs.every((x) => x >= 0 && x < 1));
+  const mean = xs.reduce((s, x) => s + x, 0) / xs.length;
+  assert.ok(Math.abs(mean - 0.5) < 0.05, `mean ${mean}`);
+});
+
+test('two VirtualClocks with one seed draw the same jitter', () => {
+  const a = new VirtualClock({ seed: 7 });
+  const b = new VirtualClock({ seed: 7 });
+  assert.equal(a.random(), b.random());
+});
+
+test('system clock is monotonic and its timers do not hold the process open', async () => {
+  const clock = createSystemClock(1);
+  const t0 = clock.now();
+  assert.ok(clock.now() >= t0);
+  // A child process that only arms a long damper timer must exit at once.
+  const { spawnSync } = await import('node:child_process');
+  const r = spawnSync(process.execPath, ['--import', 'tsx', '-e', "import('./src/index.ts').then(m => m.systemClock.setTimer(() => {}, 60000))"], { timeout: 20_000 });
+  assert.equal(r.status, 0, String(r.stderr));
+});
