@@ -1,0 +1,108 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { AbortedError, Backoff, ConcurrencyLimiter, ConfigError, OverloadedError, VirtualClock } from '../src/index.js';
+import { deferred, track } from './helpers.js';
+
+const ctx = (key = 'k', signal = new AbortController().signal, wait = true) => ({ key, signal, wait });
+
+describe('Backoff', () => {
+  test('grows by its factor, stays within its jitter band and under its cap', () => {
+    const b = new Backoff({ base: 100, max: 1000, factor: 2, jitter: 0.2 });
+    let r = 0;
+    const rand = (): number => (r = (r + 0.37) % 1);
+    for (let n = 1; n <= 10; n++) {
+      const exp = Math.min(1000, 100 * 2 ** (n - 1));
+      for (let i = 0; i < 20; i++) {
+        const d = b.delay(n, rand);
+        assert.ok(d >= exp * 0.8 - 1e-9 && d <= Math.min(1000, exp * 1.2) + 1e-9, `delay(${n}) = ${d}`);
+        assert.ok(d >= b.minDelay(n) - 1e-9);
+      }
+    }
+    assert.equal(b.delay(5000, () => 0.5), 1000);
+  });
+
+  test('rejects nonsense', () => {
+    assert.throws(() => new Backoff({ base: 0 }), ConfigError);
+    assert.throws(() => new Backoff({ jitter: 1.5 }), ConfigError);
+    assert.throws(() => new Backoff({ factor: 0.5 }), ConfigError);
+    assert.throws(() => new Backoff({ base: 10, max: 5 }), ConfigError);
+  });
+});
+
+describe('ConcurrencyLimiter', () => {
+  test('never runs more than its limit; queued tasks run in arrival order', async () => {
+    const clock = new VirtualClock();
+    const limiter = new ConcurrencyLimiter({ limit: 2, maxQueue: 10, queueTimeout: 10_000, clock });
+    const gates = Array.from({ length: 5 }, () => deferred<void>());
+    const order: number[] = [];
+    let running = 0;
+    let peak = 0;
+    const runs = gates.map((g, i) =>
+      limiter.run(async () => {
+        order.push(i);
+        running++;
+        peak = Math.max(peak, running);
+        await g.promise;
+        running--;
+      }, ctx()),
+    );
+    await clock.settle();
+    assert.equal(limiter.inFlight, 2);
+    assert.equal(limiter.queued, 3);
+    for (const g of gates) {
+      g.resolve();
+      await clock.settle();
+    }
+    await Promise.all(runs);
+    assert.equal(peak, 2);
+    assert.deepEqual(order, [0, 1, 2, 3, 4]);
+    assert.equal(limiter.inFlight, 0);
+  });
+
+  test('refuses beyond the queue, after the queue timeout, and at once when the caller will not wait', async () => {
+    const clock = new VirtualClock();
+    const limiter = new ConcurrencyLimiter({ limit: 1, maxQueue: 1, queueTimeout: 100, clock });
+    const hold = deferred<void>();
+    const first = limiter.run(() => hold.promise, ctx());
+    const queued = track(limiter.run(async () => 1, ctx()));
+    await assert.rejects(limiter.run(async () => 2, ctx()), OverloadedError);
+    await assert.rejects(limiter.run(async () => 3, ctx('k', new AbortController().signal, false)), OverloadedError);
+    await clock.advance(100);
+    assert.ok(queued.error instanceof OverloadedError);
+    assert.equal(limiter.queued, 0);
+    hold.resolve();
+    await first;
+    assert.equal(limiter.inFlight, 0);
+  });
+
+  test('an abort while queued leaves the queue and does not leak its slot', async () => {
+    const clock = new VirtualClock();
+    const limiter = new ConcurrencyLimiter({ limit: 1, clock });
+    const hold = deferred<void>();
+    const first = limiter.run(() => hold.promise, ctx());
+    const ac = new AbortController();
+    const queued = track(limiter.run(async () => 1, ctx('k', ac.signal)));
+    await clock.settle();
+    ac.abort();
+    await clock.settle();
+    assert.ok(queued.error instanceof AbortedError);
+    assert.equal(limiter.queued, 0);
+    assert.equal(clock.pendingTimers, 0);
+    hold.resolve();
+    await first;
+    assert.equal(await limiter.run(async () => 7, ctx()), 7);
+    assert.equal(limiter.inFlight, 0);
+  });
+
+  test('a task that throws releases its slot', async () => {
+    const limiter = new ConcurrencyLimiter({ limit: 1, clock: new VirtualClock() });
+    await assert.rejects(limiter.run(() => Promise.reject(new Error('x')), ctx()));
+    assert.equal(limiter.inFlight, 0);
+  });
+
+  test('bad configuration is a ConfigError', () => {
+    assert.throws(() => new ConcurrencyLimiter({ limit: 0 }), ConfigError);
+    assert.throws(() => new ConcurrencyLimiter({ maxQueue: -1 }), ConfigError);
+    assert.throws(() => new ConcurrencyLimiter({ queueTimeout: Number.NaN }), ConfigError);
+  });
+});
