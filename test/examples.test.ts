@@ -1,0 +1,23 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { test } from 'node:test';
+
+// Examples compile (they are type-checked with the rest) and run here, so the
+// README cannot drift into code that does not work.
+
+test('examples/quickstart.ts runs and shows coalescing, negative caching and validation', () => {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', 'examples/quickstart.ts'], { encoding: 'utf8', timeout: 30_000 });
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /100 reads, 1 query/);
+  assert.match(r.stdout, /after two reads of a missing user: 2 queries/);
+  assert.match(r.stdout, /refused: user without a name/);
+});
+
+test("the README's cache construction is the example's, verbatim", () => {
+  const readme = readFileSync('README.md', 'utf8');
+  const example = readFileSync('examples/quickstart.ts', 'utf8');
+  const block = /const users = new Cache[\s\S]*?\n\}\);\n/.exec(example)?.[0];
+  assert.ok(block !== undefined);
+  assert.ok(readme.includes(block), 'README and examples/quickstart.ts disagree on `new Cache(...)`');
+});
