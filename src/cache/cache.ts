@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { AbortedError, ArgumentError, type DamperError, LoaderError, LoadTimeoutError, ValidationError } from '../errors.js';
 import { Events } from '../events.js';
 import { Backoff } from '../guard/backoff.js';
@@ -210,6 +211,7 @@ export class Cache<V> {
 
     // Backing off after a failure: answer from memory, do not touch the origin.
     if (entry !== undefined && now < entry.retryAt) {
+      assert(entry.failures > 0, 'a key backs off only after a failure');
       if (servable !== undefined) return this.serveStale(key, servable, 'backoff', now);
       throw entry.error;
     }
@@ -227,6 +229,7 @@ export class Cache<V> {
   }
 
   private start(key: string, entry: Entry<V> | undefined, loader: Loader<V>, o: ResolvedLoadOptions, wait: boolean): Flight<V> {
+    assert(!this.flights.has(key), 'one load per key in flight');
     const flight: Flight<V> = { promise: undefined as unknown as Promise<Outcome<V>>, controller: new AbortController(), superseded: false };
     this.flights.set(key, flight);
     const stale = entry !== undefined && entry.hasValue ? entry.value : undefined;
@@ -343,6 +346,7 @@ export class Cache<V> {
     // Jitter only shortens: a value is never fresh for longer than its ttl.
     const fresh = ttl * (1 - this.ttlJitter * this.clock.random());
     const entry: Entry<V> = { value, hasValue: true, freshUntil: now + fresh, staleUntil: now + fresh + o.staleFor, loadMs, failures: 0, retryAt: 0, error: undefined };
+    assert(entry.freshUntil <= now + ttl && entry.staleUntil >= entry.freshUntil, 'freshness within ttl, stale window after it');
     if (!this.store.set(key, entry)) {
       this.store.delete(key);
       this.events.emit('evict', { key, reason: 'oversize' });
