@@ -7,7 +7,7 @@ import { seededRandom } from './random.js';
  * Reads of the OS clock that `now()` may answer from its last reading. See
  * {@link createSystemClock}.
  */
-const READS_PER_TICK = 64;
+const READS_PER_TICK = 16;
 
 /**
  * Creates a clock on the machine's real time. `now()` is monotonic
@@ -17,7 +17,7 @@ const READS_PER_TICK = 64;
  *
  * Reading the OS clock costs about 70 ns on Node 20, a third of a whole cache
  * hit, so `now()` reuses its last reading (as lru-cache's `ttlResolution`
- * does) until either a 1 ms unref'd timer clears it or 64 reads have used it.
+ * does) until either a 1 ms unref'd timer clears it or 16 reads have used it.
  * The timer bounds the staleness of a reading across idle time; the read count
  * bounds it inside a long run of awaits that never yields to the event loop
  * (where the timer cannot fire). Every damper duration is in milliseconds, so

@@ -1,0 +1,121 @@
+/**
+ * `npm run bench`: the cache benchmark, in one process. Runs the three
+ * measurements (hit path, cold stampede, failing key — the last also in its
+ * supplementary `stale` variant), prints Markdown tables, and writes
+ * bench/results.json. This is a benchmark, not a test: it asserts only that
+ * each library was driven correctly (warm keys stay warm while timing), never
+ * that a target was met.
+ *
+ * Environment: BENCH_ROUNDS (default 15) and BENCH_MIN_CPU_MS (default 100,
+ * mitata's minimum time per library per round) trade precision for time.
+ */
+import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { failingKey } from './failing-key.js';
+import { hitPath } from './hit-path.js';
+import { damper, type Peer, peers, versionOf } from './peers.js';
+import { failingTable, hitTable, machine, stampedeTable } from './report.js';
+import { stampede } from './stampede.js';
+
+const rounds = positive('BENCH_ROUNDS', 15);
+const minCpuTimeMs = positive('BENCH_MIN_CPU_MS', 100);
+const log = (line: string): void => console.log(line);
+const started = performance.now();
+
+const host = machine();
+log(`damper cache benchmark — node ${host.node}, ${host.nproc} cores (${host.cpuModel}), ${host.platform} ${host.arch}`);
+log(`damper imported from ../src/index.js (TypeScript source through tsx)\n`);
+
+log(`1. hit path: ${rounds} rounds × ${minCpuTimeMs} ms per library`);
+const hit = await hitPath({ rounds, minCpuTimeMs, log });
+log(`\n${hitTable(hit)}\n`);
+const damperRow = hit.rows.find((r) => r.name === damper.name);
+if (damperRow !== undefined) {
+  const verdict = damperRow.ratioToLruFetch <= 1.5 ? 'meets' : `misses by ${((damperRow.ratioToLruFetch / 1.5 - 1) * 100).toFixed(0)} %`;
+  const [p25, p75] = damperRow.ratioToLruFetchIqr;
+  log(`damper hit path: ${damperRow.ratioToLruFetch.toFixed(2)}× lru-cache fetch, middle half of rounds ${p25.toFixed(2)}–${p75.toFixed(2)}× (target ≤ 1.50×: ${verdict})\n`);
+}
+
+log('2. cold stampede');
+const storm = await stampede(log);
+log(`\n${stampedeTable(storm)}\n`);
+
+log('3. failing key (cold: never had a value)');
+const cold = await failingKey('cold', log);
+log(`\n${failingTable(cold)}\n`);
+
+log('3b. failing key (stale: had a value, ttl passed, then the origin fails) — supplementary');
+const stale = await failingKey('stale', log);
+log(`\n${failingTable(stale)}\n`);
+
+const results = {
+  generatedAt: new Date().toISOString(),
+  command: 'npm run bench',
+  durationSeconds: Math.round((performance.now() - started) / 100) / 10,
+  machine: host,
+  damperImport: '../src/index.js (TypeScript source, transpiled by tsx)',
+  damperRevision: revision(),
+  libraries: Object.fromEntries(peers.map((p) => [p.name, describePeer(p)])),
+  scenarios: {
+    hitPath: {
+      keys: hit.keys,
+      ttlMs: hit.ttlMs,
+      rounds: hit.rounds,
+      minCpuTimeMsPerRound: hit.minCpuTimeMs,
+      target: 'damper ≤ 1.5 × lru-cache fetch',
+      note: 'nsPerOp: median over rounds of mitata’s mean time per awaited call; ratios: median over rounds of the ratio within each round (the machine drifts between rounds); p50Ns: median over rounds of mitata’s p50 of batch means',
+      libraries: Object.fromEntries(hit.rows.map(({ name, ...row }) => [name, row])),
+    },
+    coldStampede: {
+      callers: storm.callers,
+      loaderDelayMs: storm.loaderDelayMs,
+      target: storm.target,
+      libraries: Object.fromEntries(storm.rows.map(({ name, ...row }) => [name, row])),
+    },
+    failingKey: failing(cold),
+    failingKeyStale: { ...failing(stale), supplementary: true },
+  },
+};
+const out = new URL('./results.json', import.meta.url);
+// Three decimals are far below this machine's noise.
+const rounded = (_key: string, v: unknown): unknown => (typeof v === 'number' && !Number.isInteger(v) ? Math.round(v * 1000) / 1000 : v);
+writeFileSync(out, `${JSON.stringify(results, rounded, 2)}\n`);
+log(`wrote bench/results.json in ${results.durationSeconds} s`);
+
+function failing(f: typeof cold): object {
+  return {
+    requests: f.requests,
+    intervalMs: f.intervalMs,
+    ttlMs: f.ttlMs,
+    target: f.target,
+    libraries: Object.fromEntries(f.rows.map(({ name, ...row }) => [name, row])),
+  };
+}
+
+function describePeer(p: Peer): object {
+  return {
+    package: p.pkg,
+    version: versionOf(p.pkg),
+    hitPathAndStampede: p.settings({ ttlMs: 60_000, protective: false }),
+    failingKey: p.settings({ ttlMs: 60_000, protective: true }),
+    failingKeyStale: p.settings({ ttlMs: 1_000, protective: true }),
+  };
+}
+
+/** The commit measured, and whether src/ differed from it (another change in progress). */
+function revision(): { commit: string; srcModified: boolean } | null {
+  try {
+    const git = (...args: string[]): string => execFileSync('git', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    return { commit: git('rev-parse', '--short', 'HEAD'), srcModified: git('status', '--porcelain', '--', 'src') !== '' };
+  } catch {
+    return null;
+  }
+}
+
+function positive(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number, got ${raw}`);
+  return n;
+}
