@@ -42,8 +42,3 @@ export function compileValidator<V>(validator: Validator<V>): (value: V) => Verd
     }
   };
 }
-
-/** True when `v` looks like a Standard Schema validator. */
-export function isStandardSchema(v: unknown): v is StandardSchemaV1 {
-  return typeof v === 'object' && v !== null && typeof (v as { '~standard'?: { validate?: unknown } })['~standard']?.validate === 'function';
-}

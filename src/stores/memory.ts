@@ -86,8 +86,4 @@ export class MemoryStore<E extends object> {
   clear(): void {
     this.lru.clear();
   }
-
-  keys(): IterableIterator<string> {
-    return this.lru.keys();
-  }
 }
