@@ -424,6 +424,24 @@ describe('bounded memory', () => {
     assert.deepEqual(evicted, ['a:capacity', 'big:oversize']);
   });
 
+  test('a size function that returns nonsense fails that load with ConfigError and stores nothing', async () => {
+    const { cache } = setup<string>({ maxBytes: 10, size: (v) => (v === 'bad' ? Number.NaN : 1) });
+    await cache.get('good', () => 'ok');
+    await assert.rejects(cache.get('k', () => 'bad'), ConfigError);
+    assert.equal(cache.peek('k'), undefined);
+    assert.equal(cache.peek('good'), 'ok');
+  });
+
+  test('peek does not refresh recency', async () => {
+    const { cache } = setup<number>({ maxEntries: 2 });
+    await cache.get('a', () => 1);
+    await cache.get('b', () => 2);
+    cache.peek('a');
+    await cache.get('c', () => 3);
+    assert.equal(cache.peek('a'), undefined);
+    assert.equal(cache.peek('b'), 2);
+  });
+
   test('maxBytes without size is a ConfigError', () => {
     assert.throws(() => new Cache({ maxBytes: 10 }), ConfigError);
   });
