@@ -1,0 +1,97 @@
+/**
+ * What a lab run produces: per-second series for the report's charts, and the
+ * summary fields that DESIGN.md's lab contract names for `results.json`.
+ * Everything here is derived from virtual time only, so the same scenario and
+ * seed give the same values, byte for byte.
+ */
+
+/** The two ways each scenario is replayed. */
+export const VARIANTS = ['naive', 'damper'] as const;
+export type VariantName = (typeof VARIANTS)[number];
+
+/** One sample per simulated second; index i covers [i s, i+1 s). */
+export interface Series {
+  /** Requests clients started (first attempts and retries). */
+  offered: number[];
+  /** Requests that ended with a valid value within the client's timeout. */
+  goodput: number[];
+  /** Requests that ended otherwise: error, timeout, invalid value, refused. */
+  errors: number[];
+  /** Queries that reached the origin (database), whether or not it could serve them. */
+  originQps: number[];
+  /** 99th percentile latency of the requests that ended in that second, ms; null when none did. */
+  p99Ms: (number | null)[];
+  /** Share of requests answered without waiting for the origin; null when none ended. */
+  hitRatio: (number | null)[];
+}
+
+/** The summary of one variant of one scenario (DESIGN.md, "The lab's contract"). */
+export interface VariantSummary {
+  /** Healthy again after the trigger ended (see `recoverySeconds`). */
+  recovered: boolean;
+  /**
+   * Seconds from the trigger's end until the start of the first window of
+   * `healthyHoldSeconds` in which every second is healthy (goodput ≥ 95 % of
+   * offered, p99 within the objective); null if that never happens.
+   */
+  recoverySeconds: number | null;
+  /** Mean origin queries/s over the baseline window before the trigger. */
+  baselineOriginQps: number;
+  /** Highest origin queries/s, averaged over a sliding window, from the trigger's start on. */
+  peakOriginQps: number;
+  /** peakOriginQps / baselineOriginQps. */
+  amplification: number;
+  /** Failed requests / requests ended, over the whole run. */
+  errorRate: number;
+  /** Goodput / offered, over the whole run. */
+  goodputRatio: number;
+  /** 99th percentile latency over the whole run, ms. */
+  p99Ms: number;
+  /** Valid-looking but invalid values handed to clients (must be 0 for damper). */
+  invalidServed: number;
+  /** Requests simulated, for the speed figure. */
+  simulatedRequests: number;
+}
+
+/** A time span on the scenario's timeline, shaded in the report. */
+export interface FaultSpan {
+  readonly label: string;
+  readonly startS: number;
+  readonly endS: number;
+  /** `trigger`: part of the incident's cause; `operator`: a human action. */
+  readonly kind: 'trigger' | 'operator';
+}
+
+export interface VariantRun {
+  readonly summary: VariantSummary;
+  readonly series: Series;
+}
+
+export interface ScenarioRun {
+  readonly name: string;
+  readonly title: string;
+  readonly description: string;
+  readonly durationS: number;
+  /** The origin's capacity in queries/s, drawn as a line on the origin chart. */
+  readonly originCapacityQps: number;
+  /** The latency objective for "healthy", ms. */
+  readonly objectiveP99Ms: number;
+  readonly faults: readonly FaultSpan[];
+  /** When the trigger ended, s: recovery counts from here. */
+  readonly triggerEndS: number;
+  readonly variants: Readonly<Record<VariantName, VariantRun>>;
+  /** One line saying what happened, for the report and the terminal. */
+  readonly verdict: string;
+}
+
+export interface LabRun {
+  readonly seed: number;
+  readonly scenarios: readonly ScenarioRun[];
+}
+
+/** The `results.json` document: summaries only, no wall-clock figures, so it is byte-identical per seed. */
+export function resultsJson(run: LabRun): string {
+  const scenarios: Record<string, Record<VariantName, VariantSummary>> = {};
+  for (const s of run.scenarios) scenarios[s.name] = { naive: s.variants.naive.summary, damper: s.variants.damper.summary };
+  return `${JSON.stringify({ seed: run.seed, scenarios }, null, 2)}\n`;
+}
