@@ -1,0 +1,88 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { type LabRun, type ScenarioRun, VARIANTS, type VariantName, type VariantRun } from './results.js';
+import { parseScenario, type Scenario, ScenarioError, TRIGGER_KINDS } from './scenario.js';
+import { runCacheAside } from './world/cache-aside.js';
+
+/** The scenarios shipped with damper, one JSON file each. */
+export const SCENARIO_DIR = fileURLToPath(new URL('../../scenarios/', import.meta.url));
+
+/** Names of the shipped scenarios, sorted. */
+export async function shippedScenarios(): Promise<string[]> {
+  const files = await readdir(SCENARIO_DIR);
+  return files
+    .filter((f) => f.endsWith('.json'))
+    .map((f) => f.slice(0, -'.json'.length))
+    .sort();
+}
+
+/**
+ * Loads a scenario by shipped name (`facebook-2010`) or by path to a file
+ * (anything containing a `/` or ending in `.json`).
+ */
+export async function loadScenario(ref: string): Promise<Scenario> {
+  const isPath = ref.includes('/') || ref.endsWith('.json');
+  const path = isPath ? ref : `${SCENARIO_DIR}${ref}.json`;
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch {
+    if (isPath) throw new ScenarioError(ref, 'cannot read this file');
+    throw new ScenarioError(ref, `unknown scenario (shipped: ${(await shippedScenarios()).join(', ')}; or give a path to a scenario file)`);
+  }
+  return parseScenario(text, isPath ? ref : `${ref}.json`);
+}
+
+/** Progress of a lab run: which scenario and variant, and how far (0 to 1) through all of them. */
+export type LabProgress = (p: { scenario: string; variant: VariantName; fraction: number }) => void;
+
+/** Runs one scenario under both variants, on the same seed and traffic. */
+export async function runScenario(scenario: Scenario, seed: number, onProgress?: (variant: VariantName, fraction: number) => void): Promise<ScenarioRun> {
+  const variants = {} as Record<VariantName, VariantRun>;
+  for (const variant of VARIANTS) {
+    variants[variant] = await runCacheAside(scenario, variant, seed, onProgress === undefined ? undefined : (f) => onProgress(variant, f));
+  }
+  const triggerEndS = Math.max(...scenario.faults.filter((f) => TRIGGER_KINDS.has(f.kind)).map((f) => f.endS));
+  return {
+    name: scenario.name,
+    title: scenario.title,
+    description: scenario.description,
+    durationS: scenario.durationS,
+    originCapacityQps: scenario.origin.capacityQps,
+    objectiveP99Ms: scenario.objective.p99Ms,
+    faults: scenario.faults.map((f) => ({ label: f.label, startS: f.startS, endS: f.endS, kind: TRIGGER_KINDS.has(f.kind) ? 'trigger' : 'operator' })),
+    triggerEndS,
+    variants,
+    verdict: verdict(variants),
+  };
+}
+
+/** Runs scenarios (all shipped ones when `refs` is empty) and collects the results. */
+export async function runLab(refs: readonly string[], options: { seed: number; onProgress?: LabProgress }): Promise<LabRun> {
+  const names = refs.length > 0 ? refs : await shippedScenarios();
+  // Load every scenario first: a typo in the last one should fail before minutes of simulation.
+  const scenarios = await Promise.all(names.map(loadScenario));
+  const runs: ScenarioRun[] = [];
+  const parts = scenarios.length * VARIANTS.length;
+  for (const [i, scenario] of scenarios.entries()) {
+    runs.push(
+      await runScenario(scenario, options.seed, (variant, fraction) =>
+        options.onProgress?.({ scenario: scenario.name, variant, fraction: (i * VARIANTS.length + VARIANTS.indexOf(variant) + fraction) / parts }),
+      ),
+    );
+  }
+  return { seed: options.seed, scenarios: runs };
+}
+
+function verdict(v: Record<VariantName, VariantRun>): string {
+  const say = (name: VariantName): string => {
+    const s = v[name].summary;
+    const recovery = s.recoverySeconds === null ? 'never recovered' : s.recoverySeconds === 0 ? 'stayed healthy' : `recovered ${s.recoverySeconds} s after the trigger ended`;
+    return `${name} ${recovery}, origin peak ${fmt(s.amplification)}× baseline, ${fmt(s.goodputRatio * 100)}% goodput`;
+  };
+  return `${say('naive')}; ${say('damper')}.`;
+}
+
+function fmt(x: number): string {
+  return x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2);
+}

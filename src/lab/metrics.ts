@@ -1,0 +1,162 @@
+import { type Series, type VariantSummary } from './results.js';
+import { type Scenario, TRIGGER_KINDS } from './scenario.js';
+
+/**
+ * Per-second counters and latency histograms of one simulated run, and the
+ * summary DESIGN.md's lab contract asks for. Latencies go into log-scaled
+ * buckets (exact below 64 ms, then 32 per doubling, about 3 % wide), so a
+ * run of millions of requests keeps a fixed, small memory.
+ */
+
+const EXACT = 64;
+const PER_DOUBLING = 32;
+const BUCKETS = EXACT + (20 - 6) * PER_DOUBLING; // up to 2^20 ms (17 minutes)
+
+function bucketOf(ms: number): number {
+  if (ms < EXACT) return Math.max(0, Math.floor(ms));
+  const e = Math.floor(Math.log2(ms));
+  if (e >= 20) return BUCKETS - 1;
+  return EXACT + (e - 6) * PER_DOUBLING + Math.floor((ms / 2 ** e - 1) * PER_DOUBLING);
+}
+
+/** The upper edge of a bucket: what a percentile reports. */
+function bucketTop(b: number): number {
+  if (b < EXACT) return b;
+  const e = 6 + Math.floor((b - EXACT) / PER_DOUBLING);
+  const sub = (b - EXACT) % PER_DOUBLING;
+  return Math.round(2 ** e * (1 + (sub + 1) / PER_DOUBLING));
+}
+
+function percentile(hist: Uint32Array, offset: number, count: number, q: number): number {
+  let rank = Math.ceil(q * count);
+  for (let b = 0; b < BUCKETS; b++) {
+    rank -= hist[offset + b]!;
+    if (rank <= 0) return bucketTop(b);
+  }
+  return bucketTop(BUCKETS - 1);
+}
+
+/** Sliding-window width for the peak origin rate, s: a peak is a sustained rate, not one Poisson spike. */
+export const PEAK_WINDOW_S = 10;
+
+export class Recorder {
+  readonly seconds: number;
+  private readonly offered: Uint32Array;
+  private readonly good: Uint32Array;
+  private readonly bad: Uint32Array;
+  private readonly hits: Uint32Array;
+  private readonly origin: Uint32Array;
+  private readonly latency: Uint32Array;
+  private readonly total = new Uint32Array(BUCKETS);
+  invalidServed = 0;
+  requests = 0;
+
+  constructor(durationS: number) {
+    this.seconds = Math.ceil(durationS);
+    const n = this.seconds;
+    this.offered = new Uint32Array(n);
+    this.good = new Uint32Array(n);
+    this.bad = new Uint32Array(n);
+    this.hits = new Uint32Array(n);
+    this.origin = new Uint32Array(n);
+    this.latency = new Uint32Array(n * BUCKETS);
+  }
+
+  private second(t: number): number {
+    return Math.min(this.seconds - 1, Math.floor(t / 1000));
+  }
+
+  started(t: number): void {
+    this.requests++;
+    this.offered[this.second(t)]!++;
+  }
+
+  /** A request ended at `end`; `hit` when it was answered without waiting for the origin. */
+  ended(start: number, end: number, ok: boolean, hit: boolean): void {
+    const s = this.second(end);
+    if (ok) this.good[s]!++;
+    else this.bad[s]!++;
+    if (hit) this.hits[s]!++;
+    const b = bucketOf(end - start);
+    this.latency[s * BUCKETS + b]!++;
+    this.total[b]!++;
+  }
+
+  /** Goodput over offered in the `windowS` whole seconds before `t`; 1 when nothing was offered. */
+  recentGoodputRatio(t: number, windowS: number): number {
+    const to = this.second(t);
+    let good = 0;
+    let offered = 0;
+    for (let s = Math.max(0, to - windowS); s < to; s++) {
+      good += this.good[s]!;
+      offered += this.offered[s]!;
+    }
+    return offered === 0 ? 1 : good / offered;
+  }
+
+  originQuery(t: number): void {
+    this.origin[this.second(t)]!++;
+  }
+
+  series(): Series {
+    const n = this.seconds;
+    const p99Ms: (number | null)[] = [];
+    const hitRatio: (number | null)[] = [];
+    for (let s = 0; s < n; s++) {
+      const ended = this.good[s]! + this.bad[s]!;
+      p99Ms.push(ended === 0 ? null : percentile(this.latency, s * BUCKETS, ended, 0.99));
+      hitRatio.push(ended === 0 ? null : round(this.hits[s]! / ended));
+    }
+    return { offered: [...this.offered], goodput: [...this.good], errors: [...this.bad], originQps: [...this.origin], p99Ms, hitRatio };
+  }
+
+  summary(scenario: Scenario, series: Series): VariantSummary {
+    const triggers = scenario.faults.filter((f) => TRIGGER_KINDS.has(f.kind));
+    const triggerStart = Math.min(...triggers.map((f) => f.startS));
+    const triggerEnd = Math.max(...triggers.map((f) => f.endS));
+    const { objective, baseline } = scenario;
+    const healthy = (s: number): boolean => {
+      const offered = series.offered[s]!;
+      const p99 = series.p99Ms[s];
+      return offered > 0 && series.goodput[s]! >= objective.goodputRatio * offered && p99 !== null && p99 !== undefined && p99 <= objective.p99Ms;
+    };
+    // Recovery: the first second from the trigger's end that starts `holdS` healthy seconds in a row.
+    let recoverySeconds: number | null = null;
+    let run = 0;
+    for (let s = Math.floor(triggerEnd); s < this.seconds; s++) {
+      run = healthy(s) ? run + 1 : 0;
+      if (run === objective.holdS) {
+        recoverySeconds = s - objective.holdS + 1 - Math.floor(triggerEnd);
+        break;
+      }
+    }
+    const mean = (from: number, to: number): number => {
+      let sum = 0;
+      for (let s = from; s < to; s++) sum += series.originQps[s]!;
+      return sum / Math.max(1, to - from);
+    };
+    const baselineOriginQps = mean(Math.floor(baseline.fromS), Math.floor(baseline.toS));
+    let peakOriginQps = 0;
+    for (let s = Math.floor(triggerStart); s + PEAK_WINDOW_S <= this.seconds; s++) peakOriginQps = Math.max(peakOriginQps, mean(s, s + PEAK_WINDOW_S));
+    const sum = (a: readonly number[]): number => a.reduce((x, y) => x + y, 0);
+    const good = sum(series.goodput);
+    const bad = sum(series.errors);
+    return {
+      recovered: recoverySeconds !== null,
+      recoverySeconds,
+      baselineOriginQps: round(baselineOriginQps),
+      peakOriginQps: round(peakOriginQps),
+      amplification: round(peakOriginQps / Math.max(baselineOriginQps, 1e-9)),
+      errorRate: round(bad / Math.max(1, good + bad)),
+      goodputRatio: round(good / Math.max(1, sum(series.offered))),
+      p99Ms: percentile(this.total, 0, good + bad, 0.99),
+      invalidServed: this.invalidServed,
+      simulatedRequests: this.requests,
+    };
+  }
+}
+
+/** Four decimals: enough for any chart, and stable across platforms' float printing. */
+function round(x: number): number {
+  return Math.round(x * 10_000) / 10_000;
+}

@@ -1,0 +1,119 @@
+import { type Timer } from '../../time/clock.js';
+import { seededRandom } from '../../time/random.js';
+import { VirtualClock } from '../../time/virtual.js';
+import { simulate, type World } from '../engine.js';
+import { Recorder } from '../metrics.js';
+import { type VariantName, type VariantRun } from '../results.js';
+import { type Fault, type Population, type Scenario } from '../scenario.js';
+import { KeyPicker, poisson } from '../traffic.js';
+import { Database } from './database.js';
+import { damperReader, naiveReader, type Reader } from './readers.js';
+
+interface Request {
+  readonly population: Population;
+  readonly key: string;
+  readonly attempt: number;
+  readonly start: number;
+  done: boolean;
+  timeout: Timer | undefined;
+}
+
+/**
+ * The world of the Facebook 2010 replay: open-loop client populations read
+ * keys through a cache tier in front of a database; faults on a timeline
+ * write invalid values, fix them, and cut traffic at the front door.
+ *
+ * Both variants get the same arrivals and keys (drawn from a source of their
+ * own, seeded from the run's seed) and the same faults; they differ only in
+ * their `Reader`.
+ */
+export async function runCacheAside(scenario: Scenario, variant: VariantName, seed: number, onProgress?: (fraction: number) => void): Promise<VariantRun> {
+  const clock = new VirtualClock({ seed });
+  const traffic = seededRandom((seed ^ 0x7a3f_19c5) >>> 0);
+  const recorder = new Recorder(scenario.durationS);
+  const db = new Database(clock, recorder, scenario.origin);
+  const picker = new KeyPicker(scenario.keys.hot, scenario.keys.tailCount);
+  const reader: Reader = variant === 'naive' ? naiveReader(clock, db, scenario) : damperReader(clock, db, scenario, picker.keys.length);
+  const timeline = schedule(scenario.faults);
+  let frontDoorOpen = true;
+  // Operator actions that were not needed (the system was healthy when they were due).
+  const cancelled = new Set<Fault>();
+  let pending: Request[] = [];
+
+  const end = (req: Request, ok: boolean): void => {
+    if (req.done) return;
+    req.done = true;
+    req.timeout?.cancel();
+    const now = clock.now();
+    recorder.ended(req.start, now, ok, ok && now === req.start);
+    if (!ok && req.attempt < req.population.retries) {
+      clock.setTimer(() => begin(req.population, req.key, req.attempt + 1), req.population.retryDelayMs);
+    }
+  };
+
+  const begin = (population: Population, key: string, attempt: number): void => {
+    const start = clock.now();
+    recorder.started(start);
+    const req: Request = { population, key, attempt, start, done: false, timeout: undefined };
+    if (!frontDoorOpen) {
+      end(req, false);
+      return;
+    }
+    reader.read(key, population.timeoutMs).then(
+      (row) => {
+        if (!row.valid && !req.done) recorder.invalidServed++;
+        end(req, row.valid);
+      },
+      () => end(req, false),
+    );
+    pending.push(req);
+  };
+
+  const world: World = {
+    step(t) {
+      while (timeline.length > 0 && timeline[0]!.at <= t) {
+        const e = timeline.shift()!;
+        switch (e.fault.kind) {
+          case 'invalid-value': {
+            // Start: the persistent copy turns invalid and the write reaches the cache tier. End: the fix, in the database only.
+            const row = db.write(e.fault.key, !e.starts);
+            if (e.starts) reader.push(e.fault.key, row);
+            break;
+          }
+          case 'cut-traffic':
+            if (e.starts && e.fault.when === 'unhealthy' && recorder.recentGoodputRatio(t, scenario.objective.holdS) >= scenario.objective.goodputRatio) {
+              cancelled.add(e.fault);
+            } else if (!cancelled.has(e.fault)) {
+              frontDoorOpen = !e.starts;
+            }
+            break;
+        }
+      }
+      for (const population of scenario.clients) {
+        const n = poisson(population.rate / 1000, traffic);
+        for (let i = 0; i < n; i++) begin(population, picker.pick(traffic), 0);
+      }
+    },
+    afterStep(t) {
+      // Only requests not answered at once need a timeout timer.
+      for (const req of pending) {
+        if (!req.done) req.timeout = clock.setTimer(() => end(req, false), req.start + req.population.timeoutMs - t);
+      }
+      pending = [];
+    },
+  };
+
+  await simulate({ clock, world, durationMs: scenario.durationS * 1000, ...(onProgress === undefined ? {} : { onProgress }) });
+  const series = recorder.series();
+  return { series, summary: recorder.summary(scenario, series) };
+}
+
+/** The faults' starts and ends, in time order. */
+function schedule(faults: readonly Fault[]): { at: number; starts: boolean; fault: Fault }[] {
+  return faults
+    .flatMap((fault) => [
+      { at: fault.startS * 1000, starts: true, fault },
+      { at: fault.endS * 1000, starts: false, fault },
+    ])
+    .sort((a, b) => a.at - b.at);
+}

@@ -1,0 +1,137 @@
+import { type Timer } from '../../time/clock.js';
+import { type VirtualClock } from '../../time/virtual.js';
+import { type Recorder } from '../metrics.js';
+
+/** A row as the simulated database stores it. `valid: false` is the Facebook 2010 trigger. */
+export interface Row {
+  readonly version: number;
+  readonly valid: boolean;
+}
+
+/** The database refused a query: its queue is full. */
+export class DatabaseOverloadedError extends Error {
+  constructor() {
+    super('database overloaded: too many queued queries');
+  }
+}
+
+/** The caller stopped waiting (its own timeout or abort). The query stays queued: the database does not know. */
+export class QueryAbandonedError extends Error {
+  constructor(reason: string) {
+    super(`query abandoned: ${reason}`);
+  }
+}
+
+// The world raises these by the million in an overload; building a stack
+// trace for each was most of a naive run's time, and nobody reads them.
+const OVERLOADED = new DatabaseOverloadedError();
+const TIMED_OUT = new QueryAbandonedError('no answer before the caller timed out');
+const ABORTED = new QueryAbandonedError('aborted by the caller');
+
+interface Job {
+  readonly key: string;
+  resolve(row: Row): void;
+  reject(error: Error): void;
+  /** Answered or given up on. A job given up on is still served; its answer is thrown away. */
+  settled: boolean;
+  timer: Timer | undefined;
+}
+
+/**
+ * A database with a fixed capacity: `workers` queries served at a time, each
+ * taking `workers / capacityQps` seconds, a FIFO queue in front of them, and
+ * an immediate refusal beyond `maxQueue`. Latency is queueing delay, so it
+ * grows with the queue. A caller that times out or aborts leaves its query in
+ * the queue, and the database still serves it: the wasted work that makes
+ * overload sustain itself, as it does in a real database.
+ */
+export class Database {
+  private readonly rows = new Map<string, Row>();
+  private readonly queue: (Job | undefined)[] = [];
+  private head = 0;
+  private busy = 0;
+  private version = 1;
+  private readonly serviceMs: number;
+
+  constructor(
+    private readonly clock: VirtualClock,
+    private readonly recorder: Recorder,
+    private readonly shape: { readonly capacityQps: number; readonly workers: number; readonly maxQueue: number },
+  ) {
+    // Whole milliseconds keep completions on the engine's 1 ms steps.
+    this.serviceMs = Math.max(1, Math.round((shape.workers * 1000) / shape.capacityQps));
+  }
+
+  /** The current row of `key` (every key exists, valid, until a fault writes it). */
+  read(key: string): Row {
+    let row = this.rows.get(key);
+    if (row === undefined) {
+      row = { version: 1, valid: true };
+      this.rows.set(key, row);
+    }
+    return row;
+  }
+
+  /** Writes a new version of `key`, valid or not, and returns it. */
+  write(key: string, valid: boolean): Row {
+    const row = { version: ++this.version, valid };
+    this.rows.set(key, row);
+    return row;
+  }
+
+  /** Queries waiting for a worker. */
+  get queued(): number {
+    return this.queue.length - this.head;
+  }
+
+  /**
+   * Queries `key`. Rejects with {@link DatabaseOverloadedError} at once when the
+   * queue is full, with {@link QueryAbandonedError} when `timeoutMs` passes or
+   * `signal` aborts first.
+   */
+  query(key: string, options: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<Row> {
+    this.recorder.originQuery(this.clock.now());
+    if (this.busy >= this.shape.workers && this.queued >= this.shape.maxQueue) return Promise.reject(OVERLOADED);
+    return new Promise<Row>((resolve, reject) => {
+      const job: Job = { key, resolve, reject, settled: false, timer: undefined };
+      const { timeoutMs, signal } = options;
+      if (timeoutMs !== undefined) job.timer = this.clock.setTimer(() => this.abandon(job, TIMED_OUT), timeoutMs);
+      signal?.addEventListener('abort', () => this.abandon(job, ABORTED), { once: true });
+      if (this.busy < this.shape.workers) this.serve(job);
+      else this.queue.push(job);
+    });
+  }
+
+  private abandon(job: Job, error: QueryAbandonedError): void {
+    if (job.settled) return;
+    job.settled = true;
+    job.timer?.cancel();
+    job.reject(error);
+  }
+
+  private serve(job: Job): void {
+    this.busy++;
+    this.clock.setTimer(() => {
+      this.busy--;
+      if (!job.settled) {
+        job.timer?.cancel();
+        job.settled = true;
+        job.resolve(this.read(job.key));
+      }
+      const next = this.dequeue();
+      if (next !== undefined) this.serve(next);
+    }, this.serviceMs);
+  }
+
+  private dequeue(): Job | undefined {
+    if (this.head >= this.queue.length) return undefined;
+    const job = this.queue[this.head];
+    this.queue[this.head++] = undefined;
+    // Compact now and then so the array does not grow without bound.
+    if (this.head > 4096 && this.head * 2 > this.queue.length) {
+      this.queue.splice(0, this.head);
+      this.head = 0;
+    }
+    return job;
+  }
+}

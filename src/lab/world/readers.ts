@@ -1,0 +1,79 @@
+import { Cache } from '../../cache/cache.js';
+import { type VirtualClock } from '../../time/virtual.js';
+import { type Scenario } from '../scenario.js';
+import { type Database, type Row } from './database.js';
+
+/**
+ * The two read paths a client process can run against the same cache tier and
+ * database. A reader also receives the operator's writes (`write`): a write
+ * puts the new value in the database and pushes it to the cache tier, as the
+ * configuration system of the Facebook 2010 outage did.
+ */
+export interface Reader {
+  /** Resolves with the value handed to the client, or rejects. */
+  read(key: string, timeoutMs: number): Promise<Row>;
+  /** The write path's push of a freshly written row into the cache tier. */
+  push(key: string, row: Row): void;
+}
+
+/** Thrown by the naive reader when a value is invalid. One instance: a stack per throw would dominate a run. */
+export class InvalidValueError extends Error {
+  constructor() {
+    super('invalid configuration value');
+  }
+}
+const INVALID = new InvalidValueError();
+
+/**
+ * The postmortem's cache-aside loop, bugs included. A missing, expired or
+ * invalid cached value sends the client to the database; a database error, a
+ * timeout or an invalid value there deletes the cache key, because the client
+ * cannot tell "the database is struggling" from "the value is bad". So every
+ * failure turns the next request into another database query.
+ */
+export function naiveReader(clock: VirtualClock, db: Database, scenario: Scenario): Reader {
+  const tier = new Map<string, { row: Row; expires: number }>();
+  const ttlMs = scenario.cache.ttlS * 1000;
+  return {
+    async read(key, timeoutMs) {
+      const hit = tier.get(key);
+      if (hit !== undefined && hit.expires > clock.now() && hit.row.valid) return hit.row;
+      try {
+        const row = await db.query(key, { timeoutMs });
+        if (!row.valid) throw INVALID;
+        tier.set(key, { row, expires: clock.now() + ttlMs });
+        return row;
+      } catch (error) {
+        tier.delete(key);
+        throw error;
+      }
+    },
+    push(key, row) {
+      tier.set(key, { row, expires: clock.now() + ttlMs });
+    },
+  };
+}
+
+/**
+ * damper's read path: one `Cache` for the cache tier, validating every value,
+ * with the scenario's ttl and stale window and damper's defaults for the rest
+ * (coalescing, error backoff, origin budget). Nothing here is told about the
+ * scenario's faults.
+ */
+export function damperReader(clock: VirtualClock, db: Database, scenario: Scenario, keyCount: number): Reader {
+  const cache = new Cache<Row>({
+    clock,
+    ttl: scenario.cache.ttlS * 1000,
+    staleFor: scenario.cache.staleForS * 1000,
+    maxEntries: keyCount + 1,
+    validate: (row) => row.valid || 'invalid configuration value',
+  });
+  const loader = ({ key, signal }: { key: string; signal: AbortSignal }): Promise<Row> => db.query(key, { signal });
+  return {
+    read: (key) => cache.get(key, loader),
+    push(key, row) {
+      // An invalid push is refused by validation: the last known good stays.
+      cache.set(key, row).catch(() => {});
+    },
+  };
+}

@@ -1,0 +1,54 @@
+/**
+ * Makes every read of the real clock, every real timer and every draw from
+ * `Math.random` throw until the returned function is called. The incident
+ * lab turns it on for the length of a run: a run must depend on its seed
+ * alone (principle 8), and this is how a stray `Date.now()` in library code
+ * is caught the first time it runs rather than as a flaky report.
+ */
+export class RealTimeInSimulationError extends Error {
+  constructor(what: string) {
+    super(`${what} was called inside a simulated run: read time and randomness through the Clock`);
+    this.name = 'RealTimeInSimulationError';
+  }
+}
+
+type Patch = [target: object, key: string];
+
+const PATCHES: readonly [Patch, string][] = [
+  [[Date, 'now'], 'Date.now()'],
+  [[performance, 'now'], 'performance.now()'],
+  [[Math, 'random'], 'Math.random()'],
+  [[globalThis, 'setTimeout'], 'setTimeout()'],
+  [[globalThis, 'setInterval'], 'setInterval()'],
+];
+
+let depth = 0;
+let restoreAll: (() => void) | undefined;
+
+/** Forbids real time until the returned function is called. Nested calls share one patch. */
+export function forbidRealTime(): () => void {
+  if (depth++ === 0) {
+    const saved = PATCHES.map(([[target, key]]) => [target, key, Object.getOwnPropertyDescriptor(target, key)] as const);
+    for (const [[target, key], what] of PATCHES) {
+      Object.defineProperty(target, key, {
+        configurable: true,
+        writable: true,
+        value: () => {
+          throw new RealTimeInSimulationError(what);
+        },
+      });
+    }
+    restoreAll = () => {
+      for (const [target, key, descriptor] of saved) {
+        if (descriptor === undefined) Reflect.deleteProperty(target, key);
+        else Object.defineProperty(target, key, descriptor);
+      }
+    };
+  }
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    if (--depth === 0) restoreAll?.();
+  };
+}
