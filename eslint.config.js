@@ -18,7 +18,7 @@ const realTime = {
 };
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'out/**', 'lab-out/**'] },
+  { ignores: ['dist/**', 'build/**', 'node_modules/**', 'lab-out/**', 'test-output/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -1,11 +1,24 @@
+import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type LabRun, type ScenarioRun, VARIANTS, type VariantName, type VariantRun } from './results.js';
 import { parseScenario, type Scenario, ScenarioError, TRIGGER_KINDS } from './scenario.js';
 import { runCacheAside } from './world/cache-aside.js';
 
+/** The package's root: the nearest folder above this module with a package.json (src/, dist/ and a test build all sit below it). */
+function packageRoot(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(dir, 'package.json'))) {
+    const up = dirname(dir);
+    if (up === dir) throw new Error('damper: cannot find the package root from the lab module');
+    dir = up;
+  }
+  return dir;
+}
+
 /** The scenarios shipped with damper, one JSON file each. */
-export const SCENARIO_DIR = fileURLToPath(new URL('../../scenarios/', import.meta.url));
+export const SCENARIO_DIR = join(packageRoot(), 'scenarios') + '/';
 
 /** Names of the shipped scenarios, sorted. */
 export async function shippedScenarios(): Promise<string[]> {

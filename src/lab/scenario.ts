@@ -39,9 +39,10 @@ export type Fault =
    * Operators turn traffic away at the front door from `startS` to `endS`. With
    * `when: "unhealthy"` they do so only if, at `startS`, goodput over the last
    * `holdS` seconds is below the objective: an operator reacts to what the
-   * dashboards show, not to which code is running.
+   * dashboards show, not to which code is running. From `endS` traffic is let
+   * back in linearly over `rampS` seconds (the rest is still turned away).
    */
-  | { readonly kind: 'cut-traffic'; readonly startS: number; readonly endS: number; readonly label: string; readonly when: 'always' | 'unhealthy' };
+  | { readonly kind: 'cut-traffic'; readonly startS: number; readonly endS: number; readonly label: string; readonly when: 'always' | 'unhealthy'; readonly rampS: number };
 
 export const TRIGGER_KINDS: ReadonlySet<Fault['kind']> = new Set(['invalid-value']);
 
@@ -165,7 +166,8 @@ function fault(doc: Json, where: string, durationS: number, hotKeys: ReadonlySet
     case 'cut-traffic': {
       const when = o.when === undefined ? 'always' : str(o, 'when', where);
       if (when !== 'always' && when !== 'unhealthy') throw new ScenarioError(`${where}.when`, `must be "always" or "unhealthy", got "${when}"`);
-      return { kind, startS, endS, label, when };
+      const rampS = o.rampS === undefined ? 0 : num(o, 'rampS', where, { min: 0, max: durationS });
+      return { kind, startS, endS, label, when, rampS };
     }
     default:
       throw new ScenarioError(`${where}.kind`, `unknown fault kind "${kind}" (known: invalid-value, cut-traffic)`);

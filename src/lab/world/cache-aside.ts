@@ -35,7 +35,17 @@ export async function runCacheAside(scenario: Scenario, variant: VariantName, se
   const picker = new KeyPicker(scenario.keys.hot, scenario.keys.tailCount);
   const reader: Reader = variant === 'naive' ? naiveReader(clock, db, scenario) : damperReader(clock, db, scenario, picker.keys.length);
   const timeline = schedule(scenario.faults);
-  let frontDoorOpen = true;
+  // The run starts in steady state, not cold: the system has served for a long
+  // time, so every key is cached with a remaining freshness spread evenly over
+  // the ttl. (A cold start would line all expiries up and make a herd that is
+  // no part of the incident.) Drawn from a stream of its own, equal for both variants.
+  const prewarm = seededRandom((seed ^ 0x2c1b_3c6d) >>> 0);
+  const ttlMs = scenario.cache.ttlS * 1000;
+  for (const key of picker.keys) await reader.prewarm(key, db.read(key), Math.max(1, Math.ceil(prewarm() * ttlMs)));
+  // The share of arrivals the front door lets in: 1, 0 while traffic is cut, rising during a ramp back.
+  let admitted = 1;
+  let ramp: { from: number; overMs: number } | undefined;
+  const admission = seededRandom((seed ^ 0x51ed_270b) >>> 0);
   // Operator actions that were not needed (the system was healthy when they were due).
   const cancelled = new Set<Fault>();
   let pending: Request[] = [];
@@ -55,7 +65,7 @@ export async function runCacheAside(scenario: Scenario, variant: VariantName, se
     const start = clock.now();
     recorder.started(start);
     const req: Request = { population, key, attempt, start, done: false, timeout: undefined };
-    if (!frontDoorOpen) {
+    if (admitted < 1 && admission() >= admitted) {
       end(req, false);
       return;
     }
@@ -71,7 +81,9 @@ export async function runCacheAside(scenario: Scenario, variant: VariantName, se
 
   const world: World = {
     step(t) {
+      let started = false;
       while (timeline.length > 0 && timeline[0]!.at <= t) {
+        started = true;
         const e = timeline.shift()!;
         switch (e.fault.kind) {
           case 'invalid-value': {
@@ -84,15 +96,22 @@ export async function runCacheAside(scenario: Scenario, variant: VariantName, se
             if (e.starts && e.fault.when === 'unhealthy' && recorder.recentGoodputRatio(t, scenario.objective.holdS) >= scenario.objective.goodputRatio) {
               cancelled.add(e.fault);
             } else if (!cancelled.has(e.fault)) {
-              frontDoorOpen = !e.starts;
+              admitted = 0;
+              ramp = e.starts ? undefined : { from: t, overMs: e.fault.rampS * 1000 };
             }
             break;
         }
       }
+      if (ramp !== undefined) {
+        admitted = ramp.overMs === 0 ? 1 : Math.min(1, (t - ramp.from) / ramp.overMs);
+        if (admitted === 1) ramp = undefined;
+      }
       for (const population of scenario.clients) {
         const n = poisson(population.rate / 1000, traffic);
         for (let i = 0; i < n; i++) begin(population, picker.pick(traffic), 0);
+        if (n > 0) started = true;
       }
+      return started;
     },
     afterStep(t) {
       // Only requests not answered at once need a timeout timer.
