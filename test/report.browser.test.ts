@@ -7,7 +7,8 @@ import { pathToFileURL } from 'node:url';
 import { chromium } from 'playwright-core';
 import { REPORT_METRICS, renderReport } from '../src/lab/report.js';
 import { VARIANTS } from '../src/lab/results.js';
-import { labRunFixture } from './fixtures/lab-run.js';
+import { loadScenario } from '../src/lab/lab.js';
+import { runIsolated } from '../src/lab/parallel.js';
 
 /**
  * Opens the rendered report in Debian's headless Chromium, from a file:// URL
@@ -35,7 +36,8 @@ declare const document: { querySelectorAll(selector: string): ArrayLike<PageElem
 test('report: every chart draws in Chromium, with no console or page errors', { timeout: 120_000 }, async () => {
   assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: install Debian's chromium (apt-get install chromium), as .ci/run does; this test does not skip`);
 
-  const run = labRunFixture();
+  // The real thing: the shipped scenario, both variants, at the default seed.
+  const run = { seed: 1, scenarios: [await runIsolated(await loadScenario('facebook-2010'), 1)] };
   const expectedCharts = run.scenarios.length * REPORT_METRICS.length * VARIANTS.length;
   const dir = mkdtempSync(join(tmpdir(), 'damper-report-'));
   const profile = join(dir, 'profile');
