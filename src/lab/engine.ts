@@ -47,9 +47,11 @@ export async function simulate(options: SimulateOptions): Promise<void> {
     const start = clock.now();
     const end = start + durationMs;
     let nextProgress = start;
+    // From here on the loop always resumes in a microtask, so drain suffices.
+    await clock.settle();
     for (let t = start; t < end; t += stepMs) {
       if (world.step(t)) {
-        await clock.settle();
+        await clock.drain();
         world.afterStep?.(t);
       }
       const due = clock.nextTimerAt();

@@ -70,9 +70,10 @@ export async function runCacheAside(scenario: Scenario, variant: VariantName, se
       return;
     }
     reader.read(key, population.timeoutMs).then(
-      (row) => {
-        if (!row.valid && !req.done) recorder.invalidServed++;
-        end(req, row.valid);
+      (outcome) => {
+        if (outcome instanceof Error) return end(req, false);
+        if (!outcome.valid && !req.done) recorder.invalidServed++;
+        end(req, outcome.valid);
       },
       () => end(req, false),
     );

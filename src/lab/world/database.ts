@@ -8,15 +8,18 @@ export interface Row {
   readonly valid: boolean;
 }
 
+/** Why a query did not return a row. */
+export class QueryError extends Error {}
+
 /** The database refused a query: its queue is full. */
-export class DatabaseOverloadedError extends Error {
+export class DatabaseOverloadedError extends QueryError {
   constructor() {
     super('database overloaded: too many queued queries');
   }
 }
 
 /** The caller stopped waiting (its own timeout or abort). The query stays queued: the database does not know. */
-export class QueryAbandonedError extends Error {
+export class QueryAbandonedError extends QueryError {
   constructor(reason: string) {
     super(`query abandoned: ${reason}`);
   }
@@ -30,8 +33,7 @@ const ABORTED = new QueryAbandonedError('aborted by the caller');
 
 interface Job {
   readonly key: string;
-  resolve(row: Row): void;
-  reject(error: Error): void;
+  answer(outcome: Row | QueryError): void;
   /** Answered or given up on. A job given up on is still served; its answer is thrown away. */
   settled: boolean;
   timer: Timer | undefined;
@@ -85,15 +87,17 @@ export class Database {
   }
 
   /**
-   * Queries `key`. Rejects with {@link DatabaseOverloadedError} at once when the
-   * queue is full, with {@link QueryAbandonedError} when `timeoutMs` passes or
-   * `signal` aborts first.
+   * Queries `key`. Resolves with the row, or with {@link DatabaseOverloadedError}
+   * at once when the queue is full, or with {@link QueryAbandonedError} when
+   * `timeoutMs` passes or `signal` aborts first. It resolves with the failure
+   * rather than rejecting: in an overload millions of queries fail, and a
+   * rejected promise costs Node's unhandled-rejection bookkeeping twice over.
    */
-  query(key: string, options: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<Row> {
+  query(key: string, options: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<Row | QueryError> {
     this.recorder.originQuery(this.clock.now());
-    if (this.busy >= this.shape.workers && this.queued >= this.shape.maxQueue) return Promise.reject(OVERLOADED);
-    return new Promise<Row>((resolve, reject) => {
-      const job: Job = { key, resolve, reject, settled: false, timer: undefined };
+    if (this.busy >= this.shape.workers && this.queued >= this.shape.maxQueue) return Promise.resolve(OVERLOADED);
+    return new Promise<Row | QueryError>((answer) => {
+      const job: Job = { key, answer, settled: false, timer: undefined };
       const { timeoutMs, signal } = options;
       if (timeoutMs !== undefined) job.timer = this.clock.setTimer(() => this.abandon(job, TIMED_OUT), timeoutMs);
       signal?.addEventListener('abort', () => this.abandon(job, ABORTED), { once: true });
@@ -106,7 +110,7 @@ export class Database {
     if (job.settled) return;
     job.settled = true;
     job.timer?.cancel();
-    job.reject(error);
+    job.answer(error);
   }
 
   private serve(job: Job): void {
@@ -116,7 +120,7 @@ export class Database {
       if (!job.settled) {
         job.timer?.cancel();
         job.settled = true;
-        job.resolve(this.read(job.key));
+        job.answer(this.read(job.key));
       }
       const next = this.dequeue();
       if (next !== undefined) this.serve(next);
