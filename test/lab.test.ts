@@ -42,7 +42,7 @@ describe('the collapse comes from the feedback loop, not from the script', () =>
 
   test('with a low enough load on the bad key, the same naive code recovers by itself', async () => {
     const base = await loadScenario('facebook-2010');
-    // sitevars read by 8% of requests (160/s) instead of 25% (500/s): below the database's 200/s.
+    // sitevars read by 8% of requests (80/s) instead of 25% (250/s): below the database's 100/s.
     const scenario = variantOf(base, (s) => ({
       keys: { ...s.keys, hot: s.keys.hot.map((h) => (h.key === 'sitevars' ? { ...h, share: 0.08 } : { ...h, share: h.share + 0.17 / 20 })) },
     }));
