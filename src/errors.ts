@@ -79,6 +79,28 @@ export class OverloadedError extends DamperError {
   }
 }
 
+/**
+ * A circuit breaker is open (or half-open with its probes taken): the call was
+ * refused without reaching the dependency. Serving stale or failing fast is
+ * the answer; retrying now is not (principle 4).
+ */
+export class BreakerOpenError extends DamperError {
+  /** When the breaker will next admit a probe, ms from now, if known. */
+  readonly retryAfterMs: number | undefined;
+
+  constructor(message: string, retryAfterMs?: number) {
+    super('BREAKER_OPEN', message);
+    this.retryAfterMs = retryAfterMs;
+  }
+}
+
+/** The caller's deadline passed, or no attempt could finish before it. */
+export class DeadlineExceededError extends DamperError {
+  constructor(message: string) {
+    super('DEADLINE_EXCEEDED', message);
+  }
+}
+
 /** The caller's own AbortSignal fired. Never counted against a dependency's health. */
 export class AbortedError extends DamperError {
   constructor(message: string, reason: unknown) {

@@ -1,10 +1,12 @@
+import { type Priority } from './priority.js';
+
 /**
- * What the cache knows about a load when it asks a guard to run it.
+ * What a guard knows about one call it is asked to run.
  */
 export interface GuardContext {
-  /** The cache key being loaded. Guards may key their state on it (per shard, per tenant). */
+  /** What is being called, e.g. the cache key. Keyed guards (per shard, per upstream) partition on it. */
   readonly key: string;
-  /** Aborts when the load is abandoned (hard timeout, cache cleared). A guard must honour it. */
+  /** Aborts when the call is abandoned (caller's abort, deadline, hard timeout). A guard must honour it. */
   readonly signal: AbortSignal;
   /**
    * False when a caller already has a value to serve (a background refresh):
@@ -12,19 +14,64 @@ export interface GuardContext {
    * nothing and holds a slot that a caller with nothing to serve needs.
    */
   readonly wait: boolean;
+  /** How important the call is; `normal` when absent. */
+  readonly priority?: Priority | undefined;
+  /** Absolute instant on the guard's clock after which the call is worthless; none when absent. */
+  readonly deadline?: number | undefined;
 }
 
 /**
- * The seam between the cache and the protection of its origin. Every load the
- * cache makes goes through one `Guard`, so a single bound holds across all keys:
- * per-key coalescing alone does not protect a database from a cold cache over
- * many keys. The default guard is a {@link ConcurrencyLimiter}; the overload
- * controls (breaker, retry budget, throttling, adaptive limits) plug in here.
+ * The seam between a caller and the protection of a dependency. Every load the
+ * cache makes goes through one `Guard`, so a single bound holds across all
+ * keys: per-key coalescing alone does not protect a database from a cold cache
+ * over many keys. Guards compose with {@link pipeline}: throttle, limiter,
+ * breaker, retry, each one concept in its own file.
  *
- * A guard refuses work by rejecting with a `DamperError` (typically
- * `OverloadedError`); the cache treats that as a failed load: stale is served,
- * the key backs off, nothing is evicted.
+ * A guard refuses work by rejecting with a `DamperError` (`OverloadedError`,
+ * `BreakerOpenError`, …); the cache treats that as a failed load: stale is
+ * served, the key backs off, nothing is evicted.
  */
 export interface Guard {
   run<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext): Promise<T>;
+}
+
+/** Options for calling a guard around any async function (see {@link guarded}). */
+export interface CallOptions {
+  key?: string;
+  signal?: AbortSignal;
+  priority?: Priority;
+  deadline?: number;
+  wait?: boolean;
+}
+
+const NEVER = new AbortController().signal;
+
+/** Builds a full context from the options of a standalone call. */
+export function callContext(options: CallOptions = {}): GuardContext {
+  return { key: options.key ?? '', signal: options.signal ?? NEVER, wait: options.wait ?? true, priority: options.priority, deadline: options.deadline };
+}
+
+/** Runs `fn` through `guard` outside the cache: `guarded(breaker, (signal) => fetch(url, { signal }))`. */
+export function guarded<T>(guard: Guard, fn: (signal: AbortSignal) => Promise<T>, options?: CallOptions): Promise<T> {
+  return guard.run(fn, callContext(options));
+}
+
+/**
+ * Composes guards, outermost first: `pipeline(throttle, limiter, breaker, retry)`
+ * runs the task inside retry, inside the breaker, inside the limiter, inside the
+ * throttle. Like cockatiel's `wrap`: each policy stays one concept, the order is
+ * the caller's to state.
+ */
+export function pipeline(...guards: Guard[]): Guard {
+  return {
+    run<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext): Promise<T> {
+      let inner = task;
+      for (let i = guards.length - 1; i >= 0; i--) {
+        const guard = guards[i]!;
+        const next = inner;
+        inner = (signal) => guard.run(next, signal === context.signal ? context : { ...context, signal });
+      }
+      return inner(context.signal);
+    },
+  };
 }
