@@ -237,11 +237,20 @@ export class Cache<V> {
     return flight;
   }
 
-  /** Runs one load to its end. Never rejects: the outcome is data, so no rejection goes unhandled. */
+  /**
+   * Runs one load to its end. Never rejects: the outcome is data, so no
+   * rejection goes unhandled. The hard timeout covers the whole load (the
+   * origin budget's queue, every attempt a guard makes, the loader), and is
+   * handed to the guard as the load's deadline, so a retry never starts an
+   * attempt that could not finish in time.
+   */
   private async run(key: string, flight: Flight<V>, loader: Loader<V>, o: ResolvedLoadOptions, stale: V | undefined, wait: boolean): Promise<Outcome<V>> {
     const started = this.clock.now();
+    const { signal } = flight.controller;
+    const timer = this.clock.setTimer(() => flight.controller.abort(new LoadTimeoutError(key, o.loadTimeout, 'load')), o.loadTimeout);
     try {
-      const loaded = await this.guard.run((signal) => this.callLoader(key, loader, o, signal, flight.controller, stale), { key, signal: flight.controller.signal, wait });
+      const context = { key, signal, wait, priority: wait ? o.priority : 'background', deadline: started + o.loadTimeout };
+      const loaded = await this.guard.run((attempt) => this.callLoader(key, loader, attempt, stale), context);
       let value: V = loaded;
       if (this.check !== undefined && loaded !== undefined) {
         const verdict = await this.check(loaded);
@@ -250,27 +259,34 @@ export class Cache<V> {
       }
       if (!flight.superseded) this.commit(key, value, o, this.clock.now() - started);
       return { ok: true, value };
-    } catch (error) {
+    } catch (thrown) {
+      // Past the hard timeout, whatever a guard rejected with, the cause is the timeout.
+      const error = signal.aborted && signal.reason instanceof LoadTimeoutError ? signal.reason : thrown;
       if (!flight.superseded) this.fail(key, error);
       return { ok: false, error };
     } finally {
+      timer.cancel();
       if (this.flights.get(key) === flight) this.flights.delete(key);
     }
   }
 
-  /** Calls the loader under the hard timeout, turning every way it can misbehave into a rejection with an Error. */
-  private callLoader(key: string, loader: Loader<V>, o: ResolvedLoadOptions, signal: AbortSignal, controller: AbortController, stale: V | undefined): Promise<V> {
+  /**
+   * Calls the loader, turning every way it can misbehave into a rejection with
+   * an Error, and giving up when `signal` aborts even if the loader ignores it.
+   */
+  private callLoader(key: string, loader: Loader<V>, signal: AbortSignal, stale: V | undefined): Promise<V> {
     return new Promise<V>((resolve, reject) => {
-      const timer = this.clock.setTimer(() => {
-        const timeout = new LoadTimeoutError(key, o.loadTimeout, 'load');
-        controller.abort(timeout);
-        reject(timeout);
-      }, o.loadTimeout);
+      if (signal.aborted) {
+        reject(signal.reason instanceof Error ? signal.reason : new AbortedError(`load of "${key}" aborted`, signal.reason));
+        return;
+      }
+      const onAbort = (): void => settle(false, signal.reason instanceof Error ? signal.reason : new AbortedError(`load of "${key}" aborted`, signal.reason));
       const settle = (ok: boolean, v: unknown): void => {
-        timer.cancel();
+        signal.removeEventListener('abort', onAbort);
         if (ok) resolve(v as V);
         else reject(v instanceof Error ? v : new LoaderError(key, v));
       };
+      signal.addEventListener('abort', onAbort, { once: true });
       try {
         Promise.resolve(loader({ key, signal, stale })).then(
           (v) => settle(true, v),

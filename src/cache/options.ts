@@ -3,6 +3,7 @@ import { ConfigError } from '../errors.js';
 import { type Guard } from '../guard/guard.js';
 import { type Backoff, type BackoffOptions } from '../guard/backoff.js';
 import { type Clock } from '../time/clock.js';
+import { type Priority } from '../guard/priority.js';
 import { type Validator } from './validate.js';
 
 /**
@@ -20,9 +21,12 @@ export interface LoadOptions {
   /** Freshness of an "absent" answer (the loader returned `undefined`), ms. Default: the cache's `ttl`. */
   absentTtl?: number;
   /**
-   * Hard timeout of one load, ms: the loader's signal aborts and the attempt
-   * counts as a failure (backoff, stale served). Default 10 000. A loader that
-   * never settles thus ends as a `LoadTimeoutError` instead of pinning its key.
+   * Hard timeout of one load, ms, from its start: queueing in the origin
+   * budget, every attempt a guard makes, and the loader. At its end the
+   * loader's signal aborts and the load counts as a failure (backoff, stale
+   * served). Default 10 000. A loader that never settles thus ends as a
+   * `LoadTimeoutError` instead of pinning its key; guards receive it as the
+   * load's `deadline`.
    */
   loadTimeout?: number;
   /**
@@ -40,6 +44,12 @@ export interface LoadOptions {
   waitTimeout?: number | undefined;
   /** Aborts this caller's wait (only this caller's); rejects with `AbortedError`. */
   signal?: AbortSignal | undefined;
+  /**
+   * Importance of a load this call starts, for the guard's priority shedding.
+   * Default `normal`. Background refreshes (a stale value is being served
+   * meanwhile) always go as `background`: they are the first to shed.
+   */
+  priority?: Priority | undefined;
   /**
    * When a value is stale, return it at once and refresh in the background
    * (true, default), or wait for the refresh and fall back to the stale value
@@ -91,6 +101,7 @@ export interface ResolvedLoadOptions {
   readonly softTimeout: number | undefined;
   readonly waitTimeout: number | undefined;
   readonly signal: AbortSignal | undefined;
+  readonly priority: Priority | undefined;
   readonly staleWhileRevalidate: boolean;
 }
 
@@ -101,6 +112,11 @@ export function resolveLoadOptions(o: LoadOptions, base?: ResolvedLoadOptions): 
   const softTimeout = o.softTimeout ?? base?.softTimeout;
   const waitTimeout = o.waitTimeout ?? base?.waitTimeout;
   const signal = o.signal ?? base?.signal;
+  const priority = o.priority ?? base?.priority;
+  if (priority !== undefined && typeof priority !== 'number' && !['critical', 'normal', 'low', 'background'].includes(priority)) {
+    throw new ConfigError(`priority must be critical, normal, low, background or a number, got ${String(priority)}`);
+  }
+  if (typeof priority === 'number' && !Number.isFinite(priority)) throw new ConfigError(`priority must be a finite number, got ${priority}`);
   if (signal !== undefined && !(signal instanceof AbortSignal)) throw new ConfigError('signal must be an AbortSignal');
   const swr = or(o.staleWhileRevalidate, base?.staleWhileRevalidate ?? true);
   if (typeof swr !== 'boolean') throw new ConfigError(`staleWhileRevalidate must be a boolean, got ${typeof swr}`);
@@ -112,6 +128,7 @@ export function resolveLoadOptions(o: LoadOptions, base?: ResolvedLoadOptions): 
     softTimeout: softTimeout === undefined ? undefined : duration('softTimeout', softTimeout, { timer: true }),
     waitTimeout: waitTimeout === undefined ? undefined : duration('waitTimeout', waitTimeout, { timer: true }),
     signal,
+    priority,
     staleWhileRevalidate: swr,
   };
 }

@@ -1,48 +1,121 @@
 import { type Clock, type Timer } from '../time/clock.js';
 import { systemClock } from '../time/system.js';
 import { duration, integer, or } from '../config.js';
-import { AbortedError, OverloadedError } from '../errors.js';
-import { type Guard, type GuardContext } from './guard.js';
+import { AbortedError, ConfigError, DamperError, OverloadedError } from '../errors.js';
+import { callContext, type CallOptions, type Guard, type GuardContext } from './guard.js';
+import { type LimitAlgorithm } from './limit-algorithms.js';
+import { priorityRank } from './priority.js';
+
+/** Queueing delay (ms) beyond which arrivals of a priority are shed at once. */
+export interface ShedDelays {
+  normal?: number;
+  low?: number;
+  background?: number;
+}
 
 /** Options for {@link ConcurrencyLimiter}. */
 export interface ConcurrencyLimiterOptions {
-  /** Most tasks running at once. Default 64. */
-  limit?: number;
-  /** Most tasks waiting for a slot; beyond it, refuse at once. Default 1024. */
+  /** Most tasks running at once: a number, or an adaptive {@link LimitAlgorithm}. Default 64. */
+  limit?: number | LimitAlgorithm;
+  /** Most tasks waiting for a slot; beyond it, the lowest priority is refused. Default 1024. */
   maxQueue?: number;
   /** Longest a task waits for a slot before it is refused, ms. Default 1000. */
   queueTimeout?: number;
+  /**
+   * Order within one priority: `fifo`, or `adaptive-lifo` (default): first in,
+   * first out while the queue drains, newest first once it stands (CoDel's
+   * test, below). Under overload the oldest waiters are the ones about to time
+   * out anyway; serving the newest keeps latency bounded for most callers
+   * instead of every caller timing out (Facebook, "Fail at Scale").
+   */
+  order?: 'fifo' | 'adaptive-lifo';
+  /**
+   * Controlled delay (CoDel, as in "Fail at Scale"): when the queue has not
+   * been empty for `interval` ms it is standing, and newly queued tasks may
+   * wait only `target` ms instead of `queueTimeout`. Default { target: 5, interval: 100 }; false disables.
+   */
+  codel?: { target: number; interval: number } | false;
+  /**
+   * Priority shedding, keyed on queueing delay (not on response time, which
+   * punishes the dependency's slowness twice): an arrival is refused at once
+   * when the oldest queued task has waited longer than its priority allows.
+   * Defaults: normal 500 ms, low 50 ms, background 5 ms; critical is never
+   * shed by delay.
+   */
+  shedDelay?: ShedDelays;
   clock?: Clock;
 }
 
 interface Waiter {
+  readonly rank: number;
+  readonly since: number;
   grant(): void;
+  refuse(error: DamperError): void;
+}
+
+/** One priority's queue: an array used as a deque, abandoned waiters removed eagerly. */
+class Lane {
+  readonly waiters: Waiter[] = [];
+  constructor(readonly rank: number) {}
 }
 
 /**
- * A fixed concurrency limit with a bounded, time-limited queue: the cache's
- * default origin budget. Beyond `limit` running and `maxQueue` waiting, or
- * after `queueTimeout`, work is refused with {@link OverloadedError} instead of
- * piling up until every caller times out (the Discord 2019 herd, where nothing
- * bounded what reached the database).
+ * A concurrency limit with a bounded, time-limited, priority-ordered queue:
+ * the cache's default origin budget, and a guard for any dependency. Beyond
+ * the limit, tasks wait; beyond `maxQueue`, `queueTimeout` or their priority's
+ * queueing delay they are refused with {@link OverloadedError} instead of piling
+ * up until every caller times out (the Discord 2019 herd, where nothing bounded
+ * what reached the database).
  *
- * Permits are handed directly from a finishing task to the oldest waiter, so a
- * burst of new arrivals cannot overtake the queue.
+ * Slots go to the highest priority waiting, so critical calls keep their
+ * latency while background ones are shed first. The limit is a number or an
+ * adaptive algorithm (`AimdLimit`, `GradientLimit`) fed by observed latency.
  */
 export class ConcurrencyLimiter implements Guard {
-  readonly limit: number;
   readonly maxQueue: number;
   readonly queueTimeout: number;
+  private readonly algorithm: LimitAlgorithm | undefined;
+  private readonly fixed: number;
+  private readonly order: 'fifo' | 'adaptive-lifo';
+  private readonly codel: { target: number; interval: number } | undefined;
+  private readonly shed: Readonly<Record<number, number>>;
   private readonly clock: Clock;
   private running = 0;
-  // A Set keeps insertion order (FIFO) and deletes an abandoned waiter in O(1).
-  private readonly waiting = new Set<Waiter>();
+  private waiting = 0;
+  /** Lanes by rank, highest first. */
+  private readonly lanes: Lane[] = [];
+  /** When the queue was last empty: CoDel's "standing queue" test. */
+  private emptySince = 0;
 
   constructor(options: ConcurrencyLimiterOptions = {}) {
-    this.limit = integer('limit', or(options.limit, 64), 1);
+    const limit = or(options.limit, 64);
+    if (typeof limit === 'number') {
+      this.fixed = integer('limit', limit, 1);
+      this.algorithm = undefined;
+    } else {
+      if (typeof limit !== 'object' || limit === null || typeof limit.sample !== 'function') throw new ConfigError('limit must be a number or a LimitAlgorithm');
+      this.fixed = 0;
+      this.algorithm = limit;
+    }
     this.maxQueue = integer('maxQueue', or(options.maxQueue, 1024), 0);
     this.queueTimeout = duration('queueTimeout', or(options.queueTimeout, 1000), { timer: true });
+    this.order = or(options.order, 'adaptive-lifo');
+    if (this.order !== 'fifo' && this.order !== 'adaptive-lifo') throw new ConfigError(`order must be "fifo" or "adaptive-lifo", got ${String(this.order)}`);
+    const codel = or(options.codel, { target: 5, interval: 100 });
+    this.codel = codel === false ? undefined : { target: duration('codel.target', codel.target, { timer: true }), interval: duration('codel.interval', codel.interval, { positive: true }) };
+    const shed = options.shedDelay ?? {};
+    this.shed = {
+      [priorityRank('normal')]: duration('shedDelay.normal', or(shed.normal, 500)),
+      [priorityRank('low')]: duration('shedDelay.low', or(shed.low, 50)),
+      [priorityRank('background')]: duration('shedDelay.background', or(shed.background, 5)),
+    };
     this.clock = options.clock ?? systemClock;
+    this.emptySince = this.clock.now();
+  }
+
+  /** The limit in force now. */
+  get limit(): number {
+    return this.algorithm === undefined ? this.fixed : Math.max(1, Math.floor(this.algorithm.current));
   }
 
   /** Tasks currently holding a slot. */
@@ -52,62 +125,130 @@ export class ConcurrencyLimiter implements Guard {
 
   /** Tasks waiting for a slot. */
   get queued(): number {
-    return this.waiting.size;
+    return this.waiting;
+  }
+
+  /** Runs `fn` under the limit, outside any cache. */
+  execute<T>(fn: (signal: AbortSignal) => Promise<T>, options?: CallOptions): Promise<T> {
+    return this.run(fn, callContext(options));
   }
 
   async run<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext): Promise<T> {
-    if (this.running < this.limit) {
-      this.running++;
-    } else {
-      if (!context.wait) throw new OverloadedError(`origin budget full (${this.limit} loads running); key "${context.key}" not queued because a value can be served meanwhile`);
-      if (this.waiting.size >= this.maxQueue) throw new OverloadedError(`origin budget full (${this.limit} running, ${this.maxQueue} queued); key "${context.key}" refused`);
-      await this.enqueue(context);
+    if (this.running < this.limit && this.waiting === 0) this.running++;
+    else await this.enqueue(context);
+    if (this.algorithm === undefined) {
+      try {
+        return await task(context.signal);
+      } finally {
+        this.release();
+      }
     }
+    // Adaptive: time the call and tell the algorithm.
+    const started = this.clock.now();
+    const inFlight = this.running;
+    let overloaded = false;
     try {
       return await task(context.signal);
+    } catch (error) {
+      overloaded = error instanceof OverloadedError;
+      throw error;
     } finally {
+      this.algorithm.sample(this.clock.now() - started, inFlight, overloaded);
       this.release();
     }
   }
 
   private enqueue(context: GuardContext): Promise<void> {
+    const rank = priorityRank(context.priority);
+    const now = this.clock.now();
+    const { key, signal } = context;
+    if (signal.aborted) return Promise.reject(new AbortedError(`call for "${key}" aborted before it was queued`, signal.reason));
+    if (!context.wait) return Promise.reject(new OverloadedError(`limit reached (${this.limit} running); "${key}" not queued because a value can be served meanwhile`));
+    // Shed by queueing delay: the oldest waiter's age is the delay this call would see.
+    const delay = now - this.oldestSince(now);
+    const allowed = this.shed[rank];
+    if (allowed !== undefined && delay > allowed) return Promise.reject(new OverloadedError(`shed: queueing delay ${Math.round(delay)} ms exceeds ${allowed} ms for this priority ("${key}")`));
+    if (this.waiting >= this.maxQueue) {
+      // Full: make room by refusing the lowest-ranked waiter, if this call outranks it.
+      const lowest = this.lanes.at(-1);
+      if (lowest === undefined || lowest.rank >= rank) return Promise.reject(new OverloadedError(`limit reached (${this.limit} running, ${this.maxQueue} queued); "${key}" refused`));
+      lowest.waiters.at(-1)?.refuse(new OverloadedError('shed: a higher-priority call needed the queue slot'));
+    }
+    const standing = this.codel !== undefined && this.waiting > 0 && now - this.emptySince > this.codel.interval;
+    const timeout = standing ? Math.min(this.codel!.target, this.queueTimeout) : this.queueTimeout;
     return new Promise<void>((resolve, reject) => {
-      const { signal } = context;
-      if (signal.aborted) {
-        reject(new AbortedError(`load of key "${context.key}" aborted while queued`, signal.reason));
-        return;
-      }
+      let timer: Timer | undefined;
       const leave = (): void => {
-        this.waiting.delete(waiter);
-        timer.cancel();
+        this.remove(waiter);
+        timer?.cancel();
         signal.removeEventListener('abort', onAbort);
       };
       const waiter: Waiter = {
+        rank,
+        since: now,
         grant: () => {
           leave();
           resolve();
         },
+        refuse: (error) => {
+          leave();
+          reject(error);
+        },
       };
-      const onAbort = (): void => {
-        leave();
-        reject(new AbortedError(`load of key "${context.key}" aborted while queued`, signal.reason));
-      };
-      const timer: Timer = this.clock.setTimer(() => {
-        leave();
-        reject(new OverloadedError(`origin budget full: key "${context.key}" waited ${this.queueTimeout} ms for a slot`));
-      }, this.queueTimeout);
+      const onAbort = (): void => waiter.refuse(new AbortedError(`call for "${key}" aborted while queued`, signal.reason));
+      timer = this.clock.setTimer(() => waiter.refuse(new OverloadedError(`"${key}" waited ${timeout} ms for a slot${standing ? ' (standing queue)' : ''}`)), timeout);
       signal.addEventListener('abort', onAbort, { once: true });
-      this.waiting.add(waiter);
+      this.add(waiter);
     });
   }
 
   private release(): void {
-    const next = this.waiting.values().next();
-    if (next.done === true) {
-      this.running--;
-      return;
+    this.running--;
+    // Fill every free slot (an adaptive limit may have grown).
+    while (this.running < this.limit && this.waiting > 0) {
+      const next = this.next();
+      this.running++;
+      next.grant();
     }
-    // Hand the slot over: `running` stays the same.
-    next.value.grant();
+  }
+
+  /** The waiter to serve next: highest priority; within it oldest first, or newest once the queue stands. */
+  private next(): Waiter {
+    const lane = this.lanes[0]!;
+    const now = this.clock.now();
+    const lifo = this.order === 'adaptive-lifo' && this.codel !== undefined && now - this.emptySince > this.codel.interval;
+    return lifo ? lane.waiters.at(-1)! : lane.waiters[0]!;
+  }
+
+  private oldestSince(now: number): number {
+    let oldest = now;
+    for (const lane of this.lanes) {
+      const first = lane.waiters[0];
+      if (first !== undefined && first.since < oldest) oldest = first.since;
+    }
+    return oldest;
+  }
+
+  private add(w: Waiter): void {
+    if (this.waiting === 0) this.emptySince = this.clock.now();
+    let i = this.lanes.findIndex((l) => l.rank <= w.rank);
+    if (i === -1 || this.lanes[i]!.rank !== w.rank) {
+      i = i === -1 ? this.lanes.length : i;
+      this.lanes.splice(i, 0, new Lane(w.rank));
+    }
+    this.lanes[i]!.waiters.push(w);
+    this.waiting++;
+  }
+
+  private remove(w: Waiter): void {
+    const i = this.lanes.findIndex((l) => l.rank === w.rank);
+    if (i === -1) return;
+    const lane = this.lanes[i]!;
+    const j = lane.waiters.indexOf(w);
+    if (j === -1) return;
+    lane.waiters.splice(j, 1);
+    this.waiting--;
+    if (lane.waiters.length === 0) this.lanes.splice(i, 1);
+    if (this.waiting === 0) this.emptySince = this.clock.now();
   }
 }
