@@ -6,11 +6,14 @@
 export { Cache, type CacheEvents, type Loader, type LoaderContext, type StaleReason } from './cache/cache.js';
 export { type CacheOptions, type LoadOptions } from './cache/options.js';
 export { type Validator } from './cache/validate.js';
-export { AbortedError, ArgumentError, ConfigError, DamperError, LoaderError, LoadTimeoutError, OverloadedError, ValidationError } from './errors.js';
+export { AbortedError, ArgumentError, BreakerOpenError, ConfigError, DamperError, DeadlineExceededError, LoaderError, LoadTimeoutError, OverloadedError, ValidationError } from './errors.js';
 export { Events } from './events.js';
 export { Backoff, type BackoffOptions } from './guard/backoff.js';
-export { type Guard, type GuardContext } from './guard/guard.js';
-export { ConcurrencyLimiter, type ConcurrencyLimiterOptions } from './guard/limiter.js';
+export { type CallOptions, type Guard, type GuardContext, guarded, pipeline } from './guard/guard.js';
+export { keyed, type KeyedOptions } from './guard/keyed.js';
+export { AimdLimit, type AimdOptions, GradientLimit, type GradientOptions, type LimitAlgorithm } from './guard/limit-algorithms.js';
+export { ConcurrencyLimiter, type ConcurrencyLimiterOptions, type ShedDelays } from './guard/limiter.js';
+export { type Priority, priorityRank } from './guard/priority.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory.js';
 export { type Clock, MAX_TIMER_MS, sleep, type Timer } from './time/clock.js';
 export { seededRandom } from './time/random.js';

@@ -1,7 +1,7 @@
 import { type Clock, type Timer } from '../time/clock.js';
 import { systemClock } from '../time/system.js';
 import { duration, integer, or } from '../config.js';
-import { AbortedError, ConfigError, DamperError, OverloadedError } from '../errors.js';
+import { AbortedError, ConfigError, type DamperError, OverloadedError } from '../errors.js';
 import { callContext, type CallOptions, type Guard, type GuardContext } from './guard.js';
 import { type LimitAlgorithm } from './limit-algorithms.js';
 import { priorityRank } from './priority.js';
@@ -177,10 +177,9 @@ export class ConcurrencyLimiter implements Guard {
     const standing = this.codel !== undefined && this.waiting > 0 && now - this.emptySince > this.codel.interval;
     const timeout = standing ? Math.min(this.codel!.target, this.queueTimeout) : this.queueTimeout;
     return new Promise<void>((resolve, reject) => {
-      let timer: Timer | undefined;
       const leave = (): void => {
         this.remove(waiter);
-        timer?.cancel();
+        timer.cancel();
         signal.removeEventListener('abort', onAbort);
       };
       const waiter: Waiter = {
@@ -196,7 +195,7 @@ export class ConcurrencyLimiter implements Guard {
         },
       };
       const onAbort = (): void => waiter.refuse(new AbortedError(`call for "${key}" aborted while queued`, signal.reason));
-      timer = this.clock.setTimer(() => waiter.refuse(new OverloadedError(`"${key}" waited ${timeout} ms for a slot${standing ? ' (standing queue)' : ''}`)), timeout);
+      const timer: Timer = this.clock.setTimer(() => waiter.refuse(new OverloadedError(`"${key}" waited ${timeout} ms for a slot${standing ? ' (standing queue)' : ''}`)), timeout);
       signal.addEventListener('abort', onAbort, { once: true });
       this.add(waiter);
     });
