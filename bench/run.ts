@@ -11,6 +11,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
+import { breakerBench, breakerTable } from './breaker.js';
 import { failingKey } from './failing-key.js';
 import { hitPath } from './hit-path.js';
 import { damper, type Peer, peers, versionOf } from './peers.js';
@@ -48,6 +49,10 @@ log('3b. failing key (stale: had a value, ttl passed, then the origin fails) —
 const stale = await failingKey('stale', log);
 log(`\n${failingTable(stale)}\n`);
 
+log('4. circuit breaker success path (closed, always succeeding)');
+const breaker = await breakerBench(log, { rounds, minCpuTimeMs });
+log(`\n${breakerTable(breaker)}\n`);
+
 const results = {
   generatedAt: new Date().toISOString(),
   command: 'npm run bench',
@@ -74,6 +79,7 @@ const results = {
     },
     failingKey: failing(cold),
     failingKeyStale: { ...failing(stale), supplementary: true },
+    breakerSuccessPath: { rounds: breaker.rounds, minCpuTimeMsPerRound: breaker.minCpuTimeMs, target: breaker.target, libraries: Object.fromEntries(breaker.rows.map(({ name, ...row }) => [name, row])) },
   },
 };
 const out = new URL('./results.json', import.meta.url);

@@ -1,0 +1,551 @@
+import assert from 'node:assert/strict';
+import { between, duration, integer, or } from '../config.js';
+import { AbortedError, BreakerOpenError, ConfigError, LoadTimeoutError, ValidationError } from '../errors.js';
+import { Events } from '../events.js';
+import { type Clock } from '../time/clock.js';
+import { systemClock } from '../time/system.js';
+import { Backoff } from './backoff.js';
+import { type CallOptions, callContext, type Guard, type GuardContext } from './guard.js';
+
+/** Where a {@link CircuitBreaker} is. */
+export type BreakerState = 'closed' | 'open' | 'half-open';
+
+/** Why a {@link CircuitBreaker} changed state. */
+export type BreakerReason =
+  | 'consecutive-failures'
+  | 'failure-rate'
+  | 'slow-call-rate'
+  | 'probe-failed'
+  | 'probe-timeout'
+  | 'open-elapsed'
+  | 'probes-succeeded'
+  | 'reset'
+  | 'isolated';
+
+/**
+ * Typed events of a {@link CircuitBreaker}. Listeners run synchronously, after
+ * the state they describe is in place; what they throw is isolated. `on`
+ * returns an unsubscribe function: a breaker keeps its listeners for as long as
+ * it lives, so a listener added per request (opossum's and cockatiel's
+ * `MaxListenersExceededWarning` reports) must be removed by its owner.
+ */
+export interface BreakerEvents {
+  /** A transition. `openForMs` is the interval drawn when `to` is `open` (Infinity when isolated). */
+  state: (event: { from: BreakerState; to: BreakerState; reason: BreakerReason; openForMs?: number }) => void;
+  /** A call refused without reaching the dependency. */
+  rejected: (event: { key: string; state: 'open' | 'half-open'; retryAfterMs: number | undefined }) => void;
+  /** A call counted as a failure (in the closed state or as a probe). */
+  failure: (event: { key: string; error: unknown; state: 'closed' | 'half-open' }) => void;
+}
+
+/** Options for {@link CircuitBreaker}. Every rule names the outage it is for. */
+export interface CircuitBreakerOptions {
+  /**
+   * Trip after this many failures in a row. Default 5. The fast rule: a
+   * dependency that is down fails every call, and waiting for a rate over a
+   * whole window would send it `window` ms of full traffic first.
+   */
+  consecutiveFailures?: number;
+  /**
+   * Length of the sliding time window for the rate rules, ms. Default 10 000.
+   * Counts are kept in `windowBuckets` fixed buckets, so memory does not grow
+   * with traffic (no per-call records), and a bucket older than the window is
+   * dropped as time moves on.
+   */
+  window?: number;
+  /** Buckets in the window; `window / windowBuckets` must be a whole number of ms. Default 10. */
+  windowBuckets?: number;
+  /**
+   * Calls the window must hold before a rate rule may trip. Default 20. One
+   * failure out of one call is a 100 % failure rate (opossum #217): without a
+   * floor, a quiet service trips on its first error.
+   */
+  minimumCalls?: number;
+  /**
+   * Trip when failures / calls in the window exceed this. Default 0.5; 1 turns
+   * the rule off. Catches a dependency that fails often but not always, which
+   * the consecutive rule never sees (one success resets it).
+   */
+  failureRateThreshold?: number;
+  /**
+   * Trip when calls slower than `slowCallMs` / calls in the window exceed this.
+   * Default 1 (off). Slow is how overload starts (Missourian 2010: the server
+   * that hung was slow long before it was dead); shedding calls before they
+   * time out keeps threads and sockets for work that can succeed.
+   */
+  slowCallRateThreshold?: number;
+  /** A call taking at least this long is slow, ms. Default 5 000. Only read when the slow-call rule is on. */
+  slowCallMs?: number;
+  /**
+   * How long the breaker stays open before it admits probes, ms. Default 5 000.
+   * Each interval is jittered by ±`jitter` with the clock's random source, so a
+   * fleet whose breakers opened together does not probe together, and grows ×2
+   * on each consecutive trip without a close, up to `maxOpenFor`: a dependency
+   * that keeps failing its probes is probed less and less (principle 3).
+   */
+  openFor?: number;
+  /** Cap on the open interval, ms. Default 60 000. */
+  maxOpenFor?: number;
+  /** Spread of the open interval, a fraction. Default 0.2. */
+  jitter?: number;
+  /**
+   * Calls admitted in the half-open state; all must succeed to close, any
+   * failure reopens. Default 1. Everyone else is refused at once: the
+   * half-open burst (opossum #119, #819) sends a recovering dependency the
+   * full load that just broke it.
+   */
+  halfOpenProbes?: number;
+  /**
+   * Time limit on each probe, ms. Default 5 000. On expiry the probe's signal
+   * aborts and it counts as a failure, so a probe that never settles cannot
+   * hold the breaker half-open forever (resilience4j #935).
+   */
+  probeTimeout?: number;
+  /**
+   * Which errors count against the dependency. An error for which it returns
+   * false counts as a success (the dependency answered; e.g. a 404). Default:
+   * every error except a `ValidationError` (a bad value is not an unhealthy
+   * dependency: tripping on it would cut every key off a database because one
+   * row is bad, while the cache already keeps the last good value and backs
+   * the key off).
+   *
+   * Never counted at all, whatever this returns: the caller's own abort (its
+   * signal aborted), an `AbortedError`, and a `BreakerOpenError` from a breaker
+   * nested inside this one (a refusal never reached the dependency).
+   */
+  isFailure?: (error: unknown) => boolean;
+  clock?: Clock;
+}
+
+type State =
+  | { readonly name: 'closed' }
+  | { readonly name: 'open'; readonly until: number; readonly interval: number }
+  | { readonly name: 'half-open'; admitted: number; succeeded: number };
+
+const CLOSED: State = Object.freeze({ name: 'closed' });
+
+/** Every legal transition; anything else is a bug, and asserted. */
+const LEGAL: Readonly<Record<BreakerState, readonly BreakerState[]>> = {
+  closed: ['open', 'closed'],
+  open: ['half-open', 'open', 'closed'],
+  'half-open': ['open', 'closed'],
+};
+
+/** The context of a call made without options: its signal never aborts. */
+const NO_OPTIONS = callContext();
+const NEVER = NO_OPTIONS.signal;
+
+const OUT_SUCCESS = 0;
+const OUT_FAILURE = 1;
+const OUT_IGNORED = 2;
+type Outcome = typeof OUT_SUCCESS | typeof OUT_FAILURE | typeof OUT_IGNORED;
+
+function defaultIsFailure(error: unknown): boolean {
+  return !(error instanceof ValidationError);
+}
+
+/**
+ * A circuit breaker: when a dependency is failing, stop calling it for a
+ * while and fail fast instead (principle 4, degrade don't redirect). The
+ * cache serves stale values meanwhile; the dependency gets the quiet it needs
+ * to recover rather than a retry storm (Discord 2019, where a breaker bug let
+ * a thundering herd through to the database, which then flapped).
+ *
+ * - **Closed**: calls pass. It trips on `consecutiveFailures` failures in a
+ *   row, or when, with at least `minimumCalls` calls in the last `window` ms,
+ *   the failure rate or the slow-call rate exceeds its threshold.
+ * - **Open**: calls are refused at once with {@link BreakerOpenError} (with
+ *   `retryAfterMs`) and the task is never called. No timer runs: the breaker
+ *   turns half-open on the first call after the interval, so 10 000 idle
+ *   breakers cost no timers (opossum #809: a timer per breaker).
+ * - **Half-open**: exactly `halfOpenProbes` calls are admitted, each under
+ *   `probeTimeout`; all others are refused at once, never queued behind a hung
+ *   probe. All probes succeeding closes; any failure reopens, for a longer,
+ *   jittered interval.
+ *
+ * Every transition bumps an epoch; a call remembers the epoch it started in,
+ * and its outcome is dropped if the breaker has moved on since, so a slow call
+ * from before a trip can neither close the breaker nor count as a probe
+ * (brakes #10; resilience4j #646, #674: illegal transitions from late results).
+ *
+ * The closed path is built to cost little over the bare call: no allocation
+ * when the call has no abortable signal and the slow-call rule is off, no
+ * timer, one clock read when the outcome is recorded.
+ */
+export class CircuitBreaker implements Guard {
+  readonly consecutiveFailures: number;
+  readonly window: number;
+  readonly windowBuckets: number;
+  readonly minimumCalls: number;
+  readonly failureRateThreshold: number;
+  readonly slowCallRateThreshold: number;
+  readonly slowCallMs: number;
+  readonly openFor: number;
+  readonly maxOpenFor: number;
+  readonly jitter: number;
+  readonly halfOpenProbes: number;
+  readonly probeTimeout: number;
+  private readonly isFailure: (error: unknown) => boolean;
+  private readonly clock: Clock;
+  private readonly backoff: Backoff;
+  private readonly events = new Events<BreakerEvents>();
+  private readonly trackSlow: boolean;
+  private readonly rateRules: boolean;
+
+  private current: State = CLOSED;
+  /** Bumped on every transition; outcomes of calls from an older epoch are dropped. */
+  private epoch = 0;
+  /** Trips since the breaker last closed: the exponent of the open interval. */
+  private trips = 0;
+  private consecutive = 0;
+
+  // The sliding window: a ring of `windowBuckets` buckets of `bucketMs` each,
+  // with running totals, so a rate is two reads and a division.
+  private readonly bucketMs: number;
+  private readonly bucketCalls: Uint32Array;
+  private readonly bucketFailures: Uint32Array;
+  private readonly bucketSlow: Uint32Array;
+  /** Start time of the newest bucket (a multiple of bucketMs); NaN before the first call. */
+  private headStart = Number.NaN;
+  /** Ring slot of the newest bucket. */
+  private headSlot = 0;
+  private calls = 0;
+  private failures = 0;
+  private slow = 0;
+
+  // Outcome handlers shared by every plain call of the current closed epoch:
+  // built once per transition so the hot path allocates no closure.
+  private closedOk: (value: unknown) => void = () => {};
+  private closedErr: (error: unknown) => void = () => {};
+
+  constructor(options: CircuitBreakerOptions = {}) {
+    this.consecutiveFailures = integer('consecutiveFailures', or(options.consecutiveFailures, 5), 1);
+    this.window = duration('window', or(options.window, 10_000), { positive: true });
+    this.windowBuckets = integer('windowBuckets', or(options.windowBuckets, 10), 1);
+    this.bucketMs = this.window / this.windowBuckets;
+    if (!Number.isInteger(this.bucketMs) || this.bucketMs < 1) {
+      throw new ConfigError(`window (${this.window} ms) must split into windowBuckets (${this.windowBuckets}) buckets of a whole number of ms, at least 1`);
+    }
+    this.minimumCalls = integer('minimumCalls', or(options.minimumCalls, 20), 1);
+    this.failureRateThreshold = between('failureRateThreshold', or(options.failureRateThreshold, 0.5), 0, 1);
+    this.slowCallRateThreshold = between('slowCallRateThreshold', or(options.slowCallRateThreshold, 1), 0, 1);
+    this.slowCallMs = duration('slowCallMs', or(options.slowCallMs, 5_000), { positive: true });
+    this.openFor = duration('openFor', or(options.openFor, 5_000), { positive: true, timer: true });
+    this.maxOpenFor = duration('maxOpenFor', or(options.maxOpenFor, 60_000), { positive: true, timer: true });
+    if (this.maxOpenFor < this.openFor) throw new ConfigError(`maxOpenFor (${this.maxOpenFor}) must be ≥ openFor (${this.openFor})`);
+    this.jitter = between('jitter', or(options.jitter, 0.2), 0, 0.9);
+    this.halfOpenProbes = integer('halfOpenProbes', or(options.halfOpenProbes, 1), 1);
+    this.probeTimeout = duration('probeTimeout', or(options.probeTimeout, 5_000), { positive: true, timer: true });
+    if (options.isFailure !== undefined && typeof options.isFailure !== 'function') throw new ConfigError('isFailure must be a function');
+    this.isFailure = options.isFailure ?? defaultIsFailure;
+    this.clock = options.clock ?? systemClock;
+    this.backoff = new Backoff({ base: this.openFor, max: this.maxOpenFor, factor: 2, jitter: this.jitter });
+    this.trackSlow = this.slowCallRateThreshold < 1;
+    this.rateRules = this.trackSlow || this.failureRateThreshold < 1;
+    this.bucketCalls = new Uint32Array(this.windowBuckets);
+    this.bucketFailures = new Uint32Array(this.windowBuckets);
+    this.bucketSlow = new Uint32Array(this.windowBuckets);
+    this.bindClosedHandlers();
+  }
+
+  /** Where the breaker is. An open breaker whose interval has passed still reads `open` until the next call moves it to half-open. */
+  get state(): BreakerState {
+    return this.current.name;
+  }
+
+  /** What the window and counters hold now (for metrics and tests). */
+  get stats(): { calls: number; failures: number; slow: number; consecutiveFailures: number; trips: number } {
+    if (!Number.isNaN(this.headStart)) this.rotate(this.clock.now());
+    return { calls: this.calls, failures: this.failures, slow: this.slow, consecutiveFailures: this.consecutive, trips: this.trips };
+  }
+
+  /** Subscribes; returns the unsubscribe function. */
+  on<K extends keyof BreakerEvents>(event: K, listener: BreakerEvents[K]): () => void {
+    return this.events.on(event, listener);
+  }
+
+  off<K extends keyof BreakerEvents>(event: K, listener: BreakerEvents[K]): void {
+    this.events.off(event, listener);
+  }
+
+  /** Runs `fn` through the breaker outside the cache: `breaker.execute((signal) => fetch(url, { signal }))`. */
+  execute<T>(fn: (signal: AbortSignal) => Promise<T>, options?: CallOptions): Promise<T> {
+    return this.run(fn, options === undefined ? NO_OPTIONS : callContext(options));
+  }
+
+  /** Closes the breaker and forgets all counts (an operator's override, or after a deploy that fixed the cause). */
+  reset(): void {
+    this.transition(CLOSED, 'reset');
+  }
+
+  /**
+   * Opens the breaker until {@link reset}: every call is refused (an operator
+   * cutting traffic to a dependency, as Facebook had to in 2010, but without
+   * taking the dependency's other clients down with it).
+   */
+  isolate(): void {
+    this.transition({ name: 'open', until: Number.POSITIVE_INFINITY, interval: Number.POSITIVE_INFINITY }, 'isolated');
+  }
+
+  run<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext): Promise<T> {
+    if (this.current === CLOSED) {
+      let p: Promise<T>;
+      try {
+        p = task(context.signal);
+      } catch (error) {
+        p = Promise.reject(error);
+      }
+      // The outcome is observed by a reaction registered before the caller's,
+      // so it is recorded before the caller resumes, and the caller's promise
+      // is the task's own (no extra tick, no extra promise on its path).
+      if ((context === NO_OPTIONS || (context.signal === NEVER && context.key === '')) && !this.trackSlow) p.then(this.closedOk, this.closedErr);
+      else this.observe(p, context);
+      return p;
+    }
+    return this.runNotClosed(task, context);
+  }
+
+  /**
+   * The closed path for a call with a key or an abortable signal (the error
+   * handler must tell the caller's abort from a failure: one closure per call),
+   * or with slow-call tracking (the start time: two).
+   */
+  private observe(p: Promise<unknown>, context: GuardContext): void {
+    if (this.trackSlow) {
+      this.observeTimed(p, context);
+      return;
+    }
+    const epoch = this.epoch;
+    p.then(this.closedOk, (error: unknown) => {
+      if (epoch === this.epoch) this.recordClosed(this.classify(error, context.signal), this.clock.now(), false, context.key, error);
+    });
+  }
+
+  /** {@link observe} with slow-call tracking: the start time too. */
+  private observeTimed(p: Promise<unknown>, context: GuardContext): void {
+    const epoch = this.epoch;
+    const start = this.clock.now();
+    p.then(
+      () => {
+        if (epoch !== this.epoch) return;
+        const now = this.clock.now();
+        this.recordClosed(OUT_SUCCESS, now, now - start >= this.slowCallMs, context.key, undefined);
+      },
+      (error: unknown) => {
+        if (epoch !== this.epoch) return;
+        const now = this.clock.now();
+        this.recordClosed(this.classify(error, context.signal), now, now - start >= this.slowCallMs, context.key, error);
+      },
+    );
+  }
+
+  private bindClosedHandlers(): void {
+    const epoch = this.epoch;
+    this.closedOk = () => {
+      if (epoch === this.epoch) this.recordClosed(OUT_SUCCESS, this.rateRules ? this.clock.now() : 0, false, '', undefined);
+    };
+    this.closedErr = (error: unknown) => {
+      if (epoch === this.epoch) this.recordClosed(this.classify(error, NEVER), this.clock.now(), false, '', error);
+    };
+  }
+
+  private classify(error: unknown, signal: AbortSignal): Outcome {
+    if (signal.aborted || error instanceof AbortedError || error instanceof BreakerOpenError) return OUT_IGNORED;
+    let failed: boolean;
+    try {
+      failed = this.isFailure(error);
+    } catch {
+      failed = true;
+    }
+    return failed ? OUT_FAILURE : OUT_SUCCESS;
+  }
+
+  private recordClosed(outcome: Outcome, now: number, slow: boolean, key: string, error: unknown): void {
+    if (outcome === OUT_IGNORED) return;
+    if (outcome === OUT_SUCCESS) this.consecutive = 0;
+    else {
+      assert.equal(this.current, CLOSED);
+      this.consecutive++;
+      if (this.events.has('failure')) this.events.emit('failure', { key, error, state: 'closed' });
+    }
+    if (this.rateRules) {
+      if (!(now >= this.headStart && now < this.headStart + this.bucketMs)) this.rotate(now);
+      const i = this.headSlot;
+      this.bucketCalls[i]!++;
+      this.calls++;
+      if (outcome === OUT_FAILURE) {
+        this.bucketFailures[i]!++;
+        this.failures++;
+      }
+      if (slow) {
+        this.bucketSlow[i]!++;
+        this.slow++;
+      }
+    }
+    if (outcome === OUT_FAILURE && this.consecutive >= this.consecutiveFailures) {
+      this.trip('consecutive-failures');
+      return;
+    }
+    // A rate can only exceed its threshold if something in the window failed
+    // or was slow; a success can still bring the count up to minimumCalls.
+    if (this.failures + this.slow > 0 && this.calls >= this.minimumCalls) {
+      if (this.failures > this.failureRateThreshold * this.calls) this.trip('failure-rate');
+      else if (this.slow > this.slowCallRateThreshold * this.calls) this.trip('slow-call-rate');
+    }
+  }
+
+  /**
+   * Moves the window's head to the bucket holding `now`, emptying the buckets
+   * that fell out of the window on the way (at most all of them).
+   */
+  private rotate(now: number): void {
+    const b = Math.floor(now / this.bucketMs);
+    const n = this.windowBuckets;
+    if (Number.isNaN(this.headStart)) {
+      this.headStart = b * this.bucketMs;
+      this.headSlot = ((b % n) + n) % n;
+      return;
+    }
+    const head = this.headStart / this.bucketMs;
+    // A clock that stepped back (it should not) counts into the newest bucket.
+    if (b <= head) return;
+    const steps = Math.min(b - head, n);
+    let i = this.headSlot;
+    for (let k = 0; k < steps; k++) {
+      i = i + 1 === n ? 0 : i + 1;
+      this.calls -= this.bucketCalls[i]!;
+      this.failures -= this.bucketFailures[i]!;
+      this.slow -= this.bucketSlow[i]!;
+      this.bucketCalls[i] = 0;
+      this.bucketFailures[i] = 0;
+      this.bucketSlow[i] = 0;
+    }
+    this.headStart = b * this.bucketMs;
+    this.headSlot = ((b % n) + n) % n;
+  }
+
+  private clearWindow(): void {
+    this.bucketCalls.fill(0);
+    this.bucketFailures.fill(0);
+    this.bucketSlow.fill(0);
+    this.headStart = Number.NaN;
+    this.headSlot = 0;
+    this.calls = 0;
+    this.failures = 0;
+    this.slow = 0;
+    this.consecutive = 0;
+  }
+
+  private trip(reason: BreakerReason): void {
+    this.trips++;
+    const interval = this.backoff.delay(this.trips, this.clock.random);
+    this.transition({ name: 'open', until: this.clock.now() + interval, interval }, reason);
+  }
+
+  /** The one place where the state changes. */
+  private transition(to: State, reason: BreakerReason): void {
+    const from = this.current;
+    assert.ok(LEGAL[from.name].includes(to.name), `illegal breaker transition ${from.name} → ${to.name} (${reason})`);
+    this.current = to;
+    this.epoch++;
+    if (to.name === 'closed') {
+      this.trips = 0;
+      this.clearWindow();
+      this.bindClosedHandlers();
+    }
+    if (this.events.has('state')) {
+      this.events.emit('state', to.name === 'open' ? { from: from.name, to: to.name, reason, openForMs: to.interval } : { from: from.name, to: to.name, reason });
+    }
+  }
+
+  private runNotClosed<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext): Promise<T> {
+    let s = this.current;
+    if (s.name === 'open') {
+      const now = this.clock.now();
+      if (now < s.until) return this.refuse(context.key, 'open', s.until === Number.POSITIVE_INFINITY ? undefined : s.until - now);
+      s = { name: 'half-open', admitted: 0, succeeded: 0 };
+      this.transition(s, 'open-elapsed');
+    }
+    assert.equal(s.name, 'half-open');
+    if (s.name !== 'half-open' || s.admitted >= this.halfOpenProbes) return this.refuse(context.key, 'half-open', undefined);
+    if (context.signal.aborted) return Promise.reject(new AbortedError(`call for key "${context.key}" aborted before it started`, context.signal.reason));
+    return this.probe(task, context, s);
+  }
+
+  private refuse<T>(key: string, state: 'open' | 'half-open', retryAfterMs: number | undefined): Promise<T> {
+    if (this.events.has('rejected')) this.events.emit('rejected', { key, state, retryAfterMs });
+    const why = state === 'open' ? (retryAfterMs === undefined ? 'isolated' : `open for another ${Math.ceil(retryAfterMs)} ms`) : `half-open with its ${this.halfOpenProbes} probe(s) taken`;
+    return Promise.reject(new BreakerOpenError(`circuit breaker ${why}: call for key "${key}" refused`, retryAfterMs));
+  }
+
+  /**
+   * One half-open probe: its own signal (aborted with the caller's, or at
+   * `probeTimeout`), its own timer, both released however the probe ends.
+   */
+  private probe<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext, s: { admitted: number }): Promise<T> {
+    s.admitted++;
+    const epoch = this.epoch;
+    const caller = context.signal;
+    const controller = new AbortController();
+    const start = this.clock.now();
+    return new Promise<T>((resolve, reject) => {
+      let done = false;
+      const finish = (): boolean => {
+        if (done) return false;
+        done = true;
+        timer.cancel();
+        caller.removeEventListener('abort', onAbort);
+        return true;
+      };
+      const onAbort = (): void => controller.abort(caller.reason);
+      const timer = this.clock.setTimer(() => {
+        if (!finish()) return;
+        const error = new LoadTimeoutError(context.key, this.probeTimeout, 'load');
+        controller.abort(error);
+        this.probeOutcome(epoch, caller.aborted ? OUT_IGNORED : OUT_FAILURE, 'probe-timeout', context.key, error);
+        reject(error);
+      }, this.probeTimeout);
+      caller.addEventListener('abort', onAbort, { once: true });
+      let p: Promise<T>;
+      try {
+        p = task(controller.signal);
+      } catch (error) {
+        p = Promise.reject(error);
+      }
+      p.then(
+        (value) => {
+          if (!finish()) return;
+          const slow = this.trackSlow && this.clock.now() - start >= this.slowCallMs;
+          this.probeOutcome(epoch, slow ? OUT_FAILURE : OUT_SUCCESS, 'probe-failed', context.key, undefined);
+          resolve(value);
+        },
+        (error: unknown) => {
+          if (!finish()) return;
+          this.probeOutcome(epoch, this.classify(error, caller), 'probe-failed', context.key, error);
+          reject(error);
+        },
+      );
+    });
+  }
+
+  private probeOutcome(epoch: number, outcome: Outcome, reason: BreakerReason, key: string, error: unknown): void {
+    // A probe from an earlier half-open period (the breaker was reset or
+    // isolated meanwhile) decides nothing.
+    if (epoch !== this.epoch) return;
+    const s = this.current;
+    assert.equal(s.name, 'half-open');
+    if (s.name !== 'half-open') return;
+    if (outcome === OUT_IGNORED) {
+      // The caller gave up: its slot goes to the next caller.
+      s.admitted--;
+      assert.ok(s.admitted >= s.succeeded);
+    } else if (outcome === OUT_FAILURE) {
+      if (this.events.has('failure')) this.events.emit('failure', { key, error, state: 'half-open' });
+      this.trip(reason);
+    } else {
+      s.succeeded++;
+      assert.ok(s.succeeded <= s.admitted && s.admitted <= this.halfOpenProbes);
+      if (s.succeeded === this.halfOpenProbes) this.transition(CLOSED, 'probes-succeeded');
+    }
+  }
+}

@@ -1,0 +1,185 @@
+import { type Clock, MAX_TIMER_MS, type Timer } from '../time/clock.js';
+import { systemClock } from '../time/system.js';
+import { duration } from '../config.js';
+import { AbortedError, DeadlineExceededError } from '../errors.js';
+import { onAbort } from './abort.js';
+import { callContext, type CallOptions, type Guard, type GuardContext } from './guard.js';
+
+/**
+ * Deadlines that flow through every attempt, queue wait and loader. A deadline
+ * given once, at the edge, must bound everything done on its behalf: work that
+ * goes on after the caller gave up is pure load on a dependency that is already
+ * slow (the Missourian 2010 servers kept serving requests whose readers had
+ * left; Discord 2019's herd queued behind work nobody waited for).
+ */
+
+// The deadline each signal made here stands for, so a guard further in (a
+// `pipeline` hands inner guards the outer context with only the signal
+// replaced) can still see it: see effectiveDeadline.
+const deadlines = new WeakMap<AbortSignal, number>();
+
+/** A signal scoped to one piece of work; `dispose` cancels its timer and unhooks it from its parent. */
+export interface ScopedSignal {
+  readonly signal: AbortSignal;
+  /** True once the timer fired (rather than the parent aborting). */
+  readonly timedOut: boolean;
+  /** Idempotent. Call it when the work ends, or the timer and listener outlive it. */
+  dispose(): void;
+}
+
+const NOOP = (): void => {};
+
+/**
+ * A signal that aborts when `parent` aborts (with the parent's reason) or at
+ * the instant `at` on `clock` (with `reason()`), whichever comes first. With no
+ * `at`, or when the parent is itself a scoped signal with an earlier or equal
+ * deadline, it is the parent itself and costs nothing. The timer goes through the
+ * clock (principle 8) and both it and the listener on `parent` are removed on
+ * `dispose` or when either fires, so a million calls leave nothing behind.
+ * `onAborted`, if given, runs right after the signal aborts (not after
+ * `dispose`): cheaper than a listener on the signal, which costs about 12 µs
+ * on Node 20.
+ */
+export function scopedSignal(clock: Clock, parent: AbortSignal, at: number | undefined, reason: () => unknown, onAborted: () => void = NOOP): ScopedSignal {
+  // No limit of its own, or the parent already stands for an earlier one: the
+  // parent will do, and a new signal costs ~8 µs on Node 20.
+  const inherited = deadlineOf(parent);
+  if (at === undefined || (inherited !== undefined && inherited <= at)) return { signal: parent, timedOut: false, dispose: NOOP };
+  const controller = new AbortController();
+  const { signal } = controller;
+  deadlines.set(signal, at);
+  if (parent.aborted) {
+    controller.abort(parent.reason);
+    return { signal, timedOut: false, dispose: NOOP };
+  }
+  const remaining = at - clock.now();
+  if (remaining <= 0) {
+    controller.abort(reason());
+    return { signal, timedOut: true, dispose: NOOP };
+  }
+  let timer: Timer | undefined;
+  let unsubscribe = NOOP;
+  const scoped = {
+    signal,
+    timedOut: false,
+    dispose(): void {
+      timer?.cancel();
+      timer = undefined;
+      unsubscribe();
+      unsubscribe = NOOP;
+    },
+  };
+  timer = clock.setTimer(
+    () => {
+      timer = undefined;
+      unsubscribe();
+      unsubscribe = NOOP;
+      scoped.timedOut = true;
+      controller.abort(reason());
+      onAborted();
+    },
+    Math.min(remaining, MAX_TIMER_MS),
+  );
+  unsubscribe = onAbort(parent, () => {
+    unsubscribe = NOOP;
+    scoped.dispose();
+    controller.abort(parent.reason);
+    onAborted();
+  });
+  return scoped;
+}
+
+/** The deadline a signal made by {@link scopedSignal} stands for, if any. */
+export function deadlineOf(signal: AbortSignal): number | undefined {
+  return deadlines.get(signal);
+}
+
+/**
+ * The deadline in force for a call: the earlier of `context.deadline` and the
+ * one carried by its signal. Guards read this rather than `context.deadline`
+ * alone, because `pipeline` passes inner guards the outer context with only
+ * the signal replaced, so a deadline set by a {@link DeadlineGuard} reaches
+ * them through the signal.
+ */
+export function effectiveDeadline(context: GuardContext): number | undefined {
+  const fromSignal = deadlineOf(context.signal);
+  if (context.deadline === undefined) return fromSignal;
+  return fromSignal === undefined ? context.deadline : Math.min(context.deadline, fromSignal);
+}
+
+/**
+ * A signal for the whole of a call: aborts with {@link DeadlineExceededError}
+ * at the call's deadline, or with the caller's reason when the caller aborts.
+ * Pass it to every attempt, queue wait and loader the call makes, and
+ * `dispose` it when the call ends.
+ */
+export function deadlineSignal(clock: Clock, context: GuardContext): ScopedSignal {
+  const at = effectiveDeadline(context);
+  if (at === undefined) return { signal: context.signal, timedOut: false, dispose: NOOP };
+  return scopedSignal(clock, context.signal, at, () => new DeadlineExceededError(`deadline passed for key "${context.key}"`));
+}
+
+/** Options for {@link DeadlineGuard}. */
+export interface DeadlineGuardOptions {
+  /** Longest a call may take, ms from when it enters the guard. Required. */
+  timeout: number;
+  clock?: Clock;
+}
+
+/**
+ * Gives every call a deadline of `timeout` from now, or keeps the caller's if
+ * it is earlier, and fails the call with {@link DeadlineExceededError} the
+ * moment it passes: the task's signal is aborted and the caller is answered at
+ * once, even if the task ignores its signal. Put it outermost in a
+ * `pipeline`: retries, queues and loaders inside it see the deadline (through
+ * the signal, see {@link effectiveDeadline}) and start nothing that cannot
+ * finish in time. A caller's abort is answered with {@link AbortedError}.
+ */
+export class DeadlineGuard implements Guard {
+  readonly timeout: number;
+  private readonly clock: Clock;
+
+  constructor(options: DeadlineGuardOptions) {
+    this.timeout = duration('timeout', options.timeout, { positive: true, timer: true });
+    this.clock = options.clock ?? systemClock;
+  }
+
+  /** Runs `fn` under the deadline, outside any cache. */
+  execute<T>(fn: (signal: AbortSignal) => Promise<T>, options?: CallOptions): Promise<T> {
+    return this.run(fn, callContext(options));
+  }
+
+  run<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext): Promise<T> {
+    const now = this.clock.now();
+    const at = Math.min(now + this.timeout, effectiveDeadline(context) ?? Infinity);
+    if (context.signal.aborted) return Promise.reject(new AbortedError(`call for key "${context.key}" aborted`, context.signal.reason));
+    if (at <= now) return Promise.reject(new DeadlineExceededError(`deadline for key "${context.key}" passed before the call started`));
+    return new Promise<T>((resolve, reject) => {
+      const scoped = scopedSignal(
+        this.clock,
+        context.signal,
+        at,
+        () => new DeadlineExceededError(`call for key "${context.key}" passed its deadline`),
+        () => reject(scoped.timedOut ? scoped.signal.reason : new AbortedError(`call for key "${context.key}" aborted`, scoped.signal.reason)),
+      );
+      const { signal } = scoped;
+      const done = (): void => scoped.dispose();
+      let pending: Promise<T>;
+      try {
+        pending = task(signal);
+      } catch (error) {
+        pending = Promise.reject(error);
+      }
+      pending.then(
+        (value) => {
+          done();
+          resolve(value);
+        },
+        (error: unknown) => {
+          done();
+          reject(error);
+        },
+      );
+    });
+  }
+}

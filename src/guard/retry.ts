@@ -1,0 +1,237 @@
+import { type Clock, MAX_TIMER_MS } from '../time/clock.js';
+import { systemClock } from '../time/system.js';
+import { duration, integer, or } from '../config.js';
+import { AbortedError, ConfigError, DeadlineExceededError, LoadTimeoutError } from '../errors.js';
+import { Events } from '../events.js';
+import { onAbort } from './abort.js';
+import { RetryBudget } from './budget.js';
+import { isNeverRetried, retryAfterOf } from './classify.js';
+import { effectiveDeadline, scopedSignal } from './deadline.js';
+import { callContext, type CallOptions, type Guard, type GuardContext } from './guard.js';
+
+/** Options for {@link Retry}. */
+export interface RetryOptions {
+  /** Attempts in all, the first included. Default 3. 1 disables retrying. */
+  maxAttempts?: number;
+  /** Scale of the backoff: the wait before retry n is drawn from [0, min(maxDelay, baseDelay · 2^(n−1))). Default 100 ms. */
+  baseDelay?: number;
+  /**
+   * Cap on the backoff, ms. Default 10 000. A server's "retry after" longer
+   * than this is not waited for: the call fails at once with its error.
+   */
+  maxDelay?: number;
+  /**
+   * The budget retries are drawn from. Default: a new {@link RetryBudget} for
+   * this guard. Pass one shared instance to every `Retry` in front of the same
+   * dependency, so the bound holds over all of its callers.
+   */
+  budget?: RetryBudget;
+  /**
+   * Narrows which errors are retried (it cannot widen: the errors listed on
+   * {@link Retry} are never retried). Default: every other error. A throw
+   * counts as `false`.
+   */
+  retryOn?: (error: unknown) => boolean;
+  /**
+   * Longest one attempt may run, ms: its signal is aborted then, and the
+   * attempt fails with `LoadTimeoutError` (a retryable error). Default: none.
+   * A retry is only started when a whole `attemptTimeout` fits before the
+   * caller's deadline.
+   */
+  attemptTimeout?: number;
+  /**
+   * How long an attempt is expected to take, ms: no attempt (the first
+   * included) starts unless this much time is left before the caller's
+   * deadline. Default 0 for the first attempt; retries use `attemptTimeout`
+   * when it is set.
+   */
+  expectedDuration?: number;
+  clock?: Clock;
+}
+
+/** Typed events of a {@link Retry}. Listeners run synchronously; what they throw is isolated. */
+export interface RetryEvents {
+  /** A retry was granted: attempt `attempt` (≥ 2) starts after `delay` ms because of `error`. */
+  retry: (event: { key: string; attempt: number; delay: number; error: unknown }) => void;
+  /** A retryable failure was not retried because the shared {@link RetryBudget} was spent. */
+  budgetExhausted: (event: { key: string; attempt: number; error: unknown }) => void;
+}
+
+/**
+ * Retries a failed call with capped exponential backoff and full jitter, under
+ * a {@link RetryBudget}, never past the caller's deadline.
+ *
+ * Why each rule (DESIGN.md, principle 3: no loop whose rate grows with failure):
+ * - **A budget.** "Retry 3 times" triples the load on a dependency that fails
+ *   every call: the loop that held the Facebook 2010 database cluster down and
+ *   let Discord 2019's herd reach MongoDB. Retries beyond the budget fail at once.
+ * - **Never retried:** `BreakerOpenError` and `OverloadedError` (a guard or the
+ *   server refused for overload; retrying is the storm itself, principle 4:
+ *   fail fast), `ValidationError` (the same load gives the same bad value),
+ *   `DeadlineExceededError` (nobody waits for the answer) and aborts (the
+ *   caller's signal fired, or `AbortedError`): classified by class or by
+ *   `code`. `retryOn` narrows further.
+ * - **Full jitter**: the wait before retry n is uniform in
+ *   `[0, min(maxDelay, baseDelay · 2^(n−1)))`. Clients that failed together
+ *   (a whole fleet behind one dependency) spread their retries over the whole
+ *   interval rather than coming back together in a band. This differs from
+ *   {@link Backoff}, whose bounded jitter keeps a lower bound on each delay: a
+ *   cache key's error backoff needs that bound to promise few loads per key,
+ *   whereas here the budget bounds the count and the spread is what matters.
+ *   It is computed here rather than added to `Backoff` so that class keeps one meaning.
+ * - **Deadlines**: no attempt starts that cannot finish before the caller's
+ *   deadline (`context.deadline`, or one carried by the signal from a
+ *   `DeadlineGuard`): if the retry would start after it, or a whole
+ *   `attemptTimeout` (or `expectedDuration`) would cross it, the call fails
+ *   with its last error. Each attempt's signal aborts at the deadline.
+ * - **Retry after**: an error with a numeric `retryAfterMs` (a server's
+ *   `Retry-After`, a breaker's next probe) is waited for at least that long,
+ *   still never past the deadline.
+ * - The backoff wait ends at once, with `AbortedError`, when the caller aborts,
+ *   and leaves no timer behind.
+ *
+ * Attempts never overlap: an attempt that times out is aborted and its
+ * settlement awaited before the next starts, so a retry never adds concurrency
+ * against a slow dependency. (A task that ignores its signal delays the call;
+ * put a `DeadlineGuard` outside to answer the caller on time regardless.)
+ */
+export class Retry implements Guard {
+  readonly maxAttempts: number;
+  readonly baseDelay: number;
+  readonly maxDelay: number;
+  readonly attemptTimeout: number | undefined;
+  readonly expectedDuration: number | undefined;
+  readonly budget: RetryBudget;
+  private readonly retryOn: ((error: unknown) => boolean) | undefined;
+  private readonly clock: Clock;
+  private readonly events = new Events<RetryEvents>();
+
+  constructor(options: RetryOptions = {}) {
+    this.maxAttempts = integer('maxAttempts', or(options.maxAttempts, 3), 1);
+    this.baseDelay = duration('baseDelay', or(options.baseDelay, 100), { timer: true });
+    this.maxDelay = duration('maxDelay', or(options.maxDelay, 10_000), { timer: true });
+    if (this.maxDelay < this.baseDelay) throw new ConfigError(`maxDelay (${this.maxDelay}) must be ≥ baseDelay (${this.baseDelay})`);
+    this.attemptTimeout = options.attemptTimeout === undefined ? undefined : duration('attemptTimeout', options.attemptTimeout, { positive: true, timer: true });
+    this.expectedDuration = options.expectedDuration === undefined ? undefined : duration('expectedDuration', options.expectedDuration);
+    if (options.retryOn !== undefined && typeof options.retryOn !== 'function') throw new ConfigError('retryOn must be a function');
+    if (options.budget !== undefined && !(options.budget instanceof RetryBudget)) throw new ConfigError('budget must be a RetryBudget');
+    this.retryOn = options.retryOn;
+    this.clock = options.clock ?? systemClock;
+    this.budget = options.budget ?? new RetryBudget({ clock: this.clock });
+  }
+
+  /** Subscribes to an event; returns a function that unsubscribes. */
+  on<K extends keyof RetryEvents>(event: K, listener: RetryEvents[K]): () => void {
+    return this.events.on(event, listener);
+  }
+
+  off<K extends keyof RetryEvents>(event: K, listener: RetryEvents[K]): void {
+    this.events.off(event, listener);
+  }
+
+  /** Runs `fn` with retries, outside any cache. */
+  execute<T>(fn: (signal: AbortSignal) => Promise<T>, options?: CallOptions): Promise<T> {
+    return this.run(fn, callContext(options));
+  }
+
+  /** The wait before retry `n` (n ≥ 1 failures so far), full jitter: uniform in [0, min(maxDelay, baseDelay · 2^(n−1))). */
+  delay(failures: number): number {
+    const ceiling = Math.min(this.maxDelay, this.baseDelay * 2 ** Math.min(failures - 1, 1024));
+    return this.clock.random() * ceiling;
+  }
+
+  async run<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext): Promise<T> {
+    const { signal, key } = context;
+    const deadline = effectiveDeadline(context);
+    this.budget.recordRequest();
+    let lastError: unknown;
+    let failed = false;
+    for (let attempt = 1; ; attempt++) {
+      if (signal.aborted) throw new AbortedError(`call for key "${key}" aborted`, signal.reason);
+      const need = attempt === 1 ? (this.expectedDuration ?? 0) : (this.expectedDuration ?? this.attemptTimeout ?? 0);
+      if (deadline !== undefined) {
+        const now = this.clock.now();
+        if (now >= deadline || now + need > deadline) {
+          if (failed) throw lastError;
+          throw new DeadlineExceededError(`no time left before the deadline of key "${key}" for an attempt`);
+        }
+      }
+      try {
+        return await this.attempt(task, context, deadline);
+      } catch (error) {
+        lastError = error;
+        failed = true;
+      }
+      if (signal.aborted || !this.retryable(lastError) || attempt >= this.maxAttempts) throw lastError;
+
+      const retryAfter = retryAfterOf(lastError);
+      if (retryAfter !== undefined && retryAfter > this.maxDelay) throw lastError;
+      const delay = Math.max(this.delay(attempt), retryAfter ?? 0);
+      const nextNeed = this.expectedDuration ?? this.attemptTimeout ?? 0;
+      const start = this.clock.now() + delay;
+      if (deadline !== undefined && (start >= deadline || start + nextNeed > deadline)) throw lastError;
+      if (!this.budget.tryRetry()) {
+        if (this.events.has('budgetExhausted')) this.events.emit('budgetExhausted', { key, attempt, error: lastError });
+        throw lastError;
+      }
+      if (this.events.has('retry')) this.events.emit('retry', { key, attempt: attempt + 1, delay, error: lastError });
+      if (delay > 0) {
+        await this.sleep(delay, context);
+      }
+    }
+  }
+
+  /**
+   * Waits `ms`, or rejects with `AbortedError` the moment the caller aborts,
+   * cancelling the timer. (Like `sleep` from the clock module, but through
+   * {@link onAbort}, so thousands of calls backing off on one shared signal do
+   * not pile listeners onto it.)
+   */
+  private sleep(ms: number, context: GuardContext): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const { signal } = context;
+      // A `retry` listener may have aborted it.
+      if (signal.aborted) {
+        reject(new AbortedError(`retry of key "${context.key}" aborted during backoff`, signal.reason));
+        return;
+      }
+      const unsubscribe = onAbort(signal, () => {
+        timer.cancel();
+        reject(new AbortedError(`retry of key "${context.key}" aborted during backoff`, signal.reason));
+      });
+      const timer = this.clock.setTimer(() => {
+        unsubscribe();
+        resolve();
+      }, Math.min(ms, MAX_TIMER_MS));
+    });
+  }
+
+  private retryable(error: unknown): boolean {
+    if (isNeverRetried(error)) return false;
+    if (this.retryOn === undefined) return true;
+    try {
+      return this.retryOn(error) === true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** One attempt, its signal aborted at the earlier of the deadline and `attemptTimeout`. */
+  private async attempt<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext, deadline: number | undefined): Promise<T> {
+    if (this.attemptTimeout === undefined && deadline === undefined) return task(context.signal);
+    const timeoutAt = this.attemptTimeout === undefined ? Infinity : this.clock.now() + this.attemptTimeout;
+    const byDeadline = deadline !== undefined && deadline <= timeoutAt;
+    const at = Math.min(timeoutAt, deadline ?? Infinity);
+    const scoped = scopedSignal(this.clock, context.signal, at, () =>
+      byDeadline ? new DeadlineExceededError(`attempt for key "${context.key}" passed the deadline`) : new LoadTimeoutError(context.key, this.attemptTimeout ?? 0, 'load'),
+    );
+    try {
+      return await task(scoped.signal);
+    } catch (error) {
+      // The timer's reason, not whatever the task made of its abort (a DOM AbortError, a fetch failure).
+      throw scoped.timedOut ? scoped.signal.reason : error;
+    } finally {
+      scoped.dispose();
+    }
+  }
+}

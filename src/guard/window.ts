@@ -1,0 +1,78 @@
+import { type Clock } from '../time/clock.js';
+
+/**
+ * Counts over a sliding window of time, kept in a fixed ring of buckets: the
+ * memory is `slots × fields` numbers whatever the call rate, and nothing is
+ * recorded per call. The retry budget and the adaptive throttle both need
+ * "how many X in the last W ms" on every call of a dependency in trouble,
+ * which is exactly when a per-call log would grow without bound.
+ *
+ * The window moves a bucket at a time: bucket `e` holds the events of
+ * `[e·width, (e+1)·width)`, and the ring holds the current bucket and the
+ * `slots − 1` before it. Older buckets are zeroed as time passes them, so an
+ * event is forgotten at most `slots × width` after it happened.
+ *
+ * @internal
+ */
+export class RollingWindow {
+  readonly width: number;
+  readonly slots: number;
+  private readonly fields: number;
+  private readonly counts: Float64Array;
+  private epoch: number;
+
+  constructor(
+    private readonly clock: Clock,
+    width: number,
+    slots: number,
+    fields: number,
+  ) {
+    this.width = width;
+    this.slots = slots;
+    this.fields = fields;
+    this.counts = new Float64Array(slots * fields);
+    this.epoch = Math.floor(clock.now() / width);
+  }
+
+  /** The index of the current bucket, after zeroing the buckets time has left behind. */
+  private current(): number {
+    const e = Math.floor(this.clock.now() / this.width);
+    // A clock that steps back (it should not: clocks are monotonic) keeps the current bucket.
+    if (e > this.epoch) {
+      const stale = Math.min(e - this.epoch, this.slots);
+      for (let i = 1; i <= stale; i++) {
+        const slot = (((this.epoch + i) % this.slots) + this.slots) % this.slots;
+        this.counts.fill(0, slot * this.fields, (slot + 1) * this.fields);
+      }
+      this.epoch = e;
+    }
+    return this.epoch;
+  }
+
+  private slotOf(epoch: number): number {
+    return ((epoch % this.slots) + this.slots) % this.slots;
+  }
+
+  /** Adds `delta` to `field` in the current bucket; returns the bucket's index, for {@link addAt}. */
+  add(field: number, delta = 1): number {
+    const e = this.current();
+    this.counts[this.slotOf(e) * this.fields + field]! += delta;
+    return e;
+  }
+
+  /** Adds `delta` to `field` in bucket `epoch` if the ring still holds it (to take back an event). */
+  addAt(epoch: number, field: number, delta: number): void {
+    const e = this.current();
+    if (epoch > e || epoch <= e - this.slots) return;
+    const i = this.slotOf(epoch) * this.fields + field;
+    this.counts[i] = Math.max(0, this.counts[i]! + delta);
+  }
+
+  /** Sum of `field` over the `n` most recent buckets (current included); all of the ring by default. */
+  sum(field: number, n = this.slots): number {
+    const e = this.current();
+    let total = 0;
+    for (let i = 0; i < n; i++) total += this.counts[this.slotOf(e - i) * this.fields + field]!;
+    return total;
+  }
+}

@@ -1,0 +1,229 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import fc from 'fast-check';
+import { BreakerOpenError, ConfigError, OverloadedError } from '../src/errors.js';
+import { AdaptiveThrottle } from '../src/guard/throttle.js';
+import { type Clock } from '../src/time/clock.js';
+import { VirtualClock } from '../src/time/virtual.js';
+
+/** A virtual clock whose random() the test sets. */
+function riggedClock(): { clock: VirtualClock; rig: Clock; set(r: number): void } {
+  const clock = new VirtualClock();
+  let r = 0.999_999;
+  const rig: Clock = { now: () => clock.now(), setTimer: (fn, ms) => clock.setTimer(fn, ms), random: () => r };
+  return { clock, rig, set: (v) => void (r = v) };
+}
+
+const refuse = async (): Promise<never> => {
+  throw new OverloadedError('backend full');
+};
+const accept = async (): Promise<string> => 'ok';
+
+/** Runs one call and says what happened: 'local' if the throttle refused it without calling the task. */
+async function call(t: AdaptiveThrottle, fn: () => Promise<unknown>, signal?: AbortSignal): Promise<'ok' | 'error' | 'local'> {
+  let called = false;
+  try {
+    await t.execute(
+      () => {
+        called = true;
+        return fn();
+      },
+      signal === undefined ? {} : { signal },
+    );
+    return 'ok';
+  } catch (error) {
+    if (!called) {
+      assert.ok(error instanceof OverloadedError);
+      return 'local';
+    }
+    return 'error';
+  }
+}
+
+const near = (a: number, b: number): void => assert.ok(Math.abs(a - b) < 1e-12, `${a} ≠ ${b}`);
+
+describe('AdaptiveThrottle', () => {
+  test('rejects locally with probability max(0, (requests − k·accepts) / (requests + 1))', async () => {
+    const { rig, set } = riggedClock();
+    const t = new AdaptiveThrottle({ clock: rig, k: 2 });
+    assert.equal(t.probability, 0);
+    for (let i = 0; i < 10; i++) assert.equal(await call(t, refuse), 'error');
+    for (let i = 0; i < 3; i++) assert.equal(await call(t, accept), 'ok');
+    assert.equal(t.requests, 13);
+    assert.equal(t.accepts, 3);
+    near(t.probability, (13 - 2 * 3) / 14);
+
+    set(0.49); // below p = 0.5: rejected without calling the backend, and counted as a request
+    assert.equal(await call(t, accept), 'local');
+    assert.equal(t.requests, 14);
+    near(t.probability, (14 - 6) / 15);
+    set((14 - 6) / 15 + 1e-9); // just above p: let through
+    assert.equal(await call(t, accept), 'ok');
+    near(t.probability, (15 - 8) / 16);
+
+    const k3 = new AdaptiveThrottle({ clock: rig, k: 3 });
+    set(0.999_999);
+    for (let i = 0; i < 20; i++) await call(k3, refuse);
+    for (let i = 0; i < 4; i++) await call(k3, accept);
+    near(k3.probability, (24 - 12) / 25);
+    for (let i = 0; i < 6; i++) await call(k3, accept);
+    assert.equal(k3.probability, 0, 'k · accepts ≥ requests: nothing is rejected');
+  });
+
+  test('only refusals count against the backend: other errors are accepts; isRejection overrides', async () => {
+    const { rig } = riggedClock();
+    const t = new AdaptiveThrottle({ clock: rig });
+    for (let i = 0; i < 50; i++) await call(t, () => Promise.reject(new Error('404')));
+    assert.equal(t.accepts, 50);
+    assert.equal(t.probability, 0);
+    const refusals = [new BreakerOpenError('open'), Object.assign(new Error('x'), { code: 'OVERLOADED' }), Object.assign(new Error('x'), { code: 'UNAVAILABLE' }), Object.assign(new Error('x'), { status: 503 }), Object.assign(new Error('x'), { statusCode: 429 })];
+    const u = new AdaptiveThrottle({ clock: rig });
+    for (const e of refusals) await call(u, () => Promise.reject(e));
+    assert.equal(u.accepts, 0);
+    assert.equal(u.requests, refusals.length);
+    const custom = new AdaptiveThrottle({ clock: rig, isRejection: (e) => (e as Error).message === '404' });
+    for (let i = 0; i < 5; i++) await call(custom, () => Promise.reject(new Error('404')));
+    assert.equal(custom.accepts, 0);
+  });
+
+  test("a call the caller aborted counts for nothing", async () => {
+    const { rig } = riggedClock();
+    const t = new AdaptiveThrottle({ clock: rig });
+    const ac = new AbortController();
+    await call(
+      t,
+      () => {
+        ac.abort();
+        return Promise.reject(new Error('aborted'));
+      },
+      ac.signal,
+    );
+    assert.equal(t.requests, 0);
+    assert.equal(t.accepts, 0);
+  });
+
+  test('forgets what is older than its window', async () => {
+    const { clock, rig } = riggedClock();
+    const t = new AdaptiveThrottle({ clock: rig, window: 10_000, buckets: 10 });
+    for (let i = 0; i < 100; i++) await call(t, refuse);
+    assert.ok(t.probability > 0.9);
+    await clock.advance(9_000);
+    assert.ok(t.probability > 0.9);
+    await clock.advance(1_000);
+    assert.equal(t.requests, 0);
+    assert.equal(t.probability, 0);
+  });
+
+  test('throttled events carry the probability', async () => {
+    const { rig, set } = riggedClock();
+    const t = new AdaptiveThrottle({ clock: rig });
+    const seen: number[] = [];
+    t.on('throttled', (e) => seen.push(e.probability));
+    for (let i = 0; i < 9; i++) await call(t, refuse);
+    set(0);
+    assert.equal(await call(t, accept), 'local');
+    near(seen[0]!, 9 / 10);
+  });
+
+  test('under sustained overload the backend receives about k times what it accepts', async () => {
+    const clock = new VirtualClock({ seed: 3 });
+    const t = new AdaptiveThrottle({ clock, k: 2, window: 10_000 });
+    const capacity = 20; // per second
+    let second = -1;
+    let acceptedThisSecond = 0;
+    let sent = 0;
+    let accepted = 0;
+    const backend = async (): Promise<string> => {
+      const s = Math.floor(clock.now() / 1000);
+      if (s !== second) {
+        second = s;
+        acceptedThisSecond = 0;
+      }
+      if (clock.now() >= 30_000) sent++;
+      if (acceptedThisSecond >= capacity) throw new OverloadedError('full');
+      acceptedThisSecond++;
+      if (clock.now() >= 30_000) accepted++;
+      return 'ok';
+    };
+    // 200 calls/s offered, ten times the capacity, for a minute.
+    for (let ms = 0; ms < 60_000; ms += 5) {
+      await call(t, backend);
+      await clock.advance(5);
+    }
+    assert.ok(accepted > 0);
+    const ratio = sent / accepted;
+    assert.ok(ratio < 2.4 && ratio > 1.6, `sent/accepted = ${ratio} (unthrottled: 10)`);
+  });
+
+  test('after a total outage, full rate returns within one window of the backend healing', async () => {
+    const clock = new VirtualClock({ seed: 5 });
+    const window = 30_000;
+    const t = new AdaptiveThrottle({ clock, window });
+    for (let ms = 0; ms < 60_000; ms += 10) {
+      await call(t, refuse);
+      await clock.advance(10);
+    }
+    assert.ok(t.probability > 0.99);
+    // Healed. The book's formula would keep p near 1 for several windows (the
+    // local rejections outweigh the trickle of accepts); here it is 0 after one.
+    const healedAt = clock.now();
+    let local = 0;
+    while (clock.now() < healedAt + window) {
+      if ((await call(t, accept)) === 'local') local++;
+      await clock.advance(10);
+    }
+    assert.ok(local > 0, 'still throttling while the outage is in the window');
+    assert.equal(t.probability, 0);
+    for (let i = 0; i < 100; i++) assert.equal(await call(t, accept), 'ok');
+  });
+
+  test('property: after the backend heals, the throttle is back to full rate within one window', async () => {
+    type Step = { kind: 'call'; outcome: 'refuse' | 'accept' | 'error' | 'abort'; n: number } | { kind: 'advance'; ms: number };
+    const step: fc.Arbitrary<Step> = fc.oneof(
+      fc.record({ kind: fc.constant('call' as const), outcome: fc.constantFrom('refuse' as const, 'refuse' as const, 'accept' as const, 'error' as const, 'abort' as const), n: fc.integer({ min: 1, max: 30 }) }),
+      fc.record({ kind: fc.constant('advance' as const), ms: fc.integer({ min: 0, max: 4_000 }) }),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, { maxLength: 60 }), fc.integer({ min: 1, max: 1000 }), fc.constantFrom(1, 2, 3), fc.integer({ min: 1, max: 20 }), async (steps, seed, k, buckets) => {
+        const clock = new VirtualClock({ seed });
+        const window = 10_000;
+        const t = new AdaptiveThrottle({ clock, k, window, buckets });
+        for (const s of steps) {
+          if (s.kind === 'advance') {
+            await clock.advance(s.ms);
+            continue;
+          }
+          for (let i = 0; i < s.n; i++) {
+            if (s.outcome === 'refuse') await call(t, refuse);
+            else if (s.outcome === 'accept') await call(t, accept);
+            else if (s.outcome === 'error') await call(t, () => Promise.reject(new Error('bug')));
+            else {
+              const ac = new AbortController();
+              await call(t, () => (ac.abort(), Promise.reject(new Error('gone'))), ac.signal);
+            }
+          }
+        }
+        // Healed: every call that reaches the backend is accepted.
+        const healedAt = clock.now();
+        while (clock.now() < healedAt + window) {
+          await call(t, accept);
+          await clock.advance(250);
+        }
+        assert.equal(t.probability, 0);
+        for (let i = 0; i < 50; i++) assert.equal(await call(t, accept), 'ok');
+      }),
+      { numRuns: 100 },
+    );
+  });
+
+  test('bad configuration is a ConfigError', () => {
+    assert.throws(() => new AdaptiveThrottle({ k: 0.5 }), ConfigError);
+    assert.throws(() => new AdaptiveThrottle({ k: Number.NaN }), ConfigError);
+    assert.throws(() => new AdaptiveThrottle({ k: Infinity }), ConfigError);
+    assert.throws(() => new AdaptiveThrottle({ window: -1 }), ConfigError);
+    assert.throws(() => new AdaptiveThrottle({ window: 0 }), ConfigError);
+    assert.throws(() => new AdaptiveThrottle({ buckets: 0 }), ConfigError);
+    assert.throws(() => new AdaptiveThrottle({ isRejection: 'yes' as unknown as () => boolean }), ConfigError);
+    assert.doesNotThrow(() => new AdaptiveThrottle({ k: 1 }));
+  });
+});
