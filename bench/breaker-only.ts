@@ -1,5 +1,5 @@
 /**
- * `node --import tsx bench/breaker-only.ts`: only the circuit-breaker
+ * `tsc -p tsconfig.test.json && node build/bench/breaker-only.js`: only the circuit-breaker
  * measurement (bench/breaker.ts), for iterating on it without the whole
  * `npm run bench`. BENCH_ROUNDS and BENCH_MIN_CPU_MS as there.
  */

@@ -11,17 +11,18 @@
  * - "damper run (key + signal)": `breaker.run(fn, { key, signal, wait })` with
  *   an abortable signal, the way the cache calls its guard (one closure per
  *   call to tell the caller's abort from a failure), for reference;
+ * - "damper full pipeline": throttle + limiter + breaker + retry on their
+ *   defaults, composed with `pipeline`, for the cost of the whole stack;
  * - cockatiel 3 `ConsecutiveBreaker(5)` and `SamplingBreaker`, `policy.execute(fn)`;
  * - opossum 9 `new CircuitBreaker(fn, …).fire()`, on its defaults (a 10 s
  *   timeout timer per call) and with `timeout: false`.
  */
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { circuitBreaker, ConsecutiveBreaker, handleAll, SamplingBreaker } from 'cockatiel';
 import { measure } from 'mitata';
+import { collect } from './gc.js';
 import Opossum from 'opossum';
 import { CircuitBreaker } from '../src/guard/breaker.js';
-import { systemClock } from '../src/index.js';
+import { AdaptiveThrottle, ConcurrencyLimiter, guarded, pipeline, Retry, systemClock } from '../src/index.js';
 import { table } from './report.js';
 
 export const BARE = 'bare async call';
@@ -122,6 +123,7 @@ function build(): Contender[] {
   const cockSampFn = async (): Promise<number> => 1;
   const opossumFn = async (): Promise<number> => 1;
   const opossumNoTimeoutFn = async (): Promise<number> => 1;
+  const fullFn = async (): Promise<number> => 1;
 
   const damper = new CircuitBreaker({ clock: systemClock });
   const damperSignal = new CircuitBreaker({ clock: systemClock });
@@ -131,6 +133,8 @@ function build(): Contender[] {
   const cockSamp = circuitBreaker(handleAll, { halfOpenAfter: 5_000, breaker: new SamplingBreaker({ threshold: 0.5, duration: 10_000, minimumRps: 2 }) });
   const opossum = new Opossum(opossumFn, { resetTimeout: 5_000, errorThresholdPercentage: 50, rollingCountTimeout: 10_000, volumeThreshold: 20 });
   const opossumNoTimeout = new Opossum(opossumNoTimeoutFn, { timeout: false, resetTimeout: 5_000, errorThresholdPercentage: 50, rollingCountTimeout: 10_000, volumeThreshold: 20 });
+  const fullBreaker = new CircuitBreaker({ clock: systemClock });
+  const full = pipeline(new AdaptiveThrottle({ clock: systemClock }), new ConcurrencyLimiter({ clock: systemClock }), fullBreaker, new Retry({ clock: systemClock }));
   const none = (): void => {};
   return [
     { name: BARE, setup: 'fn()', call: () => bareFn(), close: none, closed: () => true },
@@ -141,6 +145,13 @@ function build(): Contender[] {
       call: () => damperSignal.run(damperSignalFn, context),
       close: none,
       closed: () => damperSignal.state === 'closed',
+    },
+    {
+      name: 'damper full pipeline',
+      setup: 'pipeline(new AdaptiveThrottle(), new ConcurrencyLimiter(), new CircuitBreaker(), new Retry()), defaults; guarded(full, fn)',
+      call: () => guarded(full, fullFn),
+      close: none,
+      closed: () => fullBreaker.state === 'closed',
     },
     {
       name: 'cockatiel ConsecutiveBreaker',
@@ -187,10 +198,3 @@ function quantile(xs: readonly number[], q: number): number {
   return lo + (hi - lo) * (at - Math.floor(at));
 }
 
-function exposeGc(): () => void {
-  setFlagsFromString('--expose-gc');
-  const gc = runInNewContext('gc') as unknown;
-  if (typeof gc !== 'function') throw new Error('could not expose the garbage collector');
-  return gc as () => void;
-}
-const collect = exposeGc();

@@ -10,9 +10,8 @@
  * - "lru-cache fetch (no ttl)": lru-cache without its TTL bookkeeping, for
  *   reference only; ratios use the like-for-like row with `ttl: 60_000`.
  */
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { measure } from 'mitata';
+import { collect } from './gc.js';
 import { LRUCache } from 'lru-cache';
 import { type Load, type Peer, type Subject, type Value, lruCache, peers } from './peers.js';
 
@@ -159,18 +158,6 @@ function floor(keys: readonly string[]): Contender {
   return { name: FLOOR, subject: { get: async (key) => lru.get(key), close: () => Promise.resolve() }, calls: () => 0 };
 }
 
-/**
- * A full garbage collection, which mitata runs before each measurement so no
- * library pays for the previous one's garbage. `npm run bench` does not pass
- * --expose-gc, so the flag is set at run time and `gc` taken from a fresh context.
- */
-function exposeGc(): () => void {
-  setFlagsFromString('--expose-gc');
-  const gc = runInNewContext('gc') as unknown;
-  if (typeof gc !== 'function') throw new Error('could not expose the garbage collector');
-  return gc as () => void;
-}
-const collect = exposeGc();
 
 /**
  * The timed function: next key, call, return the promise for mitata to await.

@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 /**
  * One adapter per library under test, all behind the same two-method shape so
  * every scenario drives them identically. Each adapter's `get` is its own
@@ -165,6 +166,6 @@ function toSeconds(ms: number): number {
 
 /** Installed version of a package (damper: this repo's own). */
 export function versionOf(pkg: string): string {
-  const url = pkg === 'damper' ? new URL('../package.json', import.meta.url) : new URL(`../node_modules/${pkg}/package.json`, import.meta.url);
+  const url = pkg === 'damper' ? resolve('package.json') : resolve('node_modules', pkg, 'package.json');
   return (JSON.parse(readFileSync(url, 'utf8')) as { version: string }).version;
 }

@@ -11,6 +11,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { breakerBench, breakerTable } from './breaker.js';
 import { failingKey } from './failing-key.js';
 import { hitPath } from './hit-path.js';
@@ -25,7 +26,7 @@ const started = performance.now();
 
 const host = machine();
 log(`damper cache benchmark — node ${host.node}, ${host.nproc} cores (${host.cpuModel}), ${host.platform} ${host.arch}`);
-log(`damper imported from ../src/index.js (TypeScript source through tsx)\n`);
+log(`damper imported from ../src/index.js, compiled by tsc to build/\n`);
 
 log(`1. hit path: ${rounds} rounds × ${minCpuTimeMs} ms per library`);
 const hit = await hitPath({ rounds, minCpuTimeMs, log });
@@ -58,7 +59,7 @@ const results = {
   command: 'npm run bench',
   durationSeconds: Math.round((performance.now() - started) / 100) / 10,
   machine: host,
-  damperImport: '../src/index.js (TypeScript source, transpiled by tsx)',
+  damperImport: '../src/index.js, compiled by tsc (tsconfig.test.json) and run from build/',
   damperRevision: revision(),
   libraries: Object.fromEntries(peers.map((p) => [p.name, describePeer(p)])),
   scenarios: {
@@ -82,7 +83,9 @@ const results = {
     breakerSuccessPath: { rounds: breaker.rounds, minCpuTimeMsPerRound: breaker.minCpuTimeMs, target: breaker.target, libraries: Object.fromEntries(breaker.rows.map(({ name, ...row }) => [name, row])) },
   },
 };
-const out = new URL('./results.json', import.meta.url);
+// Compiled to build/bench/ (no tsx: its keepNames wrapping slows every closure),
+// so the results are written beside the sources, from the package root npm runs in.
+const out = resolve('bench/results.json');
 // Three decimals are far below this machine's noise.
 const rounded = (_key: string, v: unknown): unknown => (typeof v === 'number' && !Number.isInteger(v) ? Math.round(v * 1000) / 1000 : v);
 writeFileSync(out, `${JSON.stringify(results, rounded, 2)}\n`);

@@ -19,6 +19,8 @@ export class RollingWindow {
   readonly slots: number;
   private readonly fields: number;
   private readonly counts: Float64Array;
+  /** Per field, the sum over the whole ring, kept up to date so the common query is O(1) on the hot path. */
+  private readonly totals: Float64Array;
   private epoch: number;
 
   constructor(
@@ -31,6 +33,7 @@ export class RollingWindow {
     this.slots = slots;
     this.fields = fields;
     this.counts = new Float64Array(slots * fields);
+    this.totals = new Float64Array(fields);
     this.epoch = Math.floor(clock.now() / width);
   }
 
@@ -42,7 +45,10 @@ export class RollingWindow {
       const stale = Math.min(e - this.epoch, this.slots);
       for (let i = 1; i <= stale; i++) {
         const slot = (((this.epoch + i) % this.slots) + this.slots) % this.slots;
-        this.counts.fill(0, slot * this.fields, (slot + 1) * this.fields);
+        for (let f = 0; f < this.fields; f++) {
+          this.totals[f]! -= this.counts[slot * this.fields + f]!;
+          this.counts[slot * this.fields + f] = 0;
+        }
       }
       this.epoch = e;
     }
@@ -57,6 +63,7 @@ export class RollingWindow {
   add(field: number, delta = 1): number {
     const e = this.current();
     this.counts[this.slotOf(e) * this.fields + field]! += delta;
+    this.totals[field]! += delta;
     return e;
   }
 
@@ -65,12 +72,15 @@ export class RollingWindow {
     const e = this.current();
     if (epoch > e || epoch <= e - this.slots) return;
     const i = this.slotOf(epoch) * this.fields + field;
-    this.counts[i] = Math.max(0, this.counts[i]! + delta);
+    const next = Math.max(0, this.counts[i]! + delta);
+    this.totals[field]! += next - this.counts[i]!;
+    this.counts[i] = next;
   }
 
   /** Sum of `field` over the `n` most recent buckets (current included); all of the ring by default. */
   sum(field: number, n = this.slots): number {
     const e = this.current();
+    if (n >= this.slots) return this.totals[field]!;
     let total = 0;
     for (let i = 0; i < n; i++) total += this.counts[this.slotOf(e - i) * this.fields + field]!;
     return total;
