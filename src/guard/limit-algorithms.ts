@@ -15,6 +15,15 @@ export interface LimitAlgorithm {
   sample(latencyMs: number, inFlight: number, overloaded: boolean): void;
 }
 
+/** The range every adaptive limit moves in: min ≤ initial ≤ max, all whole (defaults 1, 20, 1000). */
+function bounds(name: string, o: { initial?: number; min?: number; max?: number }): { min: number; max: number; initial: number } {
+  const min = integer(`${name}.min`, or(o.min, 1), 1);
+  const max = integer(`${name}.max`, or(o.max, 1000), min);
+  const initial = integer(`${name}.initial`, or(o.initial, 20), min);
+  if (initial > max) throw new ConfigError(`${name}.initial (${initial}) must be ≤ ${name}.max (${max})`);
+  return { min, max, initial };
+}
+
 export interface AimdOptions {
   initial?: number;
   min?: number;
@@ -40,10 +49,7 @@ export class AimdLimit implements LimitAlgorithm {
   private credit = 0;
 
   constructor(options: AimdOptions = {}) {
-    this.min = integer('aimd.min', or(options.min, 1), 1);
-    this.max = integer('aimd.max', or(options.max, 1000), this.min);
-    this.limit = integer('aimd.initial', or(options.initial, 20), this.min);
-    if (this.limit > this.max) throw new ConfigError(`aimd.initial (${this.limit}) must be ≤ aimd.max (${this.max})`);
+    ({ min: this.min, max: this.max, initial: this.limit } = bounds('aimd', options));
     this.threshold = duration('aimd.latencyThresholdMs', or(options.latencyThresholdMs, 1000), { positive: true });
     this.ratio = between('aimd.backoffRatio', or(options.backoffRatio, 0.9), 0.01, 0.99);
   }
@@ -97,10 +103,7 @@ export class GradientLimit implements LimitAlgorithm {
   private long = 0;
 
   constructor(options: GradientOptions = {}) {
-    this.min = integer('gradient.min', or(options.min, 1), 1);
-    this.max = integer('gradient.max', or(options.max, 1000), this.min);
-    this.limit = integer('gradient.initial', or(options.initial, 20), this.min);
-    if (this.limit > this.max) throw new ConfigError(`gradient.initial (${this.limit}) must be ≤ gradient.max (${this.max})`);
+    ({ min: this.min, max: this.max, initial: this.limit } = bounds('gradient', options));
     this.tolerance = between('gradient.tolerance', or(options.tolerance, 2), 1, 100);
     const smoothing = integer('gradient.smoothing', or(options.smoothing, 20), 1);
     this.alphaShort = 2 / (smoothing + 1);
