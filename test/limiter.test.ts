@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { AimdLimit, BreakerOpenError, Cache, ConcurrencyLimiter, ConfigError, GradientLimit, type Guard, keyed, OverloadedError, pipeline, VirtualClock } from '../src/index.js';
+import { AimdLimit, BreakerOpenError, Cache, CircuitBreaker, ConcurrencyLimiter, ConfigError, GradientLimit, type Guard, keyed, OverloadedError, pipeline, VirtualClock } from '../src/index.js';
 import { callContext } from '../src/guard/guard.js';
 import { deferred, track } from './helpers.js';
 
@@ -276,6 +276,24 @@ describe('guards in the cache', () => {
       { priority: 'background', deadline: 2150, wait: false },
       { priority: 'background', deadline: 2150, wait: false },
     ]);
+  });
+
+  test("a hanging dependency trips a breaker inside the cache: the load's hard timeout counts as a failure", async () => {
+    const clock = new VirtualClock();
+    const breaker = new CircuitBreaker({ clock, consecutiveFailures: 3 });
+    const cache = new Cache<number>({ clock, loadTimeout: 100, guard: breaker });
+    let calls = 0;
+    const hang = (): Promise<number> => (calls++, new Promise<number>(() => {}));
+    for (let i = 0; i < 3; i++) {
+      const p = track(cache.get('k', hang));
+      await clock.advance(100);
+      assert.equal((p.error as { code?: string }).code, 'LOAD_TIMEOUT');
+      if (i < 2) await clock.advance(2_000); // past the key's backoff
+    }
+    assert.equal(breaker.state, 'open');
+    // Another key now fails fast without reaching the dependency.
+    await assert.rejects(cache.get('other', hang), BreakerOpenError);
+    assert.equal(calls, 3);
   });
 
   test('the hard timeout covers the queue: a load stuck behind the budget ends at loadTimeout', async () => {

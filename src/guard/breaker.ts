@@ -350,7 +350,11 @@ export class CircuitBreaker implements Guard {
   }
 
   private classify(error: unknown, signal: AbortSignal): Outcome {
-    if (signal.aborted || error instanceof AbortedError || error instanceof BreakerOpenError) return OUT_IGNORED;
+    // A call aborted by a load's hard timeout (the cache's `loadTimeout`) is the
+    // dependency failing to answer in time, not a caller leaving: it counts,
+    // or a hanging database would never trip the breaker inside a cache.
+    if (signal.aborted && signal.reason instanceof LoadTimeoutError && signal.reason.phase === 'load') error = signal.reason;
+    else if (signal.aborted || error instanceof AbortedError || error instanceof BreakerOpenError) return OUT_IGNORED;
     let failed: boolean;
     try {
       failed = this.isFailure(error);
