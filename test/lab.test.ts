@@ -32,6 +32,10 @@ describe('facebook-2010, at the default seed and three others', () => {
       assert.ok(damper.amplification <= 2, `damper amplification ${damper.amplification}`);
       assert.equal(damper.invalidServed, 0);
       assert.equal(naive.simulatedRequests, damper.simulatedRequests, 'both variants see the same traffic');
+      // Operators cut traffic only where the site was down.
+      const cut = run.faults.findIndex((f) => f.kind === 'operator');
+      assert.deepEqual(run.variants.naive.skippedFaults, []);
+      assert.deepEqual(run.variants.damper.skippedFaults, [cut]);
     });
   }
 });

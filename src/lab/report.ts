@@ -48,6 +48,8 @@ interface ChartData {
     readonly objectiveP99Ms: number;
     readonly triggerEndS: number;
     readonly faults: readonly FaultSpan[];
+    /** Per variant, the faults that did not happen to it (an operator action its health made unnecessary). */
+    readonly skipped: Record<VariantName, readonly number[]>;
     readonly recoverySeconds: Record<VariantName, number | null>;
     readonly series: Record<VariantName, Series>;
   }[];
@@ -71,6 +73,7 @@ export function renderReport(run: LabRun): string {
       objectiveP99Ms: s.objectiveP99Ms,
       triggerEndS: s.triggerEndS,
       faults: s.faults,
+      skipped: { naive: s.variants.naive.skippedFaults, damper: s.variants.damper.skippedFaults },
       recoverySeconds: { naive: s.variants.naive.summary.recoverySeconds, damper: s.variants.damper.summary.recoverySeconds },
       series: { naive: s.variants.naive.series, damper: s.variants.damper.series },
     })),
@@ -403,11 +406,12 @@ const PAGE_SCRIPT = String.raw`
     });
   });
 
-  function shade(s) {
+  function shade(s, variant) {
     return function (u) {
       var ctx = u.ctx, b = u.bbox, px = Math.max(1, Math.round(devicePixelRatio || 1));
       ctx.save();
-      s.faults.forEach(function (f) {
+      s.faults.forEach(function (f, i) {
+        if (s.skipped[variant].indexOf(i) !== -1) return;
         var x0 = Math.max(b.left, u.valToPos(f.startS, 'x', true));
         var x1 = Math.min(b.left + b.width, u.valToPos(f.endS, 'x', true));
         var thin = x1 - x0 < 3 * px;
@@ -507,7 +511,7 @@ const PAGE_SCRIPT = String.raw`
       ],
       series: ys,
       legend: { show: false },
-      hooks: { drawClear: [shade(s)], draw: [markers(s, variant)], setCursor: [readout(m, plan, variant, readoutEl)] }
+      hooks: { drawClear: [shade(s, variant)], draw: [markers(s, variant)], setCursor: [readout(m, plan, variant, readoutEl)] }
     };
   }
 

@@ -65,6 +65,8 @@ export interface FaultSpan {
 export interface VariantRun {
   readonly summary: VariantSummary;
   readonly series: Series;
+  /** Indices into the scenario's faults that did not happen in this run (an operator action its health made unnecessary). */
+  readonly skippedFaults: readonly number[];
 }
 
 export interface ScenarioRun {

@@ -125,7 +125,7 @@ export async function runCacheAside(scenario: Scenario, variant: VariantName, se
 
   await simulate({ clock, world, durationMs: scenario.durationS * 1000, ...(onProgress === undefined ? {} : { onProgress }) });
   const series = recorder.series();
-  return { series, summary: recorder.summary(scenario, series) };
+  return { series, summary: recorder.summary(scenario, series), skippedFaults: scenario.faults.flatMap((f, i) => (cancelled.has(f) ? [i] : [])) };
 }
 
 /** The faults' starts and ends, in time order. */
