@@ -2,6 +2,7 @@ import { type Clock, type Timer } from '../time/clock.js';
 import { systemClock } from '../time/system.js';
 import { duration, integer, or } from '../config.js';
 import { AbortedError, ConfigError, type DamperError, OverloadedError } from '../errors.js';
+import { onAbort } from './abort.js';
 import { callContext, type CallOptions, type Guard, type GuardContext } from './guard.js';
 import { type LimitAlgorithm } from './limit-algorithms.js';
 import { priorityRank } from './priority.js';
@@ -180,7 +181,7 @@ export class ConcurrencyLimiter implements Guard {
       const leave = (): void => {
         this.remove(waiter);
         timer.cancel();
-        signal.removeEventListener('abort', onAbort);
+        unsubscribe();
       };
       const waiter: Waiter = {
         rank,
@@ -194,9 +195,9 @@ export class ConcurrencyLimiter implements Guard {
           reject(error);
         },
       };
-      const onAbort = (): void => waiter.refuse(new AbortedError(`call for "${key}" aborted while queued`, signal.reason));
       const timer: Timer = this.clock.setTimer(() => waiter.refuse(new OverloadedError(`"${key}" waited ${timeout} ms for a slot${standing ? ' (standing queue)' : ''}`)), timeout);
-      signal.addEventListener('abort', onAbort, { once: true });
+      // One listener per signal however many calls share it (a server's shutdown signal, say).
+      const unsubscribe = onAbort(signal, () => waiter.refuse(new AbortedError(`call for "${key}" aborted while queued`, signal.reason)));
       this.add(waiter);
     });
   }
