@@ -34,12 +34,12 @@ export class RollingWindow {
     this.fields = fields;
     this.counts = new Float64Array(slots * fields);
     this.totals = new Float64Array(fields);
-    this.epoch = Math.floor(clock.now() / width);
+    this.epoch = bucketOf(clock.now(), width);
   }
 
   /** The index of the current bucket, after zeroing the buckets time has left behind. */
   private current(): number {
-    const e = Math.floor(this.clock.now() / this.width);
+    const e = bucketOf(this.clock.now(), this.width);
     // A clock that steps back (it should not: clocks are monotonic) keeps the current bucket.
     if (e > this.epoch) {
       const stale = Math.min(e - this.epoch, this.slots);
@@ -85,4 +85,14 @@ export class RollingWindow {
     for (let i = 0; i < n; i++) total += this.counts[this.slotOf(e - i) * this.fields + field]!;
     return total;
   }
+}
+
+/**
+ * The bucket holding instant `t`. A width that is not a whole number (a 10 s
+ * window in 7 buckets) makes `t / width` land a hair below an integer at a
+ * bucket's exact start (10 000 / 1428.571… = 6.9999…), which kept an event one
+ * bucket longer than its window: the nudge absorbs that rounding.
+ */
+function bucketOf(t: number, width: number): number {
+  return Math.floor(t / width + 1e-9);
 }
