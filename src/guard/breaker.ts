@@ -442,7 +442,7 @@ export class CircuitBreaker implements Guard {
 
   private trip(reason: BreakerReason): void {
     this.trips++;
-    const interval = this.backoff.delay(this.trips, this.clock.random);
+    const interval = this.backoff.delay(this.trips, () => this.clock.random());
     this.transition({ name: 'open', until: this.clock.now() + interval, interval }, reason);
   }
 
