@@ -12,6 +12,7 @@
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { balancerBench, balancerTable } from './balancer.js';
 import { breakerBench, breakerTable } from './breaker.js';
 import { failingKey } from './failing-key.js';
 import { hitPath } from './hit-path.js';
@@ -54,6 +55,10 @@ log('4. circuit breaker success path (closed, always succeeding)');
 const breaker = await breakerBench(log, { rounds, minCpuTimeMs });
 log(`\n${breakerTable(breaker)}\n`);
 
+log('5. balancer pick path (P2C, idle upstreams)');
+const balancer = await balancerBench(log, { rounds, minCpuTimeMs });
+log(`\n${balancerTable(balancer)}\n`);
+
 const results = {
   generatedAt: new Date().toISOString(),
   command: 'npm run bench',
@@ -80,6 +85,7 @@ const results = {
     },
     failingKey: failing(cold),
     failingKeyStale: { ...failing(stale), supplementary: true },
+    balancerPick: { rounds: balancer.rounds, minCpuTimeMsPerRound: balancer.minCpuTimeMs, target: balancer.target, rows: balancer.rows },
     breakerSuccessPath: { rounds: breaker.rounds, minCpuTimeMsPerRound: breaker.minCpuTimeMs, target: breaker.target, libraries: Object.fromEntries(breaker.rows.map(({ name, ...row }) => [name, row])) },
   },
 };

@@ -5,7 +5,9 @@
  */
 export { Cache, type CacheEvents, type Loader, type LoaderContext, type StaleReason } from './cache/cache.js';
 export { type CacheOptions, type LoadOptions } from './cache/options.js';
+export { type RestoreOptions, type RestoreSummary, type Snapshot, type SnapshotEntry, SNAPSHOT_FORMAT, SNAPSHOT_VERSION } from './cache/snapshot.js';
 export { type Validator } from './cache/validate.js';
+export { type WarmKeyOutcome, type WarmOptions, type WarmSummary } from './cache/warm.js';
 export { AbortedError, ArgumentError, BreakerOpenError, ConfigError, DamperError, DeadlineExceededError, LoaderError, LoadTimeoutError, OverloadedError, ValidationError } from './errors.js';
 export { Events } from './events.js';
 export { Backoff, type BackoffOptions } from './guard/backoff.js';
@@ -24,3 +26,6 @@ export { type Clock, MAX_TIMER_MS, sleep, type Timer } from './time/clock.js';
 export { seededRandom } from './time/random.js';
 export { createSystemClock, systemClock } from './time/system.js';
 export { VirtualClock, type VirtualClockOptions } from './time/virtual.js';
+export { Balancer, type BalancerEvents, type BalancerOptions, type BalancerSnapshot, type PickedUpstream, type Upstream, type UpstreamSnapshot } from './balance/balancer.js';
+export { HealthChecker, type HealthCheckOptions, type ProbeResult } from './balance/health.js';
+export { type OutlierConfig, outlierConfig, type OutlierOptions } from './balance/outliers.js';

@@ -1,0 +1,515 @@
+import { between, duration, integer, or } from '../config.js';
+import { ConfigError, OverloadedError } from '../errors.js';
+import { Events } from '../events.js';
+import { type CallOptions } from '../guard/guard.js';
+import { priorityRank } from '../guard/priority.js';
+import { type Clock, type Timer } from '../time/clock.js';
+import { systemClock } from '../time/system.js';
+import { HealthChecker, type HealthCheckOptions, type ProbeResult } from './health.js';
+import { ejectionMs, mayEject, type OutlierConfig, outlierConfig, type OutlierOptions, successRateOutliers } from './outliers.js';
+
+/** One upstream the balancer may route to. */
+export interface Upstream<U> {
+  /** Unique name, used in events and snapshots. */
+  readonly id: string;
+  /** Relative share of traffic when all are equally loaded. Default 1; must be > 0. */
+  readonly weight?: number;
+  /** Most calls in flight to this upstream; beyond it calls go elsewhere or are shed. Default: the balancer's `maxOutstanding`. */
+  readonly maxOutstanding?: number;
+  /** What `run`'s function receives: a URL, a client, a replica, a function. */
+  readonly target: U;
+}
+
+/** The upstream a call was routed to. */
+export interface PickedUpstream<U> {
+  readonly id: string;
+  readonly target: U;
+}
+
+/** Options for {@link Balancer}. */
+export interface BalancerOptions<U> {
+  upstreams: readonly Upstream<U>[];
+  /** Passive outlier detection (see {@link OutlierOptions}). */
+  outliers?: OutlierOptions;
+  /** Active health checks; off when absent. With them on, an ejected upstream returns only after its time *and* a passing check. */
+  health?: HealthCheckOptions<U>;
+  /**
+   * When fewer than this share of upstreams are healthy, route to all of them,
+   * ejected and unhealthy included: a detector that has gone wrong (or a
+   * fleet-wide blip) must not concentrate all traffic on the few left and
+   * topple them too (the Missourian's second server). Default 0.5; 0 routes
+   * to all only when none is healthy.
+   */
+  panicThreshold?: number;
+  /**
+   * Slow start: a recovered upstream's share ramps linearly from
+   * `slowStartMinShare` of its weight to all of it over this many ms, so a
+   * server that comes back with cold caches is not handed a full share at once
+   * (principle 7; after the Missourian outage every cache had expired).
+   * Default 30 000; 0 disables.
+   */
+  slowStartMs?: number;
+  /** Share of its weight a recovered upstream starts with. Default 0.1. */
+  slowStartMinShare?: number;
+  /** Default per-upstream limit on calls in flight. Default: none (Infinity). */
+  maxOutstanding?: number;
+  /**
+   * Fraction of `maxOutstanding` above which `low` and `background` calls (rank
+   * below `normal`) no longer go to an upstream: when every routable upstream
+   * is past it they are shed with {@link OverloadedError}, while `normal` and
+   * `critical` calls are shed only when every one is full. Default 0.8.
+   */
+  lowPriorityShare?: number;
+  /** Whether a rejection counts against the upstream. Default: every error except the caller's own abort. */
+  isFailure?: (error: unknown) => boolean;
+  clock?: Clock;
+}
+
+/** What {@link Balancer} emits. */
+export interface BalancerEvents {
+  eject: (e: { id: string; reason: 'consecutive-errors' | 'success-rate'; durationMs: number; ejections: number }) => void;
+  /** An ejection was due but refused by `maxEjectionShare` (or because it would have been the last upstream). */
+  ejectRefused: (e: { id: string; reason: 'consecutive-errors' | 'success-rate' }) => void;
+  restore: (e: { id: string; via: 'time' | 'health-check' }) => void;
+  /** Entered (`active: true`) or left panic routing. */
+  panic: (e: { active: boolean; healthy: number; total: number }) => void;
+  health: (e: { id: string } & ProbeResult) => void;
+}
+
+/** One upstream's state, for tests and dashboards. */
+export interface UpstreamSnapshot {
+  readonly id: string;
+  readonly weight: number;
+  /** `ejected`: by outlier detection, time not up; `awaiting-check`: time up, waiting for a passing health check; `unhealthy`: failing active checks. */
+  readonly state: 'healthy' | 'ejected' | 'awaiting-check' | 'unhealthy';
+  readonly outstanding: number;
+  readonly maxOutstanding: number;
+  readonly ejections: number;
+  /** When the current ejection ends (clock ms), if ejected. */
+  readonly ejectedUntil: number | undefined;
+  /** Share of its weight the upstream gets now: < 1 during slow start. */
+  readonly share: number;
+  readonly consecutiveErrors: number;
+  /** The last passing health check was slow (answered after `slowMs`). */
+  readonly slow: boolean;
+}
+
+/** The balancer's state as a whole. */
+export interface BalancerSnapshot {
+  readonly panic: boolean;
+  readonly upstreams: readonly UpstreamSnapshot[];
+}
+
+/** Internal, mutable state of one upstream. Exposed to callers only as {@link PickedUpstream}. */
+class Slot<U> implements PickedUpstream<U> {
+  outstanding = 0;
+  ejected = false;
+  awaitingCheck = false;
+  ejections = 0;
+  ejectedUntil = 0;
+  restoredAt = 0;
+  ejectionTimer: Timer | undefined = undefined;
+  slowStartFrom = 0;
+  slowStartUntil = 0;
+  consecutiveErrors = 0;
+  /** Passing active health checks (always true without them). */
+  passing = true;
+  successes = 0;
+  volume = 0;
+  constructor(
+    readonly index: number,
+    readonly id: string,
+    readonly target: U,
+    readonly weight: number,
+    readonly maxOutstanding: number,
+  ) {}
+}
+
+const NEVER = new AbortController().signal;
+const MAX_DRAWS = 16;
+const defaultIsFailure = (): boolean => true;
+
+/**
+ * Client-side load balancing over a set of upstreams that answers principle 5
+ * (slow is not dead; never eject the last server) and principle 7 (cold is a
+ * state to manage), both learnt from the Columbia Missourian's March 2010
+ * outage.
+ *
+ * - **Picking**: power of two choices: two candidates drawn at random in
+ *   proportion to their weights (× their slow-start share), the one with
+ *   fewer calls in flight per unit of weight wins. A slow upstream holds its
+ *   calls longer, so it loses these comparisons and gets less traffic without
+ *   ever being judged dead. The pick allocates nothing and sorts nothing: weighted draws use an alias table rebuilt only when the set of routable upstreams changes.
+ * - **Outliers** (passive): consecutive errors and a success rate below the
+ *   other upstreams' eject for a time that grows with repeated ejections,
+ *   within a strict `maxEjectionShare`, never the last upstream. Slowness
+ *   never ejects.
+ * - **Panic**: below `panicThreshold` healthy, route to all.
+ * - **Health checks** (active, optional): tell no answer from a slow answer.
+ * - **Overload**: with `maxOutstanding`, when every routable upstream is
+ *   saturated, calls are shed by priority with {@link OverloadedError} rather
+ *   than queued until everything times out.
+ */
+export class Balancer<U> {
+  readonly events = new Events<BalancerEvents>();
+  private readonly slots: Slot<U>[];
+  private readonly outliers: OutlierConfig;
+  private readonly health: HealthChecker<U> | undefined;
+  private readonly panicThreshold: number;
+  private readonly slowStartMs: number;
+  private readonly slowStartMinShare: number;
+  private readonly lowPriorityShare: number;
+  private readonly isFailure: (error: unknown) => boolean;
+  private readonly clock: Clock;
+  /** The upstreams picks draw from: the healthy ones, or all in panic. */
+  private routable: Slot<U>[] = [];
+  /** Walker's alias table over the routable upstreams' weights (built on change, read on every pick). */
+  private aliasProb = new Float64Array(0);
+  private alias = new Uint32Array(0);
+  private uniform = true;
+  private panicking = false;
+  /** Upstreams in slow start; the pick reads the clock only when this is > 0. */
+  private slowStarting = 0;
+  private readonly slowStartTimers = new Set<Timer>();
+  private windowStart: number;
+  private closed = false;
+
+  constructor(options: BalancerOptions<U>) {
+    if (typeof options !== 'object' || options === null) throw new ConfigError('Balancer options must be an object');
+    const list = options.upstreams;
+    if (!Array.isArray(list) || list.length === 0) throw new ConfigError('upstreams must be a non-empty array: a balancer over nothing cannot route');
+    const defaultMax = or(options.maxOutstanding, Infinity);
+    if (defaultMax !== Infinity) integer('maxOutstanding', defaultMax, 1);
+    const seen = new Set<string>();
+    this.slots = list.map((u, i) => {
+      if (typeof u !== 'object' || u === null || typeof u.id !== 'string' || u.id === '') throw new ConfigError(`upstreams[${i}].id must be a non-empty string`);
+      if (seen.has(u.id)) throw new ConfigError(`upstreams[${i}].id "${u.id}" is a duplicate: ids name upstreams in events and snapshots`);
+      seen.add(u.id);
+      const weight = or(u.weight, 1);
+      if (typeof weight !== 'number' || !Number.isFinite(weight) || weight <= 0) throw new ConfigError(`upstreams[${i}].weight must be a finite number > 0, got ${String(weight)}`);
+      const max = or(u.maxOutstanding, defaultMax);
+      if (max !== Infinity) integer(`upstreams[${i}].maxOutstanding`, max, 1);
+      return new Slot(i, u.id, u.target, weight, max);
+    });
+    this.outliers = outlierConfig(options.outliers);
+    this.panicThreshold = between('panicThreshold', or(options.panicThreshold, 0.5), 0, 1);
+    this.slowStartMs = duration('slowStartMs', or(options.slowStartMs, 30_000), { timer: true });
+    this.slowStartMinShare = between('slowStartMinShare', or(options.slowStartMinShare, 0.1), 0, 1);
+    if (this.slowStartMinShare === 0 && this.slowStartMs > 0) throw new ConfigError('slowStartMinShare must be > 0: an upstream with no share would never be sent the traffic that warms it');
+    this.lowPriorityShare = between('lowPriorityShare', or(options.lowPriorityShare, 0.8), 0, 1);
+    if (options.isFailure !== undefined && typeof options.isFailure !== 'function') throw new ConfigError('isFailure must be a function');
+    this.isFailure = options.isFailure ?? defaultIsFailure;
+    this.clock = options.clock ?? systemClock;
+    this.windowStart = this.clock.now();
+    this.health =
+      options.health === undefined
+        ? undefined
+        : new HealthChecker(
+            options.health,
+            this.slots.map((s) => s.target),
+            this.clock,
+            (i, r) => this.onProbe(i, r),
+          );
+    this.rebuild();
+    this.health?.start();
+  }
+
+  /** True while fewer than `panicThreshold` of the upstreams are healthy and picks go to all of them. */
+  get panic(): boolean {
+    return this.panicking;
+  }
+
+  /**
+   * Picks an upstream, runs `fn` on it and records the outcome. Rejects with
+   * {@link OverloadedError} at once, without calling `fn`, when every
+   * routable upstream is saturated for the call's priority. A rejection
+   * caused by the caller's own `signal` does not count against the upstream.
+   */
+  async run<T>(fn: (target: U, signal: AbortSignal) => Promise<T>, options?: CallOptions): Promise<T> {
+    const slot = this.choose(priorityRank(options?.priority));
+    if (slot === undefined) throw new OverloadedError(`balancer: every upstream is saturated for priority ${String(options?.priority ?? 'normal')}; shed`);
+    const signal = options?.signal ?? NEVER;
+    slot.outstanding++;
+    let value: T;
+    try {
+      value = await fn(slot.target, signal);
+    } catch (error) {
+      slot.outstanding--;
+      if (!signal.aborted && this.isFailure(error)) this.record(slot, false);
+      throw error;
+    }
+    slot.outstanding--;
+    this.record(slot, true);
+    return value;
+  }
+
+  /**
+   * Picks an upstream for a call of normal priority without running anything,
+   * for callers that manage the call themselves: they should report it with
+   * {@link start}/{@link finish}. Undefined when all are saturated.
+   */
+  pick(): PickedUpstream<U> | undefined {
+    return this.choose(200);
+  }
+
+  /** Marks a call to `picked` as started (counts toward its outstanding calls). */
+  start(picked: PickedUpstream<U>): void {
+    this.slotOf(picked).outstanding++;
+  }
+
+  /** Marks a call to `picked` as finished, `ok` or failed, and records the outcome. */
+  finish(picked: PickedUpstream<U>, ok: boolean): void {
+    const slot = this.slotOf(picked);
+    slot.outstanding = Math.max(0, slot.outstanding - 1);
+    this.record(slot, ok);
+  }
+
+  /** The state of every upstream, in the order given. */
+  snapshot(): BalancerSnapshot {
+    const now = this.clock.now();
+    return {
+      panic: this.panicking,
+      upstreams: this.slots.map((s) => ({
+        id: s.id,
+        weight: s.weight,
+        state: s.ejected ? (s.awaitingCheck ? 'awaiting-check' : 'ejected') : s.passing ? 'healthy' : 'unhealthy',
+        outstanding: s.outstanding,
+        maxOutstanding: s.maxOutstanding,
+        ejections: s.ejections,
+        ejectedUntil: s.ejected ? s.ejectedUntil : undefined,
+        share: this.share(s, now),
+        consecutiveErrors: s.consecutiveErrors,
+        slow: this.health?.slow(s.index) ?? false,
+      })),
+    };
+  }
+
+  /** Stops health checks and cancels every timer (ejections, slow start). Calls still route. Idempotent. */
+  close(): void {
+    this.closed = true;
+    this.health?.close();
+    for (const s of this.slots) {
+      s.ejectionTimer?.cancel();
+      s.ejectionTimer = undefined;
+    }
+    for (const t of this.slowStartTimers) t.cancel();
+    this.slowStartTimers.clear();
+    this.slowStarting = 0;
+  }
+
+  private slotOf(picked: PickedUpstream<U>): Slot<U> {
+    if (!(picked instanceof Slot) || this.slots[picked.index] !== picked) throw new ConfigError('not an upstream picked by this balancer');
+    return picked as Slot<U>;
+  }
+
+  /** Share of its weight `s` gets at `now`: ramps from slowStartMinShare to 1. */
+  private share(s: Slot<U>, now: number): number {
+    if (now >= s.slowStartUntil) return 1;
+    const min = this.slowStartMinShare;
+    return min + ((1 - min) * (now - s.slowStartFrom)) / this.slowStartMs;
+  }
+
+  /** Draws one routable upstream in proportion to weight × slow-start share. */
+  private draw(now: number): Slot<U> {
+    const routable = this.routable;
+    const n = routable.length;
+    const clock = this.clock;
+    let slot: Slot<U> = routable[0]!;
+    for (let tries = 0; tries < MAX_DRAWS; tries++) {
+      // Walker's alias method: one random number, O(1), whatever the weights.
+      const u = clock.random() * n;
+      let i = Math.floor(u);
+      if (i >= n) i = n - 1;
+      if (!this.uniform && u - i >= this.aliasProb[i]!) i = this.alias[i]!;
+      slot = routable[i]!;
+      // Slow start by rejection: accepted with probability = its share.
+      if (this.slowStarting === 0 || now >= slot.slowStartUntil || clock.random() < this.share(slot, now)) return slot;
+    }
+    return slot;
+  }
+
+  /** Power of two choices, then saturation and priority: undefined means shed. */
+  private choose(rank: number): Slot<U> | undefined {
+    const routable = this.routable;
+    const now = this.slowStarting === 0 ? 0 : this.clock.now();
+    if (routable.length === 1) return this.available(routable[0]!, rank) ? routable[0] : this.scan(rank);
+    const a = this.draw(now);
+    const b = this.draw(now);
+    // Load per unit of weight; ties go to the first draw, so idle traffic follows the weights.
+    const first = b.outstanding * a.weight < a.outstanding * b.weight ? b : a;
+    const second = first === a ? b : a;
+    if (this.available(first, rank)) return first;
+    if (this.available(second, rank)) return second;
+    return this.scan(rank);
+  }
+
+  private available(s: Slot<U>, rank: number): boolean {
+    if (s.maxOutstanding === Infinity) return true;
+    return s.outstanding < (rank < 200 ? Math.max(1, Math.floor(s.maxOutstanding * this.lowPriorityShare)) : s.maxOutstanding);
+  }
+
+  /** The overloaded case only: the least loaded upstream with room for this priority, if any. */
+  private scan(rank: number): Slot<U> | undefined {
+    let best: Slot<U> | undefined;
+    for (const s of this.routable) {
+      if (!this.available(s, rank)) continue;
+      if (best === undefined || s.outstanding / s.maxOutstanding < best.outstanding / best.maxOutstanding) best = s;
+    }
+    return best;
+  }
+
+  private isOut(s: Slot<U>): boolean {
+    return s.ejected || !s.passing;
+  }
+
+  /** Recomputes the routable set and its weights after any change of state. Not on the pick path. */
+  private rebuild(): void {
+    const healthy = this.slots.filter((s) => !this.isOut(s));
+    const panic = healthy.length === 0 || healthy.length < this.panicThreshold * this.slots.length;
+    this.routable = panic ? this.slots.slice() : healthy;
+    this.buildAlias();
+    if (panic !== this.panicking) {
+      this.panicking = panic;
+      this.events.emit('panic', { active: panic, healthy: healthy.length, total: this.slots.length });
+    }
+  }
+
+  /** Vose's construction of the alias table: O(n), on state changes only. */
+  private buildAlias(): void {
+    const r = this.routable;
+    const n = r.length;
+    let sum = 0;
+    this.uniform = true;
+    for (const s of r) {
+      sum += s.weight;
+      if (s.weight !== r[0]!.weight) this.uniform = false;
+    }
+    const prob = new Float64Array(n);
+    const alias = new Uint32Array(n);
+    const scaled = r.map((s) => (s.weight * n) / sum);
+    const small: number[] = [];
+    const large: number[] = [];
+    scaled.forEach((p, i) => (p < 1 ? small : large).push(i));
+    while (small.length > 0 && large.length > 0) {
+      const l = small.pop()!;
+      const g = large.pop()!;
+      prob[l] = scaled[l]!;
+      alias[l] = g;
+      scaled[g] = scaled[g]! + scaled[l]! - 1;
+      (scaled[g]! < 1 ? small : large).push(g);
+    }
+    for (const i of large) prob[i] = 1;
+    for (const i of small) prob[i] = 1;
+    this.aliasProb = prob;
+    this.alias = alias;
+  }
+
+  private record(s: Slot<U>, ok: boolean): void {
+    const sr = this.outliers.successRate;
+    if (sr !== undefined) {
+      const now = this.clock.now();
+      if (now - this.windowStart >= sr.interval) this.evaluateSuccessRates(now);
+      s.volume++;
+      if (ok) s.successes++;
+    }
+    if (ok) {
+      s.consecutiveErrors = 0;
+      return;
+    }
+    s.consecutiveErrors++;
+    const limit = this.outliers.consecutiveErrors;
+    if (limit > 0 && s.consecutiveErrors >= limit && !s.ejected) this.eject(s, 'consecutive-errors');
+  }
+
+  /** Closes one success-rate interval: ejects the outliers, starts a new interval. Lazily, at the first outcome after it ends. */
+  private evaluateSuccessRates(now: number): void {
+    const sr = this.outliers.successRate!;
+    const slots = this.slots;
+    const outliers = successRateOutliers(
+      slots.map((s) => s.successes),
+      slots.map((s) => (s.ejected ? 0 : s.volume)),
+      sr,
+    );
+    // Worst first, so the share cap keeps the most useful upstreams in.
+    outliers.sort((x, y) => slots[x]!.successes / slots[x]!.volume - slots[y]!.successes / slots[y]!.volume);
+    for (const s of slots) {
+      s.successes = 0;
+      s.volume = 0;
+    }
+    this.windowStart = now;
+    for (const i of outliers) if (!slots[i]!.ejected) this.eject(slots[i]!, 'success-rate');
+  }
+
+  private eject(s: Slot<U>, reason: 'consecutive-errors' | 'success-rate'): void {
+    if (this.closed) return;
+    let out = 0;
+    for (const x of this.slots) if (this.isOut(x)) out++;
+    // An upstream already failing its health checks counts as out: ejecting it too takes nothing more away.
+    if (!this.isOut(s) && !mayEject(out, this.slots.length, this.outliers.maxEjectionShare)) {
+      this.events.emit('ejectRefused', { id: s.id, reason });
+      return;
+    }
+    const now = this.clock.now();
+    // The multiplier decays by one per base time spent in service, so an old ejection is forgiven.
+    const forgiven = s.ejections === 0 ? 0 : Math.floor((now - s.restoredAt) / this.outliers.baseEjectionMs);
+    s.ejections = Math.max(0, s.ejections - forgiven) + 1;
+    const ms = ejectionMs(s.ejections, this.outliers);
+    s.ejected = true;
+    s.awaitingCheck = false;
+    s.ejectedUntil = now + ms;
+    s.consecutiveErrors = 0;
+    this.endSlowStart(s);
+    s.ejectionTimer = this.clock.setTimer(() => {
+      s.ejectionTimer = undefined;
+      if (this.health === undefined) this.restore(s, 'time');
+      else s.awaitingCheck = true;
+    }, ms);
+    this.rebuild();
+    this.events.emit('eject', { id: s.id, reason, durationMs: ms, ejections: s.ejections });
+  }
+
+  private restore(s: Slot<U>, via: 'time' | 'health-check'): void {
+    if (this.closed) return;
+    s.ejected = false;
+    s.awaitingCheck = false;
+    s.restoredAt = this.clock.now();
+    s.consecutiveErrors = 0;
+    this.beginSlowStart(s);
+    this.rebuild();
+    this.events.emit('restore', { id: s.id, via });
+  }
+
+  private beginSlowStart(s: Slot<U>): void {
+    if (this.slowStartMs === 0 || this.closed) return;
+    const now = this.clock.now();
+    if (s.slowStartUntil <= now) this.slowStarting++;
+    s.slowStartFrom = now;
+    s.slowStartUntil = now + this.slowStartMs;
+    const timer = this.clock.setTimer(() => {
+      this.slowStartTimers.delete(timer);
+      // A later slow start of the same upstream owns the count now.
+      if (s.slowStartUntil === now + this.slowStartMs && this.slowStarting > 0) this.slowStarting--;
+    }, this.slowStartMs);
+    this.slowStartTimers.add(timer);
+  }
+
+  private endSlowStart(s: Slot<U>): void {
+    const now = this.clock.now();
+    if (s.slowStartUntil > now && this.slowStarting > 0) this.slowStarting--;
+    s.slowStartUntil = 0;
+  }
+
+  private onProbe(i: number, r: ProbeResult): void {
+    const s = this.slots[i]!;
+    if (this.closed) return;
+    if (r.healthy !== s.passing) {
+      // The checker's thresholds were crossed: an upstream back from failing checks warms up like one back from ejection.
+      s.passing = r.healthy;
+      if (r.healthy && !s.ejected) this.beginSlowStart(s);
+      if (!r.healthy) this.endSlowStart(s);
+      this.rebuild();
+    }
+    if (r.ok && s.awaitingCheck) this.restore(s, 'health-check');
+    this.events.emit('health', { id: s.id, ...r });
+  }
+}

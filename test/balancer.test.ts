@@ -1,0 +1,358 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import fc from 'fast-check';
+import { Balancer, type BalancerOptions, ConfigError, OverloadedError, type Upstream, VirtualClock } from '../src/index.js';
+import { deferred } from './helpers.js';
+
+const ups = (n: number, extra: Partial<Upstream<string>> = {}): Upstream<string>[] => Array.from({ length: n }, (_, i) => ({ id: `u${i}`, target: `u${i}`, ...extra }));
+const ok = async (): Promise<void> => {};
+const fail = async (): Promise<void> => {
+  throw new Error('boom');
+};
+
+/** Runs `n` calls one after the other (nothing outstanding), counting picks per target. */
+async function shares(b: Balancer<string>, n: number): Promise<Map<string, number>> {
+  const counts = new Map<string, number>();
+  for (let i = 0; i < n; i++) {
+    await b.run(async (t) => {
+      counts.set(t, (counts.get(t) ?? 0) + 1);
+    });
+  }
+  return counts;
+}
+
+/** Fails every call routed to `bad` until `n` failures have been recorded on it. */
+async function failOn(b: Balancer<string>, bad: string, n: number): Promise<void> {
+  let failures = 0;
+  for (let i = 0; failures < n && i < 100_000; i++) {
+    await b
+      .run(async (t) => {
+        if (t === bad) {
+          failures++;
+          throw new Error('boom');
+        }
+      })
+      .catch(() => {});
+  }
+}
+
+function make(clock: VirtualClock, options: Partial<BalancerOptions<string>> & { n?: number } = {}): Balancer<string> {
+  const { n = 4, ...rest } = options;
+  return new Balancer<string>({ upstreams: ups(n), clock, slowStartMs: 0, ...rest });
+}
+
+const state = (b: Balancer<string>, id: string): string => b.snapshot().upstreams.find((u) => u.id === id)!.state;
+
+describe('outlier ejection', () => {
+  test('consecutive errors eject; the ejected upstream gets no traffic', async () => {
+    const clock = new VirtualClock();
+    const b = make(clock);
+    const ejected: string[] = [];
+    b.events.on('eject', (e) => ejected.push(`${e.id}:${e.reason}`));
+    await failOn(b, 'u1', 5);
+    assert.deepEqual(ejected, ['u1:consecutive-errors']);
+    const counts = await shares(b, 400);
+    assert.equal(counts.get('u1'), undefined);
+    b.close();
+  });
+
+  test('never more than the max share ejected, never the last upstream', async () => {
+    const clock = new VirtualClock();
+    const b = make(clock, { n: 4, outliers: { maxEjectionShare: 0.5 } });
+    let refused = 0;
+    b.events.on('ejectRefused', () => refused++);
+    await b.run(async () => {}); // warm
+    for (let i = 0; i < 200; i++) await b.run(fail).catch(() => {});
+    const out = b.snapshot().upstreams.filter((u) => u.state !== 'healthy').length;
+    assert.equal(out, 2, 'exactly floor(0.5 × 4) ejected');
+    assert.ok(refused > 0);
+    b.close();
+
+    // Even with maxEjectionShare 1, one upstream always stays in.
+    const one = make(new VirtualClock(), { n: 2, outliers: { maxEjectionShare: 1 } });
+    for (let i = 0; i < 200; i++) await one.run(fail).catch(() => {});
+    assert.equal(one.snapshot().upstreams.filter((u) => u.state === 'healthy').length, 1);
+    one.close();
+
+    // A single upstream is never ejected at all.
+    const single = make(new VirtualClock(), { n: 1, outliers: { maxEjectionShare: 1 } });
+    for (let i = 0; i < 50; i++) await single.run(fail).catch(() => {});
+    assert.equal(state(single, 'u0'), 'healthy');
+    single.close();
+  });
+
+  test('property: whatever fails, ejected ≤ floor(share × n) and < n', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 12 }), fc.double({ min: 0, max: 1, noNaN: true }), fc.array(fc.boolean(), { minLength: 1, maxLength: 300 }), async (n, share, outcomes) => {
+        const b = make(new VirtualClock(), { n, outliers: { maxEjectionShare: share, consecutiveErrors: 1 } });
+        for (const good of outcomes) {
+          await b.run(good ? ok : fail).catch(() => {});
+          const out = b.snapshot().upstreams.filter((u) => u.state !== 'healthy').length;
+          assert.ok(out <= Math.floor(share * n + 1e-9) && out < n, `${out} out of ${n} with share ${share}`);
+        }
+        b.close();
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  test('an ejected upstream comes back after its time, and the time grows with repeated ejections', async () => {
+    const clock = new VirtualClock();
+    const b = make(clock, { outliers: { baseEjectionMs: 1_000, maxEjectionMs: 2_500 } });
+    const durations: number[] = [];
+    b.events.on('eject', (e) => durations.push(e.durationMs));
+    const restored: string[] = [];
+    b.events.on('restore', (e) => restored.push(`${e.id}:${e.via}`));
+    await failOn(b, 'u1', 5);
+    await clock.advance(999);
+    assert.equal(state(b, 'u1'), 'ejected');
+    await clock.advance(1);
+    assert.equal(state(b, 'u1'), 'healthy');
+    assert.deepEqual(restored, ['u1:time']);
+    await failOn(b, 'u1', 5);
+    await clock.advance(2_000);
+    await failOn(b, 'u1', 5);
+    assert.deepEqual(durations, [1_000, 2_000, 2_500], '×n, capped at maxEjectionMs');
+    b.close();
+    assert.equal(clock.pendingTimers, 0);
+  });
+
+  test('success rate below the others ejects; a failure shared by all ejects nobody', async () => {
+    const clock = new VirtualClock();
+    const b = make(clock, { n: 5, outliers: { consecutiveErrors: 0, successRate: { interval: 1_000, minRequests: 20, minUpstreams: 3, stdevFactor: 1 } } });
+    const ejected: string[] = [];
+    b.events.on('eject', (e) => ejected.push(e.id));
+    let i = 0;
+    // u2 fails half its calls; the others never.
+    for (let k = 0; k < 500; k++) await b.run(async (t) => (t === 'u2' && i++ % 2 === 0 ? fail() : undefined)).catch(() => {});
+    await clock.advance(1_000);
+    await b.run(ok);
+    assert.deepEqual(ejected, ['u2']);
+
+    const all = make(new VirtualClock(), { n: 5, outliers: { consecutiveErrors: 0, successRate: { interval: 1_000, minRequests: 20, minUpstreams: 3 } } });
+    const none: string[] = [];
+    all.events.on('eject', (e) => none.push(e.id));
+    for (let k = 0; k < 500; k++) await all.run(k % 2 === 0 ? fail : ok).catch(() => {});
+    b.close();
+    all.close();
+    assert.deepEqual(none, []);
+  });
+});
+
+describe('slow is not dead', () => {
+  test('a slow upstream gets less traffic by least-loaded picking and is never ejected', async () => {
+    const clock = new VirtualClock();
+    const b = make(clock, { n: 2 });
+    let ejections = 0;
+    b.events.on('eject', () => ejections++);
+    const counts = new Map<string, number>();
+    const calls: Promise<void>[] = [];
+    // 20 calls per 10 ms; u0 answers in 100 ms, u1 in 5 ms. Every call succeeds.
+    for (let tick = 0; tick < 200; tick++) {
+      for (let k = 0; k < 20; k++) {
+        calls.push(
+          b.run(async (t) => {
+            counts.set(t, (counts.get(t) ?? 0) + 1);
+            await new Promise<void>((r) => clock.setTimer(r, t === 'u0' ? 100 : 5));
+          }),
+        );
+      }
+      await clock.advance(10);
+    }
+    await clock.advance(1_000);
+    await Promise.all(calls);
+    assert.equal(ejections, 0);
+    assert.equal(state(b, 'u0'), 'healthy');
+    assert.ok(counts.get('u0')! < counts.get('u1')! / 2, `slow ${counts.get('u0')} vs fast ${counts.get('u1')}`);
+    b.close();
+  });
+});
+
+describe('picking', () => {
+  test('P2C prefers the less loaded', async () => {
+    const clock = new VirtualClock();
+    const b = make(clock, { n: 4 });
+    const hold = deferred<void>();
+    // u0 is stuck with calls in flight; the others answer at once.
+    const busy = Array.from({ length: 40 }, () => b.run(async (t) => (t === 'u0' ? hold.promise : undefined)));
+    await clock.settle();
+    assert.ok(b.snapshot().upstreams[0]!.outstanding > 0);
+    const counts = await shares(b, 4_000);
+    // Uniform picking would give u0 a quarter; P2C only when both draws are u0 (1/16).
+    const u0 = (counts.get('u0') ?? 0) / 4_000;
+    assert.ok(u0 < 0.09, `u0 got ${u0}`);
+    hold.resolve();
+    await Promise.all(busy);
+    b.close();
+  });
+
+  test('weights set the share when idle', async () => {
+    const b = new Balancer<string>({ upstreams: [{ id: 'a', target: 'a', weight: 3 }, { id: 'b', target: 'b', weight: 1 }], clock: new VirtualClock(), slowStartMs: 0 });
+    const counts = await shares(b, 4_000);
+    const ratio = counts.get('a')! / 4_000;
+    assert.ok(Math.abs(ratio - 0.75) < 0.03, `a got ${ratio}`);
+    b.close();
+  });
+
+  test('slow start ramps a restored upstream linearly from the minimum share', async () => {
+    const clock = new VirtualClock();
+    const b = make(clock, { n: 2, slowStartMs: 10_000, slowStartMinShare: 0.1, outliers: { baseEjectionMs: 1_000 } });
+    await failOn(b, 'u1', 5);
+    await clock.advance(1_000);
+    assert.equal(state(b, 'u1'), 'healthy');
+    const measured: number[] = [];
+    for (const at of [0, 5_000, 10_000]) {
+      if (at > 0) await clock.advance(5_000);
+      const counts = await shares(b, 4_000);
+      // u1's weight share is s/(1+s) of traffic at share s.
+      measured.push((counts.get('u1') ?? 0) / 4_000);
+    }
+    const expected = [0.1, 0.55, 1].map((s) => s / (1 + s));
+    measured.forEach((m, i) => assert.ok(Math.abs(m - expected[i]!) < 0.03, `at step ${i}: ${m} vs ${expected[i]}`));
+    b.close();
+    assert.equal(clock.pendingTimers, 0);
+  });
+});
+
+describe('panic', () => {
+  test('below the threshold, traffic goes to all upstreams, ejected included', async () => {
+    const clock = new VirtualClock();
+    const b = make(clock, { n: 4, panicThreshold: 0.75, outliers: { maxEjectionShare: 0.5 } });
+    const panics: boolean[] = [];
+    b.events.on('panic', (e) => panics.push(e.active));
+    await failOn(b, 'u0', 5);
+    assert.equal(b.panic, false, '3 of 4 healthy: not below 0.75');
+    await failOn(b, 'u1', 5);
+    assert.equal(b.panic, true);
+    const counts = await shares(b, 800);
+    for (const id of ['u0', 'u1', 'u2', 'u3']) assert.ok((counts.get(id) ?? 0) > 100, `${id} got ${counts.get(id)}`);
+    await clock.advance(30_000);
+    assert.deepEqual(panics, [true, false]);
+    b.close();
+  });
+});
+
+describe('active health checks', () => {
+  test('thresholds: unhealthy after N failures, healthy after M passes; slow answers pass', async () => {
+    const clock = new VirtualClock();
+    let mode: 'ok' | 'slow' | 'hang' | 'error' = 'ok';
+    const check = (_t: string, signal: AbortSignal): Promise<void> =>
+      new Promise((resolve, reject) => {
+        if (mode === 'error') return reject(new Error('refused'));
+        if (mode === 'hang') return signal.addEventListener('abort', () => reject(signal.reason));
+        clock.setTimer(resolve, mode === 'slow' ? 800 : 10);
+      });
+    const b = make(clock, { n: 2, health: { check, interval: 1_000, timeout: 1_000, slowMs: 500, jitter: 0, healthyThreshold: 2, unhealthyThreshold: 3 } });
+    const events: string[] = [];
+    b.events.on('health', (e) => events.push(`${e.id}:${e.ok ? (e.slow ? 'slow' : 'ok') : 'fail'}`));
+    mode = 'slow';
+    await clock.advance(5_000);
+    assert.ok(events.includes('u0:slow'));
+    assert.equal(state(b, 'u0'), 'healthy', 'slow is not dead');
+    assert.equal(b.snapshot().upstreams[0]!.slow, true);
+    mode = 'hang';
+    events.length = 0;
+    await clock.advance(3_900);
+    assert.equal(state(b, 'u0'), 'healthy', 'two timeouts are not enough');
+    await clock.advance(2_500);
+    assert.equal(state(b, 'u0'), 'unhealthy', 'three are');
+    mode = 'ok';
+    await clock.advance(1_100);
+    assert.equal(state(b, 'u0'), 'unhealthy', 'one pass is not enough');
+    await clock.advance(2_000);
+    assert.equal(state(b, 'u0'), 'healthy');
+    mode = 'error';
+    await clock.advance(6_000);
+    assert.equal(state(b, 'u0'), 'unhealthy', 'errors count like timeouts');
+    b.close();
+    assert.equal(clock.pendingTimers, 0, 'close() leaves no timer');
+  });
+
+  test('jitter: probes of a fleet do not run in step', async () => {
+    const clock = new VirtualClock({ seed: 7 });
+    const times: number[] = [];
+    const b = make(clock, { n: 8, health: { check: async () => void times.push(clock.now()), interval: 1_000, jitter: 0.2 } });
+    await clock.advance(1_000);
+    assert.equal(times.length, 8);
+    assert.ok(new Set(times).size >= 7, 'first probes spread over the interval');
+    times.length = 0;
+    await clock.advance(10_000);
+    const gaps = new Set(times.map((t) => t % 1_000));
+    assert.ok(gaps.size > 20);
+    b.close();
+    assert.equal(clock.pendingTimers, 0);
+  });
+
+  test('an ejected upstream comes back only after its time and a passing check', async () => {
+    const clock = new VirtualClock();
+    let u1Answers = false;
+    const b = make(clock, { n: 3, outliers: { baseEjectionMs: 1_000 }, health: { check: async (t) => (t === 'u1' && !u1Answers ? Promise.reject(new Error('down')) : undefined), interval: 500, jitter: 0, unhealthyThreshold: 100 } });
+    const restored: string[] = [];
+    b.events.on('restore', (e) => restored.push(`${e.id}:${e.via}`));
+    await failOn(b, 'u1', 5);
+    await clock.advance(3_000);
+    assert.equal(state(b, 'u1'), 'awaiting-check', 'time is up but checks fail');
+    u1Answers = true;
+    await clock.advance(600);
+    assert.equal(state(b, 'u1'), 'healthy');
+    assert.deepEqual(restored, ['u1:health-check']);
+    b.close();
+    assert.equal(clock.pendingTimers, 0);
+  });
+});
+
+describe('overload', () => {
+  test('low priorities are shed first, past a fraction of the limit', async () => {
+    const b = make(new VirtualClock(), { n: 1, maxOutstanding: 10, lowPriorityShare: 0.8 });
+    const hold = deferred<void>();
+    const running = Array.from({ length: 8 }, () => b.run(() => hold.promise));
+    await assert.rejects(b.run(ok, { priority: 'low' }), OverloadedError);
+    await assert.rejects(b.run(ok, { priority: 'background' }), OverloadedError);
+    running.push(b.run(() => hold.promise)); // normal still admitted at 80 %
+    hold.resolve();
+    await Promise.all(running);
+    await b.run(ok, { priority: 'background' });
+    b.close();
+  });
+
+  test('when every upstream is full, everything is shed at once instead of queueing', async () => {
+    const b = make(new VirtualClock(), { n: 3, maxOutstanding: 5 });
+    const hold = deferred<void>();
+    // P2C alone would leave room; the scan fills every slot before anything is shed.
+    const running = Array.from({ length: 15 }, () => b.run(() => hold.promise));
+    assert.deepEqual(b.snapshot().upstreams.map((u) => u.outstanding), [5, 5, 5]);
+    let called = false;
+    await assert.rejects(b.run(async () => void (called = true)), OverloadedError);
+    await assert.rejects(b.run(ok, { priority: 'critical' }), OverloadedError);
+    assert.equal(called, false);
+    hold.resolve();
+    await Promise.all(running);
+    await b.run(ok);
+    b.close();
+  });
+});
+
+describe('configuration', () => {
+  test('bad options throw ConfigError at construction', () => {
+    const clock = new VirtualClock();
+    const bad: Partial<BalancerOptions<string>>[] = [
+      { upstreams: [] },
+      { upstreams: [{ id: 'a', target: 'a' }, { id: 'a', target: 'b' }] },
+      { upstreams: [{ id: 'a', target: 'a', weight: 0 }] },
+      { upstreams: [{ id: 'a', target: 'a', weight: -1 }] },
+      { upstreams: [{ id: 'a', target: 'a', maxOutstanding: 0 }] },
+      { slowStartMs: -1 },
+      { slowStartMinShare: 1.5 },
+      { panicThreshold: -0.1 },
+      { outliers: { maxEjectionShare: 2 } },
+      { outliers: { baseEjectionMs: -5 } },
+      { outliers: { baseEjectionMs: 10_000, maxEjectionMs: 1_000 } },
+      { health: { check: ok, timeout: 100, slowMs: 200 } },
+      { health: { check: ok, interval: -1 } },
+      { health: { check: ok, jitter: 2 } },
+      { health: { check: 'nope' as unknown as () => Promise<void> } },
+    ];
+    for (const options of bad) assert.throws(() => new Balancer<string>({ upstreams: ups(2), clock, ...options }), ConfigError, JSON.stringify(options));
+    assert.equal(clock.pendingTimers, 0);
+  });
+});
