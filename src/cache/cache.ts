@@ -1,16 +1,19 @@
 import assert from 'node:assert/strict';
-import { AbortedError, ArgumentError, type DamperError, LoaderError, LoadTimeoutError, ValidationError } from '../errors.js';
+import { AbortedError, ArgumentError, type DamperError, LoaderError, LoadTimeoutError, OverloadedError, ValidationError } from '../errors.js';
 import { Events } from '../events.js';
 import { Backoff } from '../guard/backoff.js';
 import { type Guard } from '../guard/guard.js';
 import { ConcurrencyLimiter } from '../guard/limiter.js';
+import { type Priority } from '../guard/priority.js';
 import { MemoryStore } from '../stores/memory.js';
 import { type Clock, type Timer } from '../time/clock.js';
 import { systemClock } from '../time/system.js';
 import { shouldRefreshEarly } from './early-refresh.js';
 import { emptyEntry, type Entry } from './entry.js';
 import { type CacheOptions, type LoadOptions, resolveCacheShape, resolveLoadOptions, type ResolvedLoadOptions } from './options.js';
+import { checkSnapshot, resolveRestoreOptions, type RestoreOptions, type RestoreSummary, type Snapshot, SNAPSHOT_FORMAT, SNAPSHOT_VERSION, type SnapshotEntry } from './snapshot.js';
 import { compileValidator, type Verdict } from './validate.js';
+import { warm, type WarmKeyOutcome, type WarmOptions, type WarmSummary } from './warm.js';
 
 /** What a loader receives. */
 export interface LoaderContext<V> {
@@ -53,6 +56,12 @@ interface Flight<V> {
   readonly controller: AbortController;
   /** Set by `set`/`delete`/`clear`: the result still reaches its waiters but is not stored. */
   superseded: boolean;
+  /**
+   * Started by a warm-up: it does not queue in the guard (wait: false, so it
+   * only takes spare capacity) yet keeps its own priority, and a refusal by
+   * the guard is not held against the key.
+   */
+  readonly warm: boolean;
 }
 
 /**
@@ -72,6 +81,8 @@ interface Flight<V> {
  */
 export class Cache<V> {
   private readonly clock: Clock;
+  /** The clock's `random`, bound: a user's Clock may implement it as a method that uses `this`. */
+  private readonly random: () => number;
   private readonly store: MemoryStore<Entry<V>>;
   private readonly flights = new Map<string, Flight<V>>();
   private readonly defaults: ResolvedLoadOptions;
@@ -86,6 +97,8 @@ export class Cache<V> {
     if (typeof options !== 'object' || options === null) throw new ArgumentError('Cache options must be an object');
     const shape = resolveCacheShape(options as CacheOptions<unknown>);
     this.clock = options.clock ?? systemClock;
+    const clock = this.clock;
+    this.random = () => clock.random();
     this.defaults = resolveLoadOptions(options);
     this.ttlJitter = shape.ttlJitter;
     this.beta = shape.earlyRefresh;
@@ -142,7 +155,7 @@ export class Cache<V> {
     if (entry !== undefined && entry.hasValue) {
       const now = this.clock.now();
       if (now < entry.freshUntil) {
-        if (this.beta > 0 && shouldRefreshEarly(now, entry.freshUntil, entry.loadMs, this.beta, this.clock.random)) {
+        if (this.beta > 0 && shouldRefreshEarly(now, entry.freshUntil, entry.loadMs, this.beta, this.random)) {
           this.refresh(key, entry, loader, now);
         }
         return entry.value;
@@ -202,7 +215,112 @@ export class Cache<V> {
     this.store.clear();
   }
 
+  /**
+   * Loads `keys` ahead of traffic (after a restart, say) at a bounded origin
+   * rate: at most `concurrency` loads at once (default 4), starts spaced
+   * `1000 / rate` ms apart (default 50/s), through the normal load path
+   * (coalescing, validation, the `guard`, at priority `background` by
+   * default). Fresh keys are skipped; a failing key is counted and the rest go
+   * on. Pacing uses the cache's clock; no timer is left once it resolves.
+   *
+   * @throws ConfigError for bad options; ArgumentError when `keys` is not iterable or `loader` not a function.
+   */
+  async warm(keys: Iterable<string> | AsyncIterable<string>, loader: Loader<V>, options?: WarmOptions): Promise<WarmSummary> {
+    if (typeof loader !== 'function') throw new ArgumentError(`warm-up loader must be a function, got ${typeof loader}`);
+    return warm(
+      {
+        clock: this.clock,
+        isFresh: (key) => {
+          const e = this.store.peek(key);
+          return e !== undefined && e.hasValue && this.clock.now() < e.freshUntil;
+        },
+        load: (key, priority) => this.warmLoad(key, loader, priority),
+      },
+      keys,
+      options,
+    );
+  }
+
+  /**
+   * The servable values held in process, to save on shutdown and `restore` on
+   * start. JSON-serialisable when `V` is. Windows are durations remaining now,
+   * not instants (a restarted process reads another clock).
+   */
+  snapshot(): Snapshot<V> {
+    const now = this.clock.now();
+    const entries: SnapshotEntry<V>[] = [];
+    for (const [key, e] of this.store.entriesOldestFirst()) {
+      if (!e.hasValue || e.value === undefined || now >= e.staleUntil) continue;
+      entries.push({ key, value: e.value, freshMs: Math.max(0, e.freshUntil - now), servableMs: e.staleUntil - now });
+    }
+    return { format: SNAPSHOT_FORMAT, version: SNAPSHOT_VERSION, entries };
+  }
+
+  /**
+   * Stores a snapshot's values, each validated by `validate` (an invalid one
+   * is skipped), its windows shortened by `elapsedMs` and cut to `maxAgeMs`.
+   * A key that already holds a value, or is being loaded, keeps it: that value
+   * is newer. A key's error record, if any, is kept.
+   *
+   * @throws ArgumentError for a malformed snapshot, before anything is stored.
+   * @throws ConfigError for bad options.
+   */
+  async restore(snapshot: Snapshot<V>, options?: RestoreOptions): Promise<RestoreSummary> {
+    const o = resolveRestoreOptions(options);
+    const s = checkSnapshot(snapshot) as Snapshot<V>;
+    const start = this.clock.now();
+    let restored = 0;
+    let invalid = 0;
+    let expired = 0;
+    let kept = 0;
+    for (const e of s.entries) {
+      const servable = Math.min(e.servableMs - o.elapsedMs, o.maxAgeMs);
+      const fresh = Math.min(Math.max(0, e.freshMs - o.elapsedMs), servable);
+      if (!(servable > 0)) {
+        expired++;
+        continue;
+      }
+      let value = e.value;
+      if (this.check !== undefined && value !== undefined) {
+        const verdict = await this.check(value);
+        if (!verdict.ok) {
+          invalid++;
+          continue;
+        }
+        value = verdict.value;
+      }
+      // Checked after validation, which may have awaited: a load may have landed meanwhile.
+      const prev = this.store.peek(e.key);
+      if (this.flights.has(e.key) || prev?.hasValue === true) {
+        kept++;
+        continue;
+      }
+      if (this.clock.now() >= start + servable) {
+        expired++;
+        continue;
+      }
+      const entry: Entry<V> = { value, hasValue: true, freshUntil: start + fresh, staleUntil: start + servable, loadMs: 0, failures: prev?.failures ?? 0, retryAt: prev?.retryAt ?? 0, error: prev?.error };
+      if (this.store.set(e.key, entry)) restored++;
+      else this.events.emit('evict', { key: e.key, reason: 'oversize' });
+    }
+    return { restored, invalid, expired, kept };
+  }
+
   // ---------------------------------------------------------------- internals
+
+  /** One warm-up key through the normal load path; joins a load in flight. Never rejects. */
+  private async warmLoad(key: string, loader: Loader<V>, priority: Priority): Promise<WarmKeyOutcome> {
+    const entry = this.store.peek(key);
+    const now = this.clock.now();
+    if (entry !== undefined && entry.hasValue && now < entry.freshUntil) return { status: 'skipped' };
+    let flight = this.flights.get(key);
+    if (flight === undefined) {
+      if (entry !== undefined && now < entry.retryAt) return { status: 'failed', error: entry.error };
+      flight = this.start(key, entry, loader, { ...this.defaults, priority }, false, true);
+    }
+    const outcome = await flight.promise;
+    return outcome.ok ? { status: 'loaded' } : { status: 'failed', error: outcome.error };
+  }
 
   private async miss(key: string, entry: Entry<V> | undefined, loader: Loader<V>, o: ResolvedLoadOptions): Promise<V> {
     if (o.signal?.aborted === true) throw new AbortedError(`get("${key}") aborted before it started`, o.signal.reason);
@@ -228,9 +346,9 @@ export class Cache<V> {
     this.start(key, entry, loader, this.defaults, false);
   }
 
-  private start(key: string, entry: Entry<V> | undefined, loader: Loader<V>, o: ResolvedLoadOptions, wait: boolean): Flight<V> {
+  private start(key: string, entry: Entry<V> | undefined, loader: Loader<V>, o: ResolvedLoadOptions, wait: boolean, warm = false): Flight<V> {
     assert(!this.flights.has(key), 'one load per key in flight');
-    const flight: Flight<V> = { promise: undefined as unknown as Promise<Outcome<V>>, controller: new AbortController(), superseded: false };
+    const flight: Flight<V> = { promise: undefined as unknown as Promise<Outcome<V>>, controller: new AbortController(), superseded: false, warm };
     this.flights.set(key, flight);
     const stale = entry !== undefined && entry.hasValue ? entry.value : undefined;
     flight.promise = this.run(key, flight, loader, o, stale, wait);
@@ -249,7 +367,7 @@ export class Cache<V> {
     const { signal } = flight.controller;
     const timer = this.clock.setTimer(() => flight.controller.abort(new LoadTimeoutError(key, o.loadTimeout, 'load')), o.loadTimeout);
     try {
-      const context = { key, signal, wait, priority: wait ? o.priority : 'background', deadline: started + o.loadTimeout };
+      const context = { key, signal, wait, priority: wait || flight.warm ? o.priority : 'background', deadline: started + o.loadTimeout };
       const loaded = await this.guard.run((attempt) => this.callLoader(key, loader, attempt, stale), context);
       let value: V = loaded;
       if (this.check !== undefined && loaded !== undefined) {
@@ -262,7 +380,7 @@ export class Cache<V> {
     } catch (thrown) {
       // Past the hard timeout, whatever a guard rejected with, the cause is the timeout.
       const error = signal.aborted && signal.reason instanceof LoadTimeoutError ? signal.reason : thrown;
-      if (!flight.superseded) this.fail(key, error);
+      if (!flight.superseded && !(flight.warm && error instanceof OverloadedError)) this.fail(key, error);
       return { ok: false, error };
     } finally {
       timer.cancel();
@@ -383,7 +501,7 @@ export class Cache<V> {
       this.store.set(key, entry);
     }
     entry.failures++;
-    const delay = this.backoff.delay(entry.failures, this.clock.random);
+    const delay = this.backoff.delay(entry.failures, this.random);
     entry.retryAt = now + delay;
     entry.error = error;
     if (error instanceof ValidationError) {

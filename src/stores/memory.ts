@@ -79,6 +79,11 @@ export class MemoryStore<E extends object> {
     return true;
   }
 
+  /** Every entry, least recently used first, without touching recency: inserting them in this order rebuilds it. */
+  *entriesOldestFirst(): Generator<[string, E]> {
+    for (const [key, entry] of this.lru.rentries()) yield [key as string, entry as E];
+  }
+
   delete(key: string): boolean {
     return this.lru.delete(key);
   }
