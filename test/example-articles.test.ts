@@ -1,0 +1,180 @@
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { test } from 'node:test';
+
+// examples/articles end to end, on loopback: two instances (SQLite through a
+// damper Cache) behind a front with a damper Balancer. One instance is hung
+// (SIGSTOP) during a load spike; then both restart cold and warm up.
+
+interface Ready {
+  port: number;
+  pid?: number;
+}
+
+interface UpstreamSnap {
+  id: string;
+  state: string;
+  ejections: number;
+}
+interface FrontSnap {
+  panic: boolean;
+  upstreams: UpstreamSnap[];
+  events: { at: number; event: string; id: string }[];
+}
+interface Stats {
+  queries: number;
+  warmQueries: number;
+  liveQueries: number;
+  hot: number;
+  warmRate: number;
+  startedAt: number;
+  warm: { loaded: number; durationMs: number } | null;
+}
+
+const HOT = 50;
+const WARM_RATE = 100;
+const WARM_CONCURRENCY = 4; // examples/articles/instance.ts
+
+function start(script: string, env: Record<string, string>, children: ChildProcess[]): Promise<{ child: ChildProcess; ready: Ready }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', `examples/articles/${script}`], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${script} did not start in 15 s: ${stderr}`)), 15_000);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${script} exited with ${String(code)}: ${stderr}`));
+    });
+    createInterface({ input: child.stdout! }).once('line', (line) => {
+      clearTimeout(timer);
+      resolve({ child, ready: JSON.parse(line) as Ready });
+    });
+  });
+}
+
+function exited(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => child.once('exit', () => resolve()));
+}
+
+async function json<T>(url: string): Promise<T> {
+  const r = await fetch(url, { signal: AbortSignal.timeout(2_000) });
+  return (await r.json()) as T;
+}
+
+/** A fixed number of requests at a fixed concurrency; ids skewed towards the hot ones (seeded). */
+async function load(base: string, total: number, concurrency: number, onSent?: (n: number) => void): Promise<{ ok: number; latencies: number[]; ids: Set<string>; statuses: Map<number, number> }> {
+  let seed = 42;
+  const rand = (): number => ((seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648) / 2_147_483_648);
+  const latencies: number[] = [];
+  const ids = new Set<string>();
+  const statuses = new Map<number, number>();
+  let sent = 0;
+  let ok = 0;
+  const worker = async (): Promise<void> => {
+    while (sent < total) {
+      const n = ++sent;
+      onSent?.(n);
+      const id = String(rand() < 0.9 ? 1 + Math.floor(rand() * HOT) : 1 + HOT + Math.floor(rand() * 150));
+      ids.add(id);
+      const t = performance.now();
+      let status = 0;
+      try {
+        const r = await fetch(`${base}/articles/${id}`, { signal: AbortSignal.timeout(5_000) });
+        await r.arrayBuffer();
+        status = r.status;
+      } catch {
+        status = 0;
+      }
+      latencies.push(performance.now() - t);
+      statuses.set(status, (statuses.get(status) ?? 0) + 1);
+      if (status === 200) ok++;
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  return { ok, latencies, ids, statuses };
+}
+
+function p99(latencies: number[]): number {
+  const sorted = [...latencies].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))]!;
+}
+
+test('examples/articles: a hung instance is ejected, the other never; a cold restart stays within the warm-up budget', { timeout: 50_000 }, async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'damper-articles-'));
+  const children: ChildProcess[] = [];
+  t.after(async () => {
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    await Promise.all(children.map(exited));
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const instanceEnv = (name: string, port: number): Record<string, string> => ({
+    NAME: name,
+    PORT: String(port),
+    DB: join(dir, 'articles.db'),
+    HOT: Array.from({ length: HOT }, (_, i) => String(i + 1)).join(','),
+    WARM_RATE: String(WARM_RATE),
+  });
+
+  const [a, b] = await Promise.all([start('instance.ts', instanceEnv('a', 0), children), start('instance.ts', instanceEnv('b', 0), children)]);
+  const urls = [a, b].map((x) => `http://127.0.0.1:${x.ready.port}`);
+  const front = await start('front.ts', { UPSTREAMS: urls.join(','), PORT: '0' }, children);
+  const base = `http://127.0.0.1:${front.ready.port}`;
+
+  // Spike through the front; instance a is hung (SIGSTOP) once a fifth of it is sent.
+  const TOTAL = 3_000;
+  let hungAt = 0;
+  const spike = await load(base, TOTAL, 32, (n) => {
+    if (n === TOTAL / 5) {
+      a.child.kill('SIGSTOP');
+      hungAt = Date.now();
+    }
+  });
+  const successRate = spike.ok / TOTAL;
+  const spikeP99 = p99(spike.latencies);
+  t.diagnostic(`spike: ${TOTAL} requests, concurrency 32, instance a hung after ${TOTAL / 5}: success ${(successRate * 100).toFixed(2)} %, p99 ${spikeP99.toFixed(1)} ms, statuses ${JSON.stringify([...spike.statuses])}`);
+
+  const snap = await json<FrontSnap>(`${base}/admin/upstreams`);
+  const aSnap = snap.upstreams.find((u) => u.id === 'a')!;
+  const bSnap = snap.upstreams.find((u) => u.id === 'b')!;
+  const firstOut = snap.events.find((e) => e.id === 'a' && (e.event === 'eject' || e.event === 'health-fail') && e.at >= hungAt);
+  const aEjectedAt = snap.events.find((e) => e.id === 'a' && e.event === 'eject' && e.at >= hungAt)?.at;
+  t.diagnostic(`front after the spike: a ${aSnap.state} (${aSnap.ejections} ejections), b ${bSnap.state} (${bSnap.ejections}); a ejected ${aEjectedAt === undefined ? 'never' : `${aEjectedAt - hungAt} ms`} after the hang, first failed probe/ejection ${firstOut === undefined ? 'none' : `${firstOut.at - hungAt} ms`}`);
+
+  assert.ok(successRate >= 0.99, `success rate ${successRate} through the hang`);
+  assert.ok(spikeP99 < 1_000, `p99 ${spikeP99} ms`);
+  assert.notEqual(aSnap.state, 'healthy', 'the hung instance is out of rotation');
+  assert.ok(aEjectedAt !== undefined && aEjectedAt - hungAt < 2_000, 'the hung instance is ejected within a few health-check intervals');
+  assert.equal(bSnap.state, 'healthy', 'the other instance is never out');
+  assert.equal(bSnap.ejections, 0);
+  assert.ok(!snap.events.some((e) => e.id === 'b' && e.event === 'eject'), 'b never ejected');
+  assert.equal(snap.panic, false);
+
+  // Restart both cold, on the same ports (the front's upstream set is fixed).
+  a.child.kill('SIGKILL');
+  b.child.kill('SIGKILL');
+  await Promise.all([exited(a.child), exited(b.child)]);
+  const restartedAt = Date.now();
+  const [a2, b2] = await Promise.all([start('instance.ts', instanceEnv('a', a.ready.port), children), start('instance.ts', instanceEnv('b', b.ready.port), children)]);
+  const cold = await load(base, 1_500, 16);
+  const elapsed = Date.now() - restartedAt;
+  t.diagnostic(`cold restart: 1500 requests in ${elapsed} ms, success ${((cold.ok / 1_500) * 100).toFixed(2)} %, p99 ${p99(cold.latencies).toFixed(1)} ms, ${cold.ids.size} distinct ids`);
+  const stats = await Promise.all([a2, b2].map((x) => json<Stats>(`http://127.0.0.1:${x.ready.port}/admin/stats`)));
+  for (const [i, s] of stats.entries()) {
+    const up = Date.now() - s.startedAt;
+    const warmBudget = Math.min(HOT, Math.floor((up * WARM_RATE) / 1000) + WARM_CONCURRENCY);
+    const liveBudget = cold.ids.size; // each distinct id reaches SQLite at most once per instance (coalescing, ttl 60 s)
+    t.diagnostic(`instance ${i === 0 ? 'a' : 'b'}: ${s.queries} SQLite queries (warm ${s.warmQueries} ≤ ${warmBudget}, live ${s.liveQueries} ≤ ${liveBudget}); warm-up ${JSON.stringify(s.warm)}`);
+    assert.ok(s.warmQueries <= warmBudget, `warm-up queries ${s.warmQueries} > rate × time ${warmBudget}`);
+    assert.ok(s.liveQueries <= liveBudget, `live queries ${s.liveQueries} > distinct ids ${liveBudget}`);
+    assert.ok(s.queries <= HOT + liveBudget);
+  }
+  assert.ok(cold.ok / 1_500 >= 0.99, `cold restart success ${cold.ok / 1_500}`);
+  const total = stats.reduce((n, s) => n + s.queries, 0);
+  assert.ok(total < 1_500 / 2, `origin saw ${total} queries for 1500 requests: the caches absorb most of the cold start`);
+});
