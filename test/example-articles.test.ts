@@ -121,7 +121,11 @@ test('examples/articles: a hung instance is ejected, the other never; a cold res
     WARM_RATE: String(WARM_RATE),
   });
 
-  const [a, b] = await Promise.all([start('instance.ts', instanceEnv('a', 0), children), start('instance.ts', instanceEnv('b', 0), children)]);
+  // One after the other: the first creates and seeds the database file (and
+  // switches it to WAL, which needs an exclusive lock); started together, the
+  // second could find it locked.
+  const a = await start('instance.ts', instanceEnv('a', 0), children);
+  const b = await start('instance.ts', instanceEnv('b', 0), children);
   const urls = [a, b].map((x) => `http://127.0.0.1:${x.ready.port}`);
   const front = await start('front.ts', { UPSTREAMS: urls.join(','), PORT: '0' }, children);
   const base = `http://127.0.0.1:${front.ready.port}`;

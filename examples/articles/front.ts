@@ -35,7 +35,9 @@ export function startInstance(env: Record<string, string>): Promise<{ url: strin
 
 let urls = (process.env['UPSTREAMS'] ?? '').split(',').filter((u) => u !== '');
 if (urls.length === 0) {
-  const started = await Promise.all([startInstance({ NAME: 'a' }), startInstance({ NAME: 'b' })]);
+  // One after the other: the first creates and seeds the database (switching
+  // it to WAL takes an exclusive lock the second would otherwise run into).
+  const started = [await startInstance({ NAME: 'a' }), await startInstance({ NAME: 'b' })];
   urls = started.map((s) => s.url);
 }
 
