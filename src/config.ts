@@ -35,6 +35,29 @@ export function between(name: string, value: unknown, lo: number, hi: number): n
   return value;
 }
 
+/** An optional callback: undefined, or a function. */
+export function optionalFunction<F>(name: string, value: F | undefined): F | undefined {
+  if (value !== undefined && typeof value !== 'function') throw new ConfigError(`${name} must be a function, got ${show(value)}`);
+  return value;
+}
+
+/** An optional AbortSignal. */
+export function optionalSignal(name: string, value: unknown): AbortSignal | undefined {
+  if (value !== undefined && !(value instanceof AbortSignal)) throw new ConfigError(`${name} must be an AbortSignal, got ${show(value)}`);
+  return value;
+}
+
+/** A finite number > 0 (a rate, a weight, a factor without an upper bound). */
+export function positive(name: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) throw new ConfigError(`${name} must be a finite number > 0, got ${show(value)}`);
+  return value;
+}
+
+/** Checks that a range's two ends are in order: `lo ≤ hi`. */
+export function ordered(loName: string, lo: number, hiName: string, hi: number): void {
+  if (hi < lo) throw new ConfigError(`${hiName} (${hi}) must be ≥ ${loName} (${lo})`);
+}
+
 /** Returns `value` when it is defined, else `fallback`: the one place defaults meet checks. */
 export function or<T>(value: T | undefined, fallback: T): T {
   return value === undefined ? fallback : value;

@@ -1,4 +1,4 @@
-import { between, duration, integer, or } from '../config.js';
+import { between, duration, integer, optionalFunction, or } from '../config.js';
 import { ConfigError, OverloadedError } from '../errors.js';
 import { Events } from '../events.js';
 import { type CallOptions } from '../guard/guard.js';
@@ -197,7 +197,7 @@ export class Balancer<U> {
     this.slowStartMinShare = between('slowStartMinShare', or(options.slowStartMinShare, 0.1), 0, 1);
     if (this.slowStartMinShare === 0 && this.slowStartMs > 0) throw new ConfigError('slowStartMinShare must be > 0: an upstream with no share would never be sent the traffic that warms it');
     this.lowPriorityShare = between('lowPriorityShare', or(options.lowPriorityShare, 0.8), 0, 1);
-    if (options.isFailure !== undefined && typeof options.isFailure !== 'function') throw new ConfigError('isFailure must be a function');
+    optionalFunction('isFailure', options.isFailure);
     this.isFailure = options.isFailure ?? defaultIsFailure;
     this.clock = options.clock ?? systemClock;
     this.windowStart = this.clock.now();

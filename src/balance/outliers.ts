@@ -1,5 +1,4 @@
-import { between, duration, integer, or } from '../config.js';
-import { ConfigError } from '../errors.js';
+import { between, duration, integer, or, ordered } from '../config.js';
 
 /**
  * Passive outlier detection: what the balancer learns from the outcomes of the
@@ -50,7 +49,7 @@ export function outlierConfig(options: OutlierOptions = {}): OutlierConfig {
   const sr = or(options.successRate, {});
   const baseEjectionMs = duration('outliers.baseEjectionMs', or(options.baseEjectionMs, 30_000), { timer: true, positive: true });
   const maxEjectionMs = duration('outliers.maxEjectionMs', or(options.maxEjectionMs, Math.max(300_000, baseEjectionMs)), { timer: true, positive: true });
-  if (maxEjectionMs < baseEjectionMs) throw new ConfigError(`outliers.maxEjectionMs (${maxEjectionMs}) must be ≥ outliers.baseEjectionMs (${baseEjectionMs})`);
+  ordered('outliers.baseEjectionMs', baseEjectionMs, 'outliers.maxEjectionMs', maxEjectionMs);
   return {
     consecutiveErrors: integer('outliers.consecutiveErrors', or(options.consecutiveErrors, 5), 0),
     successRate:

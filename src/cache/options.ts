@@ -1,9 +1,9 @@
-import { between, duration, integer, or } from '../config.js';
+import { between, duration, integer, optionalSignal, or } from '../config.js';
 import { ConfigError } from '../errors.js';
 import { type Guard } from '../guard/guard.js';
 import { type Backoff, type BackoffOptions } from '../guard/backoff.js';
 import { type Clock } from '../time/clock.js';
-import { type Priority } from '../guard/priority.js';
+import { checkPriority, type Priority } from '../guard/priority.js';
 import { type Validator } from './validate.js';
 
 /**
@@ -111,13 +111,8 @@ export function resolveLoadOptions(o: LoadOptions, base?: ResolvedLoadOptions): 
   const ttl = duration('ttl', or(o.ttl, base?.ttl ?? 60_000));
   const softTimeout = o.softTimeout ?? base?.softTimeout;
   const waitTimeout = o.waitTimeout ?? base?.waitTimeout;
-  const signal = o.signal ?? base?.signal;
-  const priority = o.priority ?? base?.priority;
-  if (priority !== undefined && typeof priority !== 'number' && !['critical', 'normal', 'low', 'background'].includes(priority)) {
-    throw new ConfigError(`priority must be critical, normal, low, background or a number, got ${String(priority)}`);
-  }
-  if (typeof priority === 'number' && !Number.isFinite(priority)) throw new ConfigError(`priority must be a finite number, got ${priority}`);
-  if (signal !== undefined && !(signal instanceof AbortSignal)) throw new ConfigError('signal must be an AbortSignal');
+  const signal = optionalSignal('signal', o.signal ?? base?.signal);
+  const priority = checkPriority('priority', o.priority ?? base?.priority);
   const swr = or(o.staleWhileRevalidate, base?.staleWhileRevalidate ?? true);
   if (typeof swr !== 'boolean') throw new ConfigError(`staleWhileRevalidate must be a boolean, got ${typeof swr}`);
   return {

@@ -1,6 +1,6 @@
-import { integer, or } from '../config.js';
+import { integer, optionalFunction, optionalSignal, or, positive } from '../config.js';
 import { ArgumentError, ConfigError, OverloadedError } from '../errors.js';
-import { type Priority } from '../guard/priority.js';
+import { checkPriority, type Priority } from '../guard/priority.js';
 import { type Clock, sleep } from '../time/clock.js';
 
 /** Options of `cache.warm(keys, loader, options)`. */
@@ -58,15 +58,9 @@ export function resolveWarmOptions(o: WarmOptions | undefined): { concurrency: n
   if (o !== undefined && (typeof o !== 'object' || o === null)) throw new ConfigError(`warm options must be an object, got ${o === null ? 'null' : typeof o}`);
   const opts = o ?? {};
   const concurrency = integer('concurrency', or(opts.concurrency, 4), 1);
-  const rate = or(opts.rate, 50);
-  if (typeof rate !== 'number' || !Number.isFinite(rate) || rate <= 0) throw new ConfigError(`rate must be a finite number of loads per second > 0, got ${String(rate)}`);
-  const priority = or<Priority>(opts.priority, 'background');
-  if (typeof priority === 'number' ? !Number.isFinite(priority) : !['critical', 'normal', 'low', 'background'].includes(priority)) {
-    throw new ConfigError(`priority must be critical, normal, low, background or a finite number, got ${String(priority)}`);
-  }
-  if (opts.signal !== undefined && !(opts.signal instanceof AbortSignal)) throw new ConfigError('signal must be an AbortSignal');
-  if (opts.onKey !== undefined && typeof opts.onKey !== 'function') throw new ConfigError('onKey must be a function');
-  return { concurrency, interval: 1000 / rate, priority, signal: opts.signal, onKey: opts.onKey };
+  const rate = positive('rate (loads per second)', or(opts.rate, 50));
+  const priority = checkPriority('priority', or<Priority>(opts.priority, 'background'));
+  return { concurrency, interval: 1000 / rate, priority, signal: optionalSignal('signal', opts.signal), onKey: optionalFunction('onKey', opts.onKey) };
 }
 
 /**

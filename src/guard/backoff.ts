@@ -1,5 +1,4 @@
-import { between, duration, or } from '../config.js';
-import { ConfigError } from '../errors.js';
+import { between, duration, or, ordered } from '../config.js';
 
 /** Shape of a capped, jittered exponential backoff. */
 export interface BackoffOptions {
@@ -40,7 +39,7 @@ export class Backoff {
     this.max = duration('backoff.max', or(options.max, 30_000), { positive: true });
     this.factor = between('backoff.factor', or(options.factor, 2), 1, 100);
     this.jitter = between('backoff.jitter', or(options.jitter, 0.2), 0, 1);
-    if (this.max < this.base) throw new ConfigError(`backoff.max (${this.max}) must be ≥ backoff.base (${this.base})`);
+    ordered('backoff.base', this.base, 'backoff.max', this.max);
   }
 
   /** The delay before attempt `failures + 1`, given `failures` ≥ 1 consecutive failures. */

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { between, duration, integer, or } from '../config.js';
+import { between, duration, integer, optionalFunction, or, ordered } from '../config.js';
 import { AbortedError, BreakerOpenError, ConfigError, LoadTimeoutError, ValidationError } from '../errors.js';
 import { Events } from '../events.js';
 import { type Clock } from '../time/clock.js';
@@ -232,11 +232,11 @@ export class CircuitBreaker implements Guard {
     this.slowCallMs = duration('slowCallMs', or(options.slowCallMs, 5_000), { positive: true });
     this.openFor = duration('openFor', or(options.openFor, 5_000), { positive: true, timer: true });
     this.maxOpenFor = duration('maxOpenFor', or(options.maxOpenFor, 60_000), { positive: true, timer: true });
-    if (this.maxOpenFor < this.openFor) throw new ConfigError(`maxOpenFor (${this.maxOpenFor}) must be ≥ openFor (${this.openFor})`);
+    ordered('openFor', this.openFor, 'maxOpenFor', this.maxOpenFor);
     this.jitter = between('jitter', or(options.jitter, 0.2), 0, 0.9);
     this.halfOpenProbes = integer('halfOpenProbes', or(options.halfOpenProbes, 1), 1);
     this.probeTimeout = duration('probeTimeout', or(options.probeTimeout, 5_000), { positive: true, timer: true });
-    if (options.isFailure !== undefined && typeof options.isFailure !== 'function') throw new ConfigError('isFailure must be a function');
+    optionalFunction('isFailure', options.isFailure);
     this.isFailure = options.isFailure ?? defaultIsFailure;
     this.clock = options.clock ?? systemClock;
     this.backoff = new Backoff({ base: this.openFor, max: this.maxOpenFor, factor: 2, jitter: this.jitter });

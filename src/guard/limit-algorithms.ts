@@ -1,5 +1,4 @@
-import { between, duration, integer, or } from '../config.js';
-import { ConfigError } from '../errors.js';
+import { between, duration, integer, or, ordered } from '../config.js';
 
 /**
  * How a {@link ConcurrencyLimiter} decides its limit. A fixed number is the
@@ -20,7 +19,7 @@ function bounds(name: string, o: { initial?: number; min?: number; max?: number 
   const min = integer(`${name}.min`, or(o.min, 1), 1);
   const max = integer(`${name}.max`, or(o.max, 1000), min);
   const initial = integer(`${name}.initial`, or(o.initial, 20), min);
-  if (initial > max) throw new ConfigError(`${name}.initial (${initial}) must be ≤ ${name}.max (${max})`);
+  ordered(`${name}.initial`, initial, `${name}.max`, max);
   return { min, max, initial };
 }
 

@@ -1,6 +1,6 @@
 import { type Clock, MAX_TIMER_MS } from '../time/clock.js';
 import { systemClock } from '../time/system.js';
-import { duration, integer, or } from '../config.js';
+import { duration, integer, optionalFunction, or, ordered } from '../config.js';
 import { AbortedError, ConfigError, DeadlineExceededError, LoadTimeoutError } from '../errors.js';
 import { Events } from '../events.js';
 import { onAbort } from './abort.js';
@@ -110,10 +110,10 @@ export class Retry implements Guard {
     this.maxAttempts = integer('maxAttempts', or(options.maxAttempts, 3), 1);
     this.baseDelay = duration('baseDelay', or(options.baseDelay, 100), { timer: true });
     this.maxDelay = duration('maxDelay', or(options.maxDelay, 10_000), { timer: true });
-    if (this.maxDelay < this.baseDelay) throw new ConfigError(`maxDelay (${this.maxDelay}) must be ≥ baseDelay (${this.baseDelay})`);
+    ordered('baseDelay', this.baseDelay, 'maxDelay', this.maxDelay);
     this.attemptTimeout = options.attemptTimeout === undefined ? undefined : duration('attemptTimeout', options.attemptTimeout, { positive: true, timer: true });
     this.expectedDuration = options.expectedDuration === undefined ? undefined : duration('expectedDuration', options.expectedDuration);
-    if (options.retryOn !== undefined && typeof options.retryOn !== 'function') throw new ConfigError('retryOn must be a function');
+    optionalFunction('retryOn', options.retryOn);
     if (options.budget !== undefined && !(options.budget instanceof RetryBudget)) throw new ConfigError('budget must be a RetryBudget');
     this.retryOn = options.retryOn;
     this.clock = options.clock ?? systemClock;

@@ -1,6 +1,6 @@
 import { type Clock } from '../time/clock.js';
 import { systemClock } from '../time/system.js';
-import { duration, integer, or } from '../config.js';
+import { between, duration, integer, optionalFunction, or } from '../config.js';
 import { ConfigError, OverloadedError } from '../errors.js';
 import { Events } from '../events.js';
 import { isAbort, isOverloadSignal } from './classify.js';
@@ -84,13 +84,11 @@ export class AdaptiveThrottle implements Guard {
   private readonly events = new Events<AdaptiveThrottleEvents>();
 
   constructor(options: AdaptiveThrottleOptions = {}) {
-    const k = or(options.k, 2);
-    if (typeof k !== 'number' || !Number.isFinite(k) || k < 1) throw new ConfigError(`k must be a finite number ≥ 1, got ${String(k)}`);
-    this.k = k;
+    this.k = between('k', or(options.k, 2), 1, Number.MAX_VALUE);
     this.window = duration('window', or(options.window, 30_000), { positive: true });
     this.buckets = integer('buckets', or(options.buckets, 10), 1);
     if (this.buckets > 1000) throw new ConfigError(`buckets must be at most 1000, got ${this.buckets}`);
-    if (options.isRejection !== undefined && typeof options.isRejection !== 'function') throw new ConfigError('isRejection must be a function');
+    optionalFunction('isRejection', options.isRejection);
     this.isRejection = options.isRejection ?? isOverloadSignal;
     this.clock = options.clock ?? systemClock;
     this.counts = new RollingWindow(this.clock, this.window / this.buckets, this.buckets, 4);
