@@ -101,6 +101,39 @@ export class DeadlineExceededError extends DamperError {
   }
 }
 
+/**
+ * The shared tier (Redis) could not be asked: a call timed out, failed, or its
+ * breaker is open. Reads never surface it (damper serves from memory or loads
+ * locally within the origin budget); `set` and `delete` reject with it after
+ * changing this process's memory, because other processes were not told.
+ */
+export class SharedTierError extends DamperError {
+  readonly operation: string;
+
+  constructor(operation: string, cause: unknown) {
+    super('SHARED_TIER', `shared tier ${operation} failed: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    this.operation = operation;
+  }
+}
+
+/**
+ * Another process's load of this key failed, and the key backs off across the
+ * whole cluster until `retryAfterMs` passes: no process may load it before
+ * then (principle 3). Raised only to callers that have no value to serve.
+ */
+export class LeaseBackoffError extends DamperError {
+  readonly key: string;
+  readonly retryAfterMs: number;
+  readonly failures: number;
+
+  constructor(key: string, retryAfterMs: number, failures: number) {
+    super('LEASE_BACKOFF', `key "${key}" backs off for ${Math.ceil(retryAfterMs)} ms after ${failures} failed load(s) in the cluster`);
+    this.key = key;
+    this.retryAfterMs = retryAfterMs;
+    this.failures = failures;
+  }
+}
+
 /** The caller's own AbortSignal fired. Never counted against a dependency's health. */
 export class AbortedError extends DamperError {
   constructor(message: string, reason: unknown) {

@@ -186,8 +186,8 @@ describe('errors are never evictions', () => {
     const { cache } = setup<number>();
     const boom = new Error('boom');
     await assert.rejects(cache.get('k', () => Promise.reject(boom)), (e) => e === boom);
-    assert.equal(cache.delete('k'), true);
-    assert.equal(cache.delete('k'), false);
+    assert.equal(await cache.delete('k'), true);
+    assert.equal(await cache.delete('k'), false);
   });
 });
 
@@ -454,7 +454,7 @@ describe('bad input: a clear error, nothing lost', () => {
     await assert.rejects(cache.get('', () => 1), ArgumentError);
     await assert.rejects(cache.get(42 as unknown as string, () => 1), ArgumentError);
     await assert.rejects(cache.get('k', 'nope' as unknown as () => number), ArgumentError);
-    assert.throws(() => cache.delete(''), ArgumentError);
+    await assert.rejects(cache.delete(''), ArgumentError);
     await assert.rejects(cache.set('', 1), ArgumentError);
     assert.equal(cache.peek('keep'), 1);
   });
@@ -521,7 +521,7 @@ describe('set, delete, clear supersede loads in flight', () => {
     const d = deferred<number>();
     const waiter = track(cache.get('k', () => d.promise));
     await clock.settle();
-    cache.delete('k');
+    await cache.delete('k');
     d.resolve(1);
     await clock.settle();
     assert.equal(waiter.value, 1);

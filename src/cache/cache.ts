@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { AbortedError, ArgumentError, type DamperError, LoaderError, LoadTimeoutError, OverloadedError, ValidationError } from '../errors.js';
+import { AbortedError, ArgumentError, type DamperError, LoaderError, LoadTimeoutError, OverloadedError, type SharedTierError, ValidationError } from '../errors.js';
 import { Events } from '../events.js';
 import { Backoff } from '../guard/backoff.js';
 import { type Guard } from '../guard/guard.js';
@@ -11,6 +11,7 @@ import { systemClock } from '../time/system.js';
 import { shouldRefreshEarly } from './early-refresh.js';
 import { emptyEntry, type Entry } from './entry.js';
 import { type CacheOptions, type LoadOptions, resolveCacheShape, resolveLoadOptions, type ResolvedLoadOptions } from './options.js';
+import { type Resolution, SharedTier } from './shared-tier.js';
 import { checkSnapshot, resolveRestoreOptions, type RestoreOptions, type RestoreSummary, type Snapshot, SNAPSHOT_FORMAT, SNAPSHOT_VERSION, type SnapshotEntry } from './snapshot.js';
 import { compileValidator, type Verdict } from './validate.js';
 import { warm, type WarmKeyOutcome, type WarmOptions, type WarmSummary } from './warm.js';
@@ -46,6 +47,16 @@ export interface CacheEvents {
   stale: (e: { readonly key: string; readonly reason: StaleReason; readonly ageMs: number }) => void;
   /** An entry was pushed out to bound memory, or a value was too large to keep. */
   evict: (e: { readonly key: string; readonly reason: 'capacity' | 'oversize' }) => void;
+  /**
+   * The shared tier held a value this process could not use (another
+   * version's layout, bad JSON, too large, or rejected by `validate`); it was
+   * treated as a miss. `oversize` is also reported for a value too large to share.
+   */
+  corrupt: (e: { readonly key: string; readonly reason: 'oversize' | 'version' | 'header' | 'json' | 'invalid' }) => void;
+  /** A call to the shared tier failed or timed out. Reads carry on from memory or the origin budget. */
+  sharedError: (e: { readonly operation: string; readonly error: SharedTierError }) => void;
+  /** The invalidation bus was lost (`up: false`: values in memory are fresh for at most `freshWithoutBus`) or is back. */
+  bus: (e: { readonly up: boolean }) => void;
 }
 
 type Outcome<V> = { readonly ok: true; readonly value: V } | { readonly ok: false; readonly error: unknown };
@@ -62,6 +73,8 @@ interface Flight<V> {
    * the guard is not held against the key.
    */
   readonly warm: boolean;
+  /** Started by an early (XFetch) refresh of a fresh value. */
+  readonly early: boolean;
 }
 
 /**
@@ -92,6 +105,8 @@ export class Cache<V> {
   private readonly ttlJitter: number;
   private readonly beta: number;
   private readonly events = new Events<CacheEvents>();
+  /** The shared tier (Redis), when configured. */
+  private readonly shared: SharedTier | undefined;
 
   constructor(options: CacheOptions<V> = {}) {
     if (typeof options !== 'object' || options === null) throw new ArgumentError('Cache options must be an object');
@@ -112,6 +127,24 @@ export class Cache<V> {
       sizeOf: size === undefined ? undefined : (e, key) => (e.hasValue ? size(e.value, key) : 1),
       onEvict: (key) => this.events.emit('evict', { key, reason: 'capacity' }),
     });
+    this.shared =
+      options.shared === undefined
+        ? undefined
+        : new SharedTier(options.shared, this.clock, {
+            invalidate: (key, how) => this.invalidate(key, how),
+            bus: (up) => this.onBus(up),
+            corrupt: (key, reason) => this.events.emit('corrupt', { key, reason }),
+            error: (operation, error) => this.events.emit('sharedError', { operation, error: error as SharedTierError }),
+          });
+  }
+
+  /**
+   * Stops the shared tier's heartbeat and leaves its bus. A cache without a
+   * shared tier holds no timer and needs no close. The store (a `RedisStore`)
+   * is yours to close after.
+   */
+  async close(): Promise<void> {
+    await this.shared?.close();
   }
 
   /** Subscribes to an event; returns the function that unsubscribes. */
@@ -181,7 +214,12 @@ export class Cache<V> {
    * is not stored, so it cannot overwrite this newer value. Clears the key's
    * backoff.
    *
+   * With a shared tier, the value is written there too (any lease dropped) and
+   * every other process is told to forget its copy.
+   *
    * @throws ValidationError when `validate` rejects the value; nothing changes then.
+   * @throws SharedTierError when the shared tier could not be written: this
+   *   process holds the value, the others were not told.
    */
   async set(key: string, value: V, options?: Pick<LoadOptions, 'ttl' | 'staleFor' | 'absentTtl'>): Promise<void> {
     assertKey(key);
@@ -193,22 +231,32 @@ export class Cache<V> {
       stored = verdict.value;
     }
     this.supersede(key);
-    this.commit(key, stored, o, 0);
+    const fresh = this.freshFor(stored, o);
+    this.commit(key, stored, fresh, fresh + o.staleFor, 0);
+    await this.shared?.write(key, stored, fresh, o.staleFor);
   }
 
   /**
    * Removes `key`, its value and its error record. A load in flight is
    * superseded and will not write its result back. This is the only way a
    * value leaves the cache other than LRU eviction: damper itself never
-   * deletes on error (the Facebook 2010 loop).
+   * deletes on error (the Facebook 2010 loop). With a shared tier, the key is
+   * removed there too, with its lease: a load in flight in any process can no
+   * longer write back a value older than this delete. Resolves to whether this
+   * process held the key.
+   *
+   * @throws SharedTierError when the shared tier could not be reached: the key
+   *   is gone from this process only.
    */
-  delete(key: string): boolean {
+  async delete(key: string): Promise<boolean> {
     assertKey(key);
     this.supersede(key);
-    return this.store.delete(key);
+    const had = this.store.delete(key);
+    await this.shared?.remove(key);
+    return had;
   }
 
-  /** Removes every key; loads in flight are superseded (their callers still get results). */
+  /** Removes every key from this process; loads in flight are superseded (their callers still get results). The shared tier is not touched. */
   clear(): void {
     for (const flight of this.flights.values()) flight.superseded = true;
     this.flights.clear();
@@ -315,7 +363,7 @@ export class Cache<V> {
     if (entry !== undefined && entry.hasValue && now < entry.freshUntil) return { status: 'skipped' };
     let flight = this.flights.get(key);
     if (flight === undefined) {
-      if (entry !== undefined && now < entry.retryAt) return { status: 'failed', error: entry.error };
+      if (entry !== undefined && now < entry.retryAt) return entry.failures > 0 ? { status: 'failed', error: entry.error } : { status: 'skipped' };
       flight = this.start(key, entry, loader, { ...this.defaults, priority }, false, true);
     }
     const outcome = await flight.promise;
@@ -327,9 +375,10 @@ export class Cache<V> {
     const now = this.clock.now();
     const servable = entry !== undefined && entry.hasValue && now < entry.staleUntil ? entry : undefined;
 
-    // Backing off after a failure: answer from memory, do not touch the origin.
-    if (entry !== undefined && now < entry.retryAt) {
-      assert(entry.failures > 0, 'a key backs off only after a failure');
+    // Backing off after a failure (or deferred by the shared tier): answer
+    // from memory, do not touch the origin. A deferral only ever covers a key
+    // with a value; if that value has since aged out, look again now.
+    if (entry !== undefined && now < entry.retryAt && (servable !== undefined || entry.failures > 0)) {
       if (servable !== undefined) return this.serveStale(key, servable, 'backoff', now);
       throw entry.error;
     }
@@ -343,15 +392,14 @@ export class Cache<V> {
   /** Starts a background refresh of a key that has a value, unless one runs or the key backs off. */
   private refresh(key: string, entry: Entry<V>, loader: Loader<V>, now: number): void {
     if (this.flights.has(key) || now < entry.retryAt) return;
-    this.start(key, entry, loader, this.defaults, false);
+    this.start(key, entry, loader, this.defaults, false, false, true);
   }
 
-  private start(key: string, entry: Entry<V> | undefined, loader: Loader<V>, o: ResolvedLoadOptions, wait: boolean, warm = false): Flight<V> {
+  private start(key: string, entry: Entry<V> | undefined, loader: Loader<V>, o: ResolvedLoadOptions, wait: boolean, warm = false, early = false): Flight<V> {
     assert(!this.flights.has(key), 'one load per key in flight');
-    const flight: Flight<V> = { promise: undefined as unknown as Promise<Outcome<V>>, controller: new AbortController(), superseded: false, warm };
+    const flight: Flight<V> = { promise: undefined as unknown as Promise<Outcome<V>>, controller: new AbortController(), superseded: false, warm, early };
     this.flights.set(key, flight);
-    const stale = entry !== undefined && entry.hasValue ? entry.value : undefined;
-    flight.promise = this.run(key, flight, loader, o, stale, wait);
+    flight.promise = this.run(key, flight, loader, o, entry, wait);
     return flight;
   }
 
@@ -362,20 +410,35 @@ export class Cache<V> {
    * handed to the guard as the load's deadline, so a retry never starts an
    * attempt that could not finish in time.
    */
-  private async run(key: string, flight: Flight<V>, loader: Loader<V>, o: ResolvedLoadOptions, stale: V | undefined, wait: boolean): Promise<Outcome<V>> {
+  private async run(key: string, flight: Flight<V>, loader: Loader<V>, o: ResolvedLoadOptions, entry: Entry<V> | undefined, wait: boolean): Promise<Outcome<V>> {
     const started = this.clock.now();
+    const deadline = started + o.loadTimeout;
     const { signal } = flight.controller;
     const timer = this.clock.setTimer(() => flight.controller.abort(new LoadTimeoutError(key, o.loadTimeout, 'load')), o.loadTimeout);
+    const stale = entry !== undefined && entry.hasValue ? entry.value : undefined;
+    const load = (): Promise<V> => this.load(key, flight, loader, o, stale, wait, deadline);
     try {
-      const context = { key, signal, wait, priority: wait || flight.warm ? o.priority : 'background', deadline: started + o.loadTimeout };
-      const loaded = await this.guard.run((attempt) => this.callLoader(key, loader, attempt, stale), context);
-      let value: V = loaded;
-      if (this.check !== undefined && loaded !== undefined) {
-        const verdict = await this.check(loaded);
-        if (!verdict.ok) throw new ValidationError(key, verdict.reason, verdict.issues);
-        value = verdict.value;
+      if (this.shared !== undefined) {
+        const resolution = await this.shared.resolve<V>({
+          key,
+          signal,
+          servable: entry !== undefined && entry.hasValue && started < entry.staleUntil,
+          early: flight.early,
+          failures: entry?.failures ?? 0,
+          deadline,
+          staleFor: o.staleFor,
+          freshFor: (value) => this.freshFor(value, o),
+          backoff: (failures) => this.backoff.delay(failures, this.random),
+          accept: (value) => (this.check === undefined ? { ok: true, value: value as V } : this.check(value as V)),
+          load,
+        });
+        return this.settle(key, flight, resolution, o);
       }
-      if (!flight.superseded) this.commit(key, value, o, this.clock.now() - started);
+      const value = await load();
+      if (!flight.superseded) {
+        const fresh = this.freshFor(value, o);
+        this.commit(key, value, fresh, fresh + o.staleFor, this.clock.now() - started);
+      }
       return { ok: true, value };
     } catch (thrown) {
       // Past the hard timeout, whatever a guard rejected with, the cause is the timeout.
@@ -385,6 +448,40 @@ export class Cache<V> {
     } finally {
       timer.cancel();
       if (this.flights.get(key) === flight) this.flights.delete(key);
+    }
+  }
+
+  /** One origin load: through the guard (the origin budget), then validated. Rejects on any failure. */
+  private async load(key: string, flight: Flight<V>, loader: Loader<V>, o: ResolvedLoadOptions, stale: V | undefined, wait: boolean, deadline: number): Promise<V> {
+    const context = { key, signal: flight.controller.signal, wait, priority: wait || flight.warm ? o.priority : 'background', deadline };
+    const loaded = await this.guard.run((attempt) => this.callLoader(key, loader, attempt, stale), context);
+    if (this.check === undefined || loaded === undefined) return loaded;
+    const verdict = await this.check(loaded);
+    if (!verdict.ok) throw new ValidationError(key, verdict.reason, verdict.issues);
+    return verdict.value;
+  }
+
+  /** Applies what the shared tier decided to this process's memory, and turns it into the flight's outcome. */
+  private settle(key: string, flight: Flight<V>, r: Resolution<V>, o: ResolvedLoadOptions): Outcome<V> {
+    const keep = !flight.superseded;
+    switch (r.kind) {
+      case 'hit':
+        if (keep) this.commit(key, r.value, r.freshMs, r.servableMs, r.loadMs, false);
+        return { ok: true, value: r.value };
+      case 'loaded':
+        if (keep && r.keep) this.commit(key, r.value, r.freshMs, r.freshMs + o.staleFor, r.loadMs);
+        return { ok: true, value: r.value };
+      case 'stale':
+        // Another process refreshes it: keep the shared (newest) copy, stale, and look again later.
+        if (keep) this.commit(key, r.value, 0, r.servableMs, r.loadMs, false);
+        this.defer(key, r.retryInMs);
+        return { ok: true, value: r.value };
+      case 'deferred':
+        this.defer(key, r.retryInMs);
+        return { ok: false, error: r.error };
+      case 'failed':
+        if (keep && !(flight.warm && r.error instanceof OverloadedError)) this.fail(key, r.error, r.failures, r.retryInMs);
+        return { ok: false, error: r.error };
     }
   }
 
@@ -472,20 +569,57 @@ export class Cache<V> {
     return entry.value;
   }
 
-  /** Stores a good value: fresh for a jittered ttl, servable for `staleFor` more, backoff cleared. */
-  private commit(key: string, value: V, o: ResolvedLoadOptions, loadMs: number): void {
+  /** How long a value loaded now stays fresh: its ttl, shortened by jitter only (never fresh for longer than its ttl). */
+  private freshFor(value: V, o: ResolvedLoadOptions): number {
+    const ttl = value === undefined ? o.absentTtl : o.ttl;
+    return ttl * (1 - this.ttlJitter * this.clock.random());
+  }
+
+  /**
+   * Stores a good value, fresh for `freshMs` and servable for `servableMs`
+   * from now, backoff cleared. While the shared tier's bus is lost, nothing is
+   * fresh for longer than `freshWithoutBus`: an invalidation could not reach us.
+   */
+  private commit(key: string, value: V, freshMs: number, servableMs: number, loadMs: number, loaded = true): void {
     const now = this.clock.now();
-    const absent = value === undefined;
-    const ttl = absent ? o.absentTtl : o.ttl;
-    // Jitter only shortens: a value is never fresh for longer than its ttl.
-    const fresh = ttl * (1 - this.ttlJitter * this.clock.random());
-    const entry: Entry<V> = { value, hasValue: true, freshUntil: now + fresh, staleUntil: now + fresh + o.staleFor, loadMs, failures: 0, retryAt: 0, error: undefined };
-    assert(entry.freshUntil <= now + ttl && entry.staleUntil >= entry.freshUntil, 'freshness within ttl, stale window after it');
+    const fresh = this.shared !== undefined && !this.shared.busUp ? Math.min(freshMs, this.shared.freshWithoutBus) : freshMs;
+    const entry: Entry<V> = { value, hasValue: true, freshUntil: now + fresh, staleUntil: now + servableMs, loadMs, failures: 0, retryAt: 0, error: undefined };
+    assert(fresh >= 0 && entry.staleUntil >= entry.freshUntil, 'a stale window starts where freshness ends');
     if (!this.store.set(key, entry)) {
       this.store.delete(key);
       this.events.emit('evict', { key, reason: 'oversize' });
     }
-    if (this.events.has('load')) this.events.emit('load', { key, ms: loadMs, absent });
+    if (loaded && this.events.has('load')) this.events.emit('load', { key, ms: loadMs, absent: value === undefined });
+  }
+
+  /** No load for `key` before `ms` from now, without counting a failure (the shared tier asked us to look again later). */
+  private defer(key: string, ms: number): void {
+    const entry = this.store.peek(key);
+    if (entry !== undefined) entry.retryAt = Math.max(entry.retryAt, this.clock.now() + ms);
+  }
+
+  /** Another process changed `key` (through the shared tier's bus). */
+  private invalidate(key: string, how: 'drop' | 'expire'): void {
+    if (how === 'drop') {
+      this.supersede(key);
+      this.store.delete(key);
+      return;
+    }
+    // A refill elsewhere: our copy is outdated but still the last known good.
+    const entry = this.store.peek(key);
+    if (entry !== undefined && entry.hasValue) {
+      entry.freshUntil = Math.min(entry.freshUntil, this.clock.now());
+      entry.retryAt = 0;
+    }
+  }
+
+  /** The bus went down (or came back): while down, cap every value's freshness. */
+  private onBus(up: boolean): void {
+    if (!up && this.shared !== undefined) {
+      const cap = this.clock.now() + this.shared.freshWithoutBus;
+      for (const [, entry] of this.store.entriesOldestFirst()) if (entry.freshUntil > cap) entry.freshUntil = cap;
+    }
+    this.events.emit('bus', { up });
   }
 
   /**
@@ -493,15 +627,16 @@ export class Cache<V> {
    * value (principle 1). The key backs off for a capped, jittered, growing
    * delay (principle 3).
    */
-  private fail(key: string, error: unknown): void {
+  private fail(key: string, error: unknown, failures?: number, retryInMs?: number): void {
     const now = this.clock.now();
     let entry = this.store.peek(key);
     if (entry === undefined) {
       entry = emptyEntry<V>();
       this.store.set(key, entry);
     }
-    entry.failures++;
-    const delay = this.backoff.delay(entry.failures, this.random);
+    // With a shared tier, the count and delay are the cluster's: backoff grows per key, not per process.
+    entry.failures = failures ?? entry.failures + 1;
+    const delay = retryInMs ?? this.backoff.delay(entry.failures, this.random);
     entry.retryAt = now + delay;
     entry.error = error;
     if (error instanceof ValidationError) {

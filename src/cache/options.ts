@@ -4,6 +4,7 @@ import { type Guard } from '../guard/guard.js';
 import { type Backoff, type BackoffOptions } from '../guard/backoff.js';
 import { type Clock } from '../time/clock.js';
 import { checkPriority, type Priority } from '../guard/priority.js';
+import { type SharedTierOptions } from './shared-tier.js';
 import { type Validator } from './validate.js';
 
 /**
@@ -90,6 +91,13 @@ export interface CacheOptions<V> extends Omit<LoadOptions, 'signal' | 'waitTimeo
   maxConcurrentLoads?: number;
   /** Time, timers and randomness. Default `systemClock`. */
   clock?: Clock;
+  /**
+   * The shared tier (L2), e.g. `{ store: new RedisStore({ client }) }`: values
+   * shared by every process, cluster-wide leases so one process loads a key,
+   * an invalidation bus for `set`/`delete`, and fail-closed rules when the
+   * store degrades. See docs/shared-tier.md. Call `cache.close()` on shutdown.
+   */
+  shared?: SharedTierOptions;
 }
 
 /** Load options after defaults and checks. */

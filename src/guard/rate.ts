@@ -1,0 +1,294 @@
+import assert from 'node:assert/strict';
+import { type Clock, MAX_TIMER_MS, type Timer } from '../time/clock.js';
+import { systemClock } from '../time/system.js';
+import { between, duration, integer, or, positive } from '../config.js';
+import { AbortedError, ConfigError, type DamperError, DeadlineExceededError, OverloadedError } from '../errors.js';
+import { onAbort } from './abort.js';
+import { effectiveDeadline } from './deadline.js';
+import { callContext, type CallOptions, type Guard, type GuardContext } from './guard.js';
+import { priorityRank } from './priority.js';
+
+/** Options for {@link RateLimiter}. */
+export interface RateLimiterOptions {
+  /** Calls admitted per second, on average: the bucket's refill rate. Required, > 0. */
+  rate: number;
+  /**
+   * Most calls admitted at once after a quiet spell: the bucket's size, ≥ 1.
+   * Default `max(1, rate)`, one second's worth, so over any interval of `t`
+   * seconds at most `burst + rate × t` calls are admitted, and never more than
+   * twice `rate` in any one second. Lower it when the origin cannot take a
+   * second's worth of calls at once.
+   */
+  burst?: number;
+  /**
+   * Share of the bucket, from 0 to 1, that `background` calls (a refresh while
+   * stale is served, a warm-up) may not take. Default 0.5. A background call is
+   * admitted only while the bucket holds at least `1 + reserve × (burst − 1)`
+   * tokens, so after taking its own it leaves at least `reserve × (burst − 1)`
+   * for calls of higher priority. 0 treats background like any other call; 1
+   * admits it only into a full bucket, that is once nothing else has drawn on
+   * it for `burst / rate` seconds.
+   */
+  reserve?: number;
+  /** Longest a call waits for its token before it is refused, ms. Default 1000. */
+  queueTimeout?: number;
+  /** Most calls waiting for a token; beyond it, the lowest priority is refused. Default 1000. */
+  maxQueue?: number;
+  clock?: Clock;
+}
+
+interface Waiter {
+  readonly rank: number;
+  grant(): void;
+  refuse(error: DamperError): void;
+}
+
+/** One priority's queue, oldest first; abandoned waiters are removed eagerly. */
+class Lane {
+  readonly waiters: Waiter[] = [];
+  constructor(readonly rank: number) {}
+}
+
+// Float slack on token counts: 1000 / 3 ms at 3 per second accrues 0.9999999999999999 of a token.
+const EPSILON = 1e-9;
+const BACKGROUND = priorityRank('background');
+
+/**
+ * An origin budget stated in calls per second: a token bucket that admits at
+ * most `burst + rate × t` calls over any `t` seconds, on the injected clock.
+ *
+ * Why, when there is already a {@link ConcurrencyLimiter}: a concurrency limit
+ * bounds the load on a database only relative to its latency. At 64 in flight
+ * and 5 ms per query it lets 12 800 queries a second through; it bounds
+ * nothing a capacity plan can be checked against. After an outage of a shared
+ * cache (Redis), every key that went stale during it wants a refresh at once
+ * (the Discord 2019 herd); a bound you can state in queries per second is the
+ * one that keeps the origin at the rate it was sized and tested for (DESIGN.md,
+ * principle 3: load on a dependency never exceeds a bound you can state). Use
+ * both in a `pipeline` when the origin needs both bounds.
+ *
+ * - A call that finds a token takes it and runs at once: no timer, no
+ *   allocation beyond the task's own. Tokens are spent when a call is admitted
+ *   and never given back (a rate, not a concurrency): a failed or aborted task
+ *   still counted against the origin.
+ * - Otherwise a call with `wait: false` (a background refresh: the cache has a
+ *   value to serve) is refused at once with {@link OverloadedError}; the
+ *   message says when the next token accrues. Others wait in a queue ordered by
+ *   priority (higher first, first in first out within one), and each is admitted
+ *   when its token accrues. One timer, for the head of the queue, stands at a
+ *   time; it is moved when the head changes.
+ * - A waiter is refused with `OverloadedError` after `queueTimeout`, with
+ *   {@link DeadlineExceededError} at its deadline if that is earlier (the
+ *   earlier of `context.deadline` and one carried by its signal), and with
+ *   {@link AbortedError} when its signal aborts; it leaves the queue at once.
+ *   A call whose deadline has passed, or whose signal has aborted, is refused
+ *   before it takes a token.
+ * - A full queue (`maxQueue`) makes room for an arrival by refusing the newest
+ *   waiter of the lowest priority, if the arrival outranks it; otherwise the
+ *   arrival is refused (as in `ConcurrencyLimiter`).
+ * - `background` calls (and numeric priorities at or below it) may not take
+ *   the `reserve` share of the bucket, so refreshes of values the cache can
+ *   still serve never starve first-time misses, which have nothing to serve.
+ *
+ * The bucket starts full. Memory is the bucket and the queue; the queue holds
+ * a timer per waiter for its timeout, the single wake-up timer aside.
+ */
+export class RateLimiter implements Guard {
+  readonly rate: number;
+  readonly burst: number;
+  readonly reserve: number;
+  readonly queueTimeout: number;
+  readonly maxQueue: number;
+  private readonly clock: Clock;
+  /** Tokens a background call needs in the bucket to be admitted. */
+  private readonly backgroundNeed: number;
+  private level: number;
+  private refilledAt: number;
+  private waiting = 0;
+  /** Lanes by rank, highest first. */
+  private readonly lanes: Lane[] = [];
+  private wake: Timer | undefined;
+  private wakeAt = 0;
+  private readonly onWake = (): void => {
+    this.wake = undefined;
+    this.drain();
+  };
+
+  constructor(options: RateLimiterOptions) {
+    if (typeof options !== 'object' || options === null) throw new ConfigError('RateLimiter needs options with a rate (calls per second)');
+    this.rate = positive('rate', options.rate);
+    this.burst = between('burst', or(options.burst, Math.max(1, this.rate)), 1, Number.MAX_SAFE_INTEGER);
+    this.reserve = between('reserve', or(options.reserve, 0.5), 0, 1);
+    this.queueTimeout = duration('queueTimeout', or(options.queueTimeout, 1000), { timer: true });
+    this.maxQueue = integer('maxQueue', or(options.maxQueue, 1000), 0);
+    const clock = options.clock ?? systemClock;
+    if (typeof clock !== 'object' || clock === null || typeof clock.now !== 'function' || typeof clock.setTimer !== 'function') throw new ConfigError('clock must be a Clock (now, setTimer, random)');
+    this.clock = clock;
+    this.backgroundNeed = 1 + this.reserve * (this.burst - 1);
+    this.level = this.burst;
+    this.refilledAt = clock.now();
+  }
+
+  /** Tokens in the bucket now (fractional: they accrue continuously). */
+  get tokens(): number {
+    this.refill();
+    return this.level;
+  }
+
+  /** Calls waiting for a token. */
+  get queued(): number {
+    return this.waiting;
+  }
+
+  /** Runs `fn` under the rate, outside any cache. */
+  execute<T>(fn: (signal: AbortSignal) => Promise<T>, options?: CallOptions): Promise<T> {
+    return this.run(fn, callContext(options));
+  }
+
+  run<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext): Promise<T> {
+    const { signal } = context;
+    const rank = priorityRank(context.priority);
+    if (!signal.aborted && (this.waiting === 0 || this.lanes[0]!.rank < rank)) {
+      this.refill();
+      if (this.level + EPSILON >= this.need(rank) && !this.expired(context)) {
+        this.take();
+        try {
+          return task(signal);
+        } catch (error) {
+          return Promise.reject(error);
+        }
+      }
+    }
+    return this.enqueue(context, rank).then(() => task(signal));
+  }
+
+  private enqueue(context: GuardContext, rank: number): Promise<void> {
+    const { key, signal } = context;
+    if (signal.aborted) return Promise.reject(new AbortedError(`call for "${key}" aborted before it was admitted`, signal.reason));
+    const now = this.clock.now();
+    const deadline = effectiveDeadline(context);
+    if (deadline !== undefined && deadline <= now) return Promise.reject(new DeadlineExceededError(`deadline for "${key}" passed before it was admitted`));
+    if (!context.wait) {
+      const next = Math.ceil(((this.need(rank) - this.level) * 1000) / this.rate);
+      return Promise.reject(new OverloadedError(`rate limit reached (${this.rate}/s); "${key}" not queued because a value can be served meanwhile; next token in ${Math.max(0, next)} ms`));
+    }
+    if (this.waiting >= this.maxQueue) {
+      // Full: make room by refusing the newest of the lowest-ranked waiters, if this call outranks them.
+      const lowest = this.lanes.at(-1);
+      if (lowest === undefined || lowest.rank >= rank) return Promise.reject(new OverloadedError(`rate limit reached (${this.rate}/s, ${this.maxQueue} queued); "${key}" refused`));
+      lowest.waiters.at(-1)?.refuse(new OverloadedError('shed: a higher-priority call needed the queue slot'));
+    }
+    const byDeadline = deadline !== undefined && deadline - now <= this.queueTimeout;
+    const timeout = byDeadline ? deadline - now : this.queueTimeout;
+    return new Promise<void>((resolve, reject) => {
+      const leave = (): boolean => {
+        timer.cancel();
+        unsubscribe();
+        return this.remove(waiter);
+      };
+      const waiter: Waiter = {
+        rank,
+        grant: () => {
+          leave();
+          resolve();
+        },
+        refuse: (error) => {
+          // The head leaving moves the wake-up to the next waiter's token.
+          if (leave()) this.schedule();
+          reject(error);
+        },
+      };
+      const timer = this.clock.setTimer(
+        () =>
+          waiter.refuse(
+            byDeadline ? new DeadlineExceededError(`deadline for "${key}" passed while it waited for a token`) : new OverloadedError(`"${key}" waited ${timeout} ms for a token (rate ${this.rate}/s)`),
+          ),
+        timeout,
+      );
+      // One listener per signal however many calls share it (a server's shutdown signal, say).
+      const unsubscribe = onAbort(signal, () => waiter.refuse(new AbortedError(`call for "${key}" aborted while waiting for a token`, signal.reason)));
+      this.add(waiter);
+      // Admits it at once if it is at the head and its token is there (a late wake-up timer), else moves the wake-up.
+      this.drain();
+    });
+  }
+
+  /** Tokens a call of this rank needs in the bucket to be admitted. */
+  private need(rank: number): number {
+    return rank <= BACKGROUND ? this.backgroundNeed : 1;
+  }
+
+  private expired(context: GuardContext): boolean {
+    const deadline = effectiveDeadline(context);
+    return deadline !== undefined && deadline <= this.clock.now();
+  }
+
+  private refill(): void {
+    const now = this.clock.now();
+    const elapsed = now - this.refilledAt;
+    if (elapsed <= 0) return;
+    this.refilledAt = now;
+    this.level = Math.min(this.burst, this.level + (elapsed * this.rate) / 1000);
+    assert.ok(this.level >= 0 && this.level <= this.burst, `tokens ${this.level} outside [0, ${this.burst}]`);
+  }
+
+  private take(): void {
+    const left = this.level - 1;
+    assert.ok(left > -2 * EPSILON && this.level <= this.burst, `took a token from ${this.level} (burst ${this.burst})`);
+    this.level = left < 0 ? 0 : left;
+  }
+
+  /** Admits waiters from the head while their tokens are there, then sets the wake-up for the next. */
+  private drain(): void {
+    this.refill();
+    for (let lane = this.lanes[0]; lane !== undefined; lane = this.lanes[0]) {
+      const head = lane.waiters[0]!;
+      if (this.level + EPSILON < this.need(head.rank)) break;
+      this.take();
+      head.grant();
+    }
+    this.schedule();
+  }
+
+  /** One timer, at the instant the head's token accrues; none when nobody waits. */
+  private schedule(): void {
+    const lane = this.lanes[0];
+    if (lane === undefined) {
+      this.wake?.cancel();
+      this.wake = undefined;
+      return;
+    }
+    this.refill();
+    const now = this.clock.now();
+    const delay = Math.min(MAX_TIMER_MS, Math.max(0, ((this.need(lane.rank) - this.level) * 1000) / this.rate));
+    const at = now + delay;
+    if (this.wake !== undefined && this.wakeAt === at) return;
+    this.wake?.cancel();
+    this.wakeAt = at;
+    this.wake = this.clock.setTimer(this.onWake, delay);
+  }
+
+  private add(w: Waiter): void {
+    let i = this.lanes.findIndex((l) => l.rank <= w.rank);
+    if (i === -1 || this.lanes[i]!.rank !== w.rank) {
+      i = i === -1 ? this.lanes.length : i;
+      this.lanes.splice(i, 0, new Lane(w.rank));
+    }
+    this.lanes[i]!.waiters.push(w);
+    this.waiting++;
+  }
+
+  /** Takes `w` out of the queue; says whether it was the head. */
+  private remove(w: Waiter): boolean {
+    const i = this.lanes.findIndex((l) => l.rank === w.rank);
+    if (i === -1) return false;
+    const lane = this.lanes[i]!;
+    const j = lane.waiters.indexOf(w);
+    if (j === -1) return false;
+    lane.waiters.splice(j, 1);
+    this.waiting--;
+    assert.ok(this.waiting >= 0, 'negative queue length');
+    if (lane.waiters.length === 0) this.lanes.splice(i, 1);
+    return i === 0 && j === 0;
+  }
+}

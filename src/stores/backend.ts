@@ -1,0 +1,89 @@
+/**
+ * The shared tier's backend: the few atomic operations damper's shared-tier
+ * logic (leases, fail-closed rules, invalidation bus; `src/cache/shared-tier.ts`)
+ * needs from a store that every process sees. `RedisStore` implements it over
+ * Redis or Redis Cluster; the incident lab implements it over simulated cache
+ * nodes, so the same lease and breaker code runs in both.
+ *
+ * Keys arrive namespaced and opaque. A backend keeps, per key, three things
+ * that must live together (one Redis Cluster slot):
+ * - the value: an opaque string (damper's envelope) with a time to live;
+ * - the lease: a token, or a failure marker, with its own time to live;
+ * - the failure count of the key's last loads, kept across leases so backoff
+ *   grows cluster-wide, not per process.
+ *
+ * Remaining lifetimes are reported as durations measured on the backend's own
+ * clock (Redis `PTTL`), never as instants: processes on different machines do
+ * not share a clock, and a duration needs none.
+ *
+ * Every method may reject (connection lost, timeout of the backend's own); the
+ * shared tier bounds each call with its own timeout and breaker, so a backend
+ * need not. No method may throw synchronously.
+ */
+export interface SharedBackend {
+  /** The value of `key` and its remaining lifetime in ms, or `undefined` when there is none. */
+  read(key: string): Promise<SharedRead | undefined>;
+
+  /**
+   * Takes the lease on `key` for `ttlMs` with `token` unless a lease (or a
+   * failure marker) is held. Atomic: of any number of concurrent callers in
+   * any number of processes, at most one is granted.
+   */
+  acquire(key: string, token: string, ttlMs: number): Promise<LeaseGrant>;
+
+  /**
+   * Stores `value` for `ttlMs` if and only if `token` still holds the lease,
+   * then drops the lease and the failure count. Returns false, storing
+   * nothing, when the lease is gone: it expired, or a `write`/`remove` came
+   * after it was granted, so this value may be older than that write.
+   */
+  fill(key: string, token: string, value: string, ttlMs: number): Promise<boolean>;
+
+  /**
+   * The lease holder's load failed: if `token` still holds the lease, replace
+   * it with a failure marker for `backoffMs` (no process loads the key until it
+   * expires) and record `failures`. Returns false when the lease was gone.
+   */
+  fail(key: string, token: string, failures: number, backoffMs: number): Promise<boolean>;
+
+  /** Drops the lease if `token` holds it (the holder gave up without a result worth recording). */
+  release(key: string, token: string): Promise<void>;
+
+  /** Stores `value` unconditionally for `ttlMs` and drops any lease and failure count (an explicit `set`). */
+  write(key: string, value: string, ttlMs: number): Promise<void>;
+
+  /** Removes the value, the lease and the failure count: a lease granted before this can no longer fill. */
+  remove(key: string): Promise<void>;
+
+  /** Sends `message` to every subscriber of `channel`, in every process, this one included. */
+  publish(channel: string, message: string): Promise<void>;
+
+  /**
+   * Delivers every message later published on `channel` to `listener` until
+   * the returned function is called. Resolves once the subscription is live.
+   */
+  subscribe(channel: string, listener: (message: string) => void): Promise<() => Promise<void>>;
+}
+
+/** A value read from the shared tier. */
+export interface SharedRead {
+  readonly value: string;
+  /** Remaining lifetime on the backend's clock, ms (> 0). */
+  readonly ttlMs: number;
+}
+
+/** The answer to {@link SharedBackend.acquire}. */
+export type LeaseGrant =
+  | {
+      readonly granted: true;
+      /** Failed loads recorded for the key before this lease (0 when none). */
+      readonly failures: number;
+    }
+  | {
+      readonly granted: false;
+      /** `loading`: another process holds the lease; `failed`: the key backs off after a failed load. */
+      readonly holder: 'loading' | 'failed';
+      /** How long until the lease or the failure marker expires, ms. */
+      readonly ttlMs: number;
+      readonly failures: number;
+    };

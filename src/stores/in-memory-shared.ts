@@ -1,0 +1,171 @@
+import { type Clock } from '../time/clock.js';
+import { systemClock } from '../time/system.js';
+import { type LeaseGrant, type SharedBackend, type SharedRead } from './backend.js';
+
+/** Options for {@link InMemorySharedStore}. */
+export interface InMemorySharedStoreOptions {
+  /** Time for expiries and for the simulated round trip. Default `systemClock`. */
+  clock?: Clock;
+  /** Simulated one-way latency of every call, ms. Default 0 (answers on the next timer turn). */
+  latencyMs?: number;
+}
+
+interface Slot {
+  value?: { text: string; expiresAt: number };
+  lease?: { token: string; expiresAt: number };
+  failures?: { count: number; expiresAt: number };
+}
+
+const FAILED = '\0failed';
+
+/**
+ * A shared tier held in this process, on a {@link Clock}: the same atomic
+ * operations as `RedisStore`, for several `Cache` instances that stand for
+ * several processes in one test or one simulation. The incident lab runs the
+ * shared-tier logic over it in virtual time; it is also a fine shared tier for
+ * caches inside one process.
+ *
+ * Faults are injected by setting {@link outage}: `'hang'` leaves every call
+ * unanswered until the outage ends (a SIGSTOPped Redis), `'error'` rejects at
+ * once (a refused connection). Values survive an outage; `flush()` loses them
+ * (a restarted Redis without persistence).
+ */
+export class InMemorySharedStore implements SharedBackend {
+  private readonly clock: Clock;
+  private readonly latencyMs: number;
+  private readonly slots = new Map<string, Slot>();
+  private readonly channels = new Map<string, Set<(message: string) => void>>();
+  private readonly hung: (() => void)[] = [];
+  private state: 'none' | 'hang' | 'error' = 'none';
+  /**
+   * Lose every bus message while commands still work: a subscriber connection
+   * that died without the client noticing.
+   */
+  dropMessages = false;
+  /** Calls answered, by operation: for tests and the lab's metrics. */
+  readonly calls = { read: 0, acquire: 0, fill: 0, fail: 0, release: 0, write: 0, remove: 0, publish: 0 };
+
+  constructor(options: InMemorySharedStoreOptions = {}) {
+    this.clock = options.clock ?? systemClock;
+    this.latencyMs = options.latencyMs ?? 0;
+  }
+
+  /** The injected fault; setting `'none'` answers every call held by a `'hang'`. */
+  get outage(): 'none' | 'hang' | 'error' {
+    return this.state;
+  }
+
+  set outage(state: 'none' | 'hang' | 'error') {
+    this.state = state;
+    if (state !== 'hang') for (const resume of this.hung.splice(0)) resume();
+  }
+
+  /** Loses every value, lease and failure count (a restart without persistence). */
+  flush(): void {
+    this.slots.clear();
+  }
+
+  read(key: string): Promise<SharedRead | undefined> {
+    return this.op('read', () => {
+      const v = this.live(key).value;
+      return v === undefined ? undefined : { value: v.text, ttlMs: v.expiresAt - this.clock.now() };
+    });
+  }
+
+  acquire(key: string, token: string, ttlMs: number): Promise<LeaseGrant> {
+    return this.op('acquire', () => {
+      const slot = this.live(key);
+      const failures = slot.failures?.count ?? 0;
+      if (slot.lease !== undefined) {
+        return { granted: false, holder: slot.lease.token === FAILED ? 'failed' : 'loading', ttlMs: slot.lease.expiresAt - this.clock.now(), failures };
+      }
+      slot.lease = { token, expiresAt: this.clock.now() + ttlMs };
+      this.slots.set(key, slot);
+      return { granted: true, failures };
+    });
+  }
+
+  fill(key: string, token: string, value: string, ttlMs: number): Promise<boolean> {
+    return this.op('fill', () => {
+      const slot = this.live(key);
+      if (slot.lease?.token !== token) return false;
+      this.slots.set(key, { value: { text: value, expiresAt: this.clock.now() + ttlMs } });
+      return true;
+    });
+  }
+
+  fail(key: string, token: string, failures: number, backoffMs: number): Promise<boolean> {
+    return this.op('fail', () => {
+      const slot = this.live(key);
+      if (slot.lease?.token !== token) return false;
+      const now = this.clock.now();
+      slot.lease = { token: FAILED, expiresAt: now + backoffMs };
+      slot.failures = { count: failures, expiresAt: now + Math.max(backoffMs * 4, 60_000) };
+      return true;
+    });
+  }
+
+  release(key: string, token: string): Promise<void> {
+    return this.op('release', () => {
+      const slot = this.live(key);
+      if (slot.lease?.token === token) delete slot.lease;
+    });
+  }
+
+  write(key: string, value: string, ttlMs: number): Promise<void> {
+    return this.op('write', () => {
+      this.slots.set(key, { value: { text: value, expiresAt: this.clock.now() + ttlMs } });
+    });
+  }
+
+  remove(key: string): Promise<void> {
+    return this.op('remove', () => {
+      this.slots.delete(key);
+    });
+  }
+
+  publish(channel: string, message: string): Promise<void> {
+    return this.op('publish', () => {
+      // Delivered on a later turn, as a real bus would: never inside the publisher's call.
+      for (const listener of this.channels.get(channel) ?? []) this.clock.setTimer(() => listener(message), this.latencyMs);
+    });
+  }
+
+  subscribe(channel: string, listener: (message: string) => void): Promise<() => Promise<void>> {
+    let set = this.channels.get(channel);
+    if (set === undefined) this.channels.set(channel, (set = new Set()));
+    const listeners = set;
+    // Wrapped so one listener subscribed twice is two subscriptions, as on Redis.
+    const wrapped = (message: string): void => {
+      if (this.state === 'none' && !this.dropMessages) listener(message);
+    };
+    listeners.add(wrapped);
+    return Promise.resolve(async () => {
+      listeners.delete(wrapped);
+    });
+  }
+
+  /** The slot of `key` with expired parts dropped (Redis expires them the same way). */
+  private live(key: string): Slot {
+    const slot = this.slots.get(key);
+    if (slot === undefined) return {};
+    const now = this.clock.now();
+    if (slot.value !== undefined && slot.value.expiresAt <= now) delete slot.value;
+    if (slot.lease !== undefined && slot.lease.expiresAt <= now) delete slot.lease;
+    if (slot.failures !== undefined && slot.failures.expiresAt <= now) delete slot.failures;
+    return slot;
+  }
+
+  /** One call: applied after the latency, or held by a hang, or refused by an error outage. */
+  private op<T>(name: keyof InMemorySharedStore['calls'], apply: () => T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const attempt = (): void => {
+        if (this.state === 'error') return reject(new Error(`shared store unavailable (${name})`));
+        if (this.state === 'hang') return void this.hung.push(attempt);
+        this.calls[name]++;
+        resolve(apply());
+      };
+      this.clock.setTimer(attempt, this.latencyMs);
+    });
+  }
+}
