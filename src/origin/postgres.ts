@@ -1,0 +1,203 @@
+/**
+ * Cache loaders over PostgreSQL with `pg` (node-postgres 8): one parameterised
+ * query that returns at most one row, made abortable on the server.
+ *
+ * Imported from `damper/postgres`. It does not import `pg` itself: it takes
+ * your `pg.Pool` (anything with the same `connect`/`query`/`release` shape).
+ *
+ * @module
+ */
+import { createHash } from 'node:crypto';
+import { connect as netConnect } from 'node:net';
+import { type LoaderContext } from '../cache/cache.js';
+import { ConfigError, DamperError } from '../errors.js';
+
+/** The part of a `pg.PoolClient` the loader uses. */
+export interface PgClientLike {
+  query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: unknown[] }>;
+  /** `release(true)` destroys the connection instead of returning it to the pool. */
+  release(destroy?: boolean): void;
+}
+
+/** The part of a `pg.Pool` the loader uses. */
+export interface PgPoolLike {
+  connect(): Promise<PgClientLike>;
+}
+
+/** Options of {@link postgresLoader}. */
+export interface PostgresLoaderOptions<V, R> {
+  /** A `pg.Pool`. Each load checks one connection out for its query, so the load can be cancelled without touching anyone else's. */
+  pool: PgPoolLike;
+  /** The query, with `$1`, `$2`… placeholders. It must return zero or one row. */
+  text: string;
+  /** The query's parameters for a cache key. Default: `(key) => [key]`. */
+  params?: (key: string) => unknown[];
+  /** Maps the one row to the cached value. */
+  row: (row: R) => V;
+  /**
+   * Name of the prepared statement, so each connection parses and plans the
+   * query once. Default: `damper_` and a hash of `text` (two loaders with the
+   * same text share it; pg refuses one name for two texts).
+   */
+  name?: string;
+}
+
+/**
+ * What the helper returns: a cache `Loader<V | undefined>` (it needs only the
+ * key and the signal of its context, so it also fits any `Cache<X>` where
+ * `X` includes `V | undefined`, and can be called alone as `load({ key, signal })`).
+ */
+export type OriginLoader<V> = (context: Pick<LoaderContext<unknown>, 'key' | 'signal'>) => Promise<V | undefined>;
+
+/** `code` of the error a loader rejects with when its query returns more than one row. */
+export const TOO_MANY_ROWS = 'TOO_MANY_ROWS';
+
+/**
+ * Builds a cache loader ({@link OriginLoader}) that runs one query per load and maps its single row.
+ *
+ * The loader takes its parameters from the cache key (`context.key`), so one
+ * loader, made once at startup, serves every key: `articles.get(id, loadArticle)`,
+ * and `articles.warm(ids, loadArticle)` works the same way. Keys that carry a
+ * prefix are parsed by `params`.
+ *
+ * - **No row** → `undefined`: the cache stores "absent" for `absentTtl`
+ *   (negative caching), so a missing id does not query the database on every
+ *   read. This is why the loader's type is `Loader<V | undefined>`: the cache
+ *   must be a `Cache<V | undefined>`.
+ * - **More than one row** → rejects with a `DamperError` whose `code` is
+ *   `'TOO_MANY_ROWS'`. It is an error, not a value: the cache keeps the last
+ *   known good value and backs the key off (principle 1).
+ * - **Abort** (the cache's hard timeout, `loadTimeout`): the loader rejects at
+ *   once with `signal.reason`, and a PostgreSQL cancel request (what psql
+ *   sends on Ctrl-C) goes to the server for the connection running the query,
+ *   so the database stops working on it too. The cancel opens its own short
+ *   socket: it takes no pool slot and no session, so it gets through even when
+ *   the pool is exhausted, which is when timeouts fire. The connection goes
+ *   back to the pool once the server has answered; if the query finished
+ *   before the cancel could land, the connection is destroyed instead, so a
+ *   late cancel can never hit someone else's query. Aborted while waiting for
+ *   a connection, the query is never sent.
+ *
+ * The loader uses no timer. A query that the server never answers (a hung
+ * server) keeps its connection until the socket fails: set `pg`'s
+ * `statement_timeout` (server side) and `query_timeout` (client side) on the
+ * Pool as the backstop for what a cancel cannot reach.
+ *
+ * @example
+ * const pool = new pg.Pool({ connectionString, max: 10, statement_timeout: 15_000 });
+ * const loadArticle = postgresLoader({
+ *   pool,
+ *   text: 'SELECT title, body FROM articles WHERE id = $1',
+ *   row: (r: { title: string; body: string }) => ({ title: r.title, body: r.body }),
+ * });
+ * const articles = new Cache<Article | undefined>({ ttl: 60_000, loadTimeout: 2_000 });
+ * const article = await articles.get(id, loadArticle); // undefined if no such id
+ */
+export function postgresLoader<V, R = Record<string, unknown>>(options: PostgresLoaderOptions<V, R>): OriginLoader<V> {
+  if (typeof options !== 'object' || options === null) throw new ConfigError('postgresLoader options must be an object');
+  const { pool, text, row } = options;
+  if (typeof pool !== 'object' || pool === null || typeof pool.connect !== 'function') throw new ConfigError('postgresLoader: `pool` must be a pg.Pool');
+  if (typeof text !== 'string' || text.trim() === '') throw new ConfigError('postgresLoader: `text` must be a non-empty SQL string');
+  if (typeof row !== 'function') throw new ConfigError('postgresLoader: `row` must be a function');
+  const params = options.params ?? ((key: string) => [key]);
+  if (typeof params !== 'function') throw new ConfigError('postgresLoader: `params` must be a function');
+  const name = options.name ?? `damper_${createHash('sha256').update(text).digest('hex').slice(0, 16)}`;
+  if (typeof name !== 'string' || name === '') throw new ConfigError('postgresLoader: `name` must be a non-empty string');
+
+  return async ({ key, signal }) => {
+    signal.throwIfAborted();
+    const rows = await cancellableQuery(pool, { name, text, values: params(key) }, signal);
+    if (rows.length === 0) return undefined;
+    if (rows.length > 1) throw new DamperError(TOO_MANY_ROWS, `query for key "${key}" returned ${rows.length} rows, expected at most one`);
+    return row(rows[0] as R);
+  };
+}
+
+/** pg's `SQLSTATE` for "canceling statement due to user request". */
+const QUERY_CANCELED = '57014';
+
+/** Runs one query on its own connection; on abort, rejects at once and cancels it on the server. */
+function cancellableQuery(pool: PgPoolLike, config: { name: string; text: string; values: unknown[] }, signal: AbortSignal): Promise<unknown[]> {
+  return new Promise<unknown[]>((resolve, reject) => {
+    let client: PgClientLike | undefined;
+    let cancelSent = false;
+    let released = false;
+    const release = (c: PgClientLike, destroy: boolean): void => {
+      if (released) return;
+      released = true;
+      c.release(destroy);
+    };
+    const onAbort = (): void => {
+      reject(signal.reason);
+      if (client === undefined) return; // still waiting for a connection: the query will not be sent
+      cancelSent = sendCancel(client);
+      // No way to reach the server: drop the connection rather than keep a slot for a result nobody wants.
+      if (!cancelSent) release(client, true);
+    };
+    const done = (): void => signal.removeEventListener('abort', onAbort);
+    signal.addEventListener('abort', onAbort, { once: true });
+
+    pool.connect().then(
+      (c) => {
+        if (signal.aborted) {
+          done();
+          release(c, false);
+          return;
+        }
+        client = c;
+        let query: Promise<{ rows: unknown[] }>;
+        try {
+          query = c.query(config);
+        } catch (error) {
+          done();
+          release(c, false);
+          reject(error);
+          return;
+        }
+        query.then(
+          (result) => {
+            done();
+            // It finished before the cancel took effect, which may still land on this session: discard it.
+            release(c, cancelSent);
+            resolve(result.rows);
+          },
+          (error: unknown) => {
+            done();
+            release(c, cancelSent && sqlState(error) !== QUERY_CANCELED);
+            reject(error);
+          },
+        );
+      },
+      (error: unknown) => {
+        done();
+        reject(error);
+      },
+    );
+  });
+}
+
+function sqlState(error: unknown): unknown {
+  return typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
+}
+
+/**
+ * Sends PostgreSQL's CancelRequest (protocol 3.0: length 16, code 80877102,
+ * backend pid, secret key) on a new socket to the client's server, like
+ * libpq's `PQcancel`. Returns false when the client does not expose what it
+ * needs (pg's `processID`, `secretKey`, `host`, `port`). Errors on that
+ * socket are ignored: a cancel is best effort.
+ */
+function sendCancel(client: PgClientLike): boolean {
+  const { processID, secretKey, host, port } = client as unknown as { processID?: unknown; secretKey?: unknown; host?: unknown; port?: unknown };
+  if (typeof processID !== 'number' || typeof secretKey !== 'number' || typeof port !== 'number') return false;
+  const where = typeof host === 'string' && host !== '' ? host : 'localhost';
+  const packet = Buffer.alloc(16);
+  packet.writeInt32BE(16, 0);
+  packet.writeInt32BE(80877102, 4);
+  packet.writeInt32BE(processID, 8);
+  packet.writeInt32BE(secretKey, 12);
+  const socket = where.startsWith('/') ? netConnect({ path: `${where}/.s.PGSQL.${port}` }) : netConnect({ host: where, port });
+  socket.on('error', () => socket.destroy());
+  socket.on('connect', () => socket.end(packet));
+  return true;
+}
