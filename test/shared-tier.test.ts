@@ -268,7 +268,7 @@ describe('shared tier: untrusted bytes', () => {
       await run(c, 50);
       assert.equal(got.value, `v:${key}`);
     }
-    assert.deepEqual(corrupt, ['version', 'header', 'json', 'oversize']);
+    assert.deepEqual([...new Set(corrupt)], ['version', 'header', 'json', 'oversize']); // each read reports
     await c.close();
   });
 

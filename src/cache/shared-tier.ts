@@ -199,31 +199,28 @@ export class SharedTier {
     let poll = Math.min(25, this.leasePoll);
     for (;;) {
       if (r.signal.aborted) return this.deferred(r.signal.reason);
-      const read = await this.call('read', () => this.store.read(r.key));
-      if (!read.ok) return this.unavailable(r, read.error);
-      let stale: { value: V; servableMs: number; loadMs: number } | undefined;
-      if (read.value !== undefined) {
-        const found = await this.decode(r, read.value.value);
-        if (found !== undefined) {
-          const freshMs = read.value.ttlMs - found.staleFor;
-          if (freshMs > 0 && !r.early) return { kind: 'hit', value: found.value, freshMs, servableMs: read.value.ttlMs, loadMs: found.loadMs };
-          stale = { value: found.value, servableMs: read.value.ttlMs, loadMs: found.loadMs };
-          if (freshMs > 0) {
-            // An early refresh: try for the lease, but a fresh value is still a hit if someone else has it.
-            const early = await this.call('acquire', () => this.store.acquire(r.key, this.token(), this.leaseTtl(r)));
-            if (!early.ok || !early.value.granted) return { kind: 'hit', value: found.value, freshMs, servableMs: read.value.ttlMs, loadMs: found.loadMs };
-            return this.holdLease(r, this.lastToken(), early.value.failures);
-          }
-        }
-      }
+      const seen = await this.lookup(r);
+      if (seen.kind === 'unavailable') return this.unavailable(r, seen.error);
+      if (seen.kind === 'hit' && !r.early) return seen;
       const token = this.token();
       const grant = await this.call('acquire', () => this.store.acquire(r.key, token, this.leaseTtl(r)));
-      if (!grant.ok) return this.unavailable(r, grant.error);
-      if (grant.value.granted) return this.holdLease(r, token, grant.value.failures);
+      if (!grant.ok) return seen.kind === 'hit' ? seen : this.unavailable(r, grant.error);
+      if (grant.value.granted) {
+        if (seen.kind === 'hit') return this.holdLease(r, token, grant.value.failures); // an early refresh
+        // Read and lease are two steps: a holder may have filled and dropped its lease
+        // between them, so look once more before loading (else two loads for one miss).
+        const again = await this.lookup(r);
+        if (again.kind === 'hit') {
+          await this.call('release', () => this.store.release(r.key, token));
+          return again;
+        }
+        return this.holdLease(r, token, grant.value.failures);
+      }
+      if (seen.kind === 'hit') return seen; // an early refresh someone else is already doing
       const held: Extract<LeaseGrant, { granted: false }> = grant.value;
       const retryInMs = Math.min(held.ttlMs, this.leasePoll);
       // Someone else loads (or the key backs off cluster-wide): serve stale if there is any.
-      if (stale !== undefined) return { kind: 'stale', ...stale, retryInMs };
+      if (seen.kind === 'stale') return { ...seen, retryInMs };
       if (r.servable) return { kind: 'deferred', error: new LeaseBackoffError(r.key, held.ttlMs, held.failures), retryInMs };
       if (held.holder === 'failed') return { kind: 'failed', error: new LeaseBackoffError(r.key, held.ttlMs, held.failures), failures: held.failures, retryInMs: held.ttlMs };
       // Nothing to serve: wait for the holder's fill (the bus wakes us) or a bounded poll.
@@ -257,6 +254,20 @@ export class SharedTier {
   }
 
   // ---------------------------------------------------------------- internals
+
+  /** Reads the key's shared value: fresh (a hit), stale, absent or unusable (`none`), or the store unavailable. */
+  private async lookup<V>(r: ResolveRequest<V>): Promise<
+    Extract<Resolution<V>, { kind: 'hit' }> | { kind: 'stale'; value: V; servableMs: number; loadMs: number } | { kind: 'none' } | { kind: 'unavailable'; error: SharedTierError }
+  > {
+    const read = await this.call('read', () => this.store.read(r.key));
+    if (!read.ok) return { kind: 'unavailable', error: read.error };
+    if (read.value === undefined) return { kind: 'none' };
+    const found = await this.decode(r, read.value.value);
+    if (found === undefined) return { kind: 'none' };
+    const freshMs = read.value.ttlMs - found.staleFor;
+    if (freshMs > 0) return { kind: 'hit', value: found.value, freshMs, servableMs: read.value.ttlMs, loadMs: found.loadMs };
+    return { kind: 'stale', value: found.value, servableMs: read.value.ttlMs, loadMs: found.loadMs };
+  }
 
   /** This process holds the lease: load, then fill (or leave a failure marker). */
   private async holdLease<V>(r: ResolveRequest<V>, token: string, clusterFailures: number): Promise<Resolution<V>> {
@@ -354,10 +365,6 @@ export class SharedTier {
 
   private token(): string {
     return `${this.id}.${++this.tokens}`;
-  }
-
-  private lastToken(): string {
-    return `${this.id}.${this.tokens}`;
   }
 
   /**

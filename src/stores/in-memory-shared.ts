@@ -127,7 +127,7 @@ export class InMemorySharedStore implements SharedBackend {
   publish(channel: string, message: string): Promise<void> {
     return this.op('publish', () => {
       // Delivered on a later turn, as a real bus would: never inside the publisher's call.
-      for (const listener of this.channels.get(channel) ?? []) this.clock.setTimer(() => listener(message), this.latencyMs);
+      for (const listener of this.channels.get(channel) ?? []) this.later(() => listener(message));
     });
   }
 
@@ -143,6 +143,16 @@ export class InMemorySharedStore implements SharedBackend {
     return Promise.resolve(async () => {
       listeners.delete(wrapped);
     });
+  }
+
+  /**
+   * Runs `fn` after the simulated latency. With none, on a microtask rather
+   * than a timer: the system clock's timers are unref'd, and a process whose
+   * only pending work is a call to this store must not exit under it.
+   */
+  private later(fn: () => void): void {
+    if (this.latencyMs > 0) this.clock.setTimer(fn, this.latencyMs);
+    else void Promise.resolve().then(fn);
   }
 
   /** The slot of `key` with expired parts dropped (Redis expires them the same way). */
@@ -165,7 +175,7 @@ export class InMemorySharedStore implements SharedBackend {
         this.calls[name]++;
         resolve(apply());
       };
-      this.clock.setTimer(attempt, this.latencyMs);
+      this.later(attempt);
     });
   }
 }
