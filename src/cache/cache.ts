@@ -636,7 +636,12 @@ export class Cache<V> {
     }
     // With a shared tier, the count and delay are the cluster's: backoff grows per key, not per process.
     entry.failures = failures ?? entry.failures + 1;
-    const delay = retryInMs ?? this.backoff.delay(entry.failures, this.random);
+    let delay = retryInMs ?? this.backoff.delay(entry.failures, this.random);
+    // Refused by the origin budget while a value is served: the budget is a
+    // queue for refreshes, not an outage, so the retry waits at most
+    // REFUSED_RETRY_MAX_MS (an exponential backoff to 30 s would leave the key
+    // stale that long for being one of many due at once).
+    if (error instanceof OverloadedError && entry.hasValue) delay = Math.min(delay, REFUSED_RETRY_MAX_MS * (1 - 0.2 * this.clock.random()));
     entry.retryAt = now + delay;
     entry.error = error;
     if (error instanceof ValidationError) {
@@ -653,6 +658,9 @@ export class Cache<V> {
     this.flights.delete(key);
   }
 }
+
+/** Longest wait before a key whose refresh the origin budget refused tries again, ms. */
+const REFUSED_RETRY_MAX_MS = 1_000;
 
 function assertKey(key: unknown): asserts key is string {
   if (typeof key !== 'string' || key.length === 0) throw new ArgumentError(`key must be a non-empty string, got ${key === '' ? 'an empty string' : typeof key}`);

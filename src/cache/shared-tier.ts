@@ -1,5 +1,5 @@
 import { duration, integer, or } from '../config.js';
-import { ArgumentError, type DamperError, LeaseBackoffError, SharedTierError } from '../errors.js';
+import { ArgumentError, type DamperError, LeaseBackoffError, OverloadedError, SharedTierError } from '../errors.js';
 import { CircuitBreaker, type CircuitBreakerOptions } from '../guard/breaker.js';
 import { type GuardContext } from '../guard/guard.js';
 import { type LeaseGrant, type SharedBackend } from '../stores/backend.js';
@@ -276,7 +276,7 @@ export class SharedTier {
     try {
       value = await r.load();
     } catch (error) {
-      if (isOverload(error)) {
+      if (error instanceof OverloadedError) {
         // Refused by this process's own origin budget: not the key's fault, so no
         // failure marker; the lease goes back for another process to take.
         await this.call('release', () => this.store.release(r.key, token));
@@ -466,6 +466,3 @@ export class SharedTier {
   }
 }
 
-function isOverload(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 'OVERLOADED';
-}

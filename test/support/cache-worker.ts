@@ -87,6 +87,7 @@ async function steady(): Promise<void> {
   breaker.on('state', (e) => (stats.breakerState = e.to));
   const cache = new Cache<Item | undefined>({
     ttl: 10_000,
+    ttlJitter: 0.3,
     staleFor: 300_000,
     loadTimeout: 2_000,
     validate: (item) => (item === undefined || item.valid ? true : `row ${item.id} is marked invalid`),
@@ -98,11 +99,7 @@ async function steady(): Promise<void> {
   const had = new Set<number>();
   const interval = 10;
   let carry = 0;
-  let seed = Number(env('WORKER')) * 7919 + 1;
-  const nextId = (): number => {
-    seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
-    return 1 + (seed % keys);
-  };
+  const nextId = (): number => 1 + Math.floor(Math.random() * keys);
   const tick = setInterval(() => {
     carry += (perSecond * interval) / 1_000;
     for (; carry >= 1; carry--) {
