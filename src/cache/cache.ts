@@ -11,7 +11,7 @@ import { systemClock } from '../time/system.js';
 import { shouldRefreshEarly } from './early-refresh.js';
 import { emptyEntry, type Entry } from './entry.js';
 import { type CacheOptions, type LoadOptions, resolveCacheShape, resolveLoadOptions, type ResolvedLoadOptions } from './options.js';
-import { type Resolution, SharedTier } from './shared-tier.js';
+import { type Lookup, type Resolution, SharedTier } from './shared-tier.js';
 import { checkSnapshot, resolveRestoreOptions, type RestoreOptions, type RestoreSummary, type Snapshot, SNAPSHOT_FORMAT, SNAPSHOT_VERSION, type SnapshotEntry } from './snapshot.js';
 import { compileValidator, type Verdict } from './validate.js';
 import { warm, type WarmKeyOutcome, type WarmOptions, type WarmSummary } from './warm.js';
@@ -64,7 +64,8 @@ type Outcome<V> = { readonly ok: true; readonly value: V } | { readonly ok: fals
 /** One load in flight for one key, shared by every caller that wants it. */
 interface Flight<V> {
   promise: Promise<Outcome<V>>;
-  readonly controller: AbortController;
+  /** Created when the load needs one: a flight answered by a fresh shared value never does. */
+  controller: AbortController;
   /** Set by `set`/`delete`/`clear`: the result still reaches its waiters but is not stored. */
   superseded: boolean;
   /**
@@ -107,6 +108,8 @@ export class Cache<V> {
   private readonly events = new Events<CacheEvents>();
   /** The shared tier (Redis), when configured. */
   private readonly shared: SharedTier | undefined;
+  /** Validates a value read from the shared tier (untrusted bytes): `validate`, or accept as is. */
+  private readonly acceptShared = (value: unknown): Verdict<V> | Promise<Verdict<V>> => (this.check === undefined ? { ok: true, value: value as V } : this.check(value as V));
 
   constructor(options: CacheOptions<V> = {}) {
     if (typeof options !== 'object' || options === null) throw new ArgumentError('Cache options must be an object');
@@ -397,7 +400,7 @@ export class Cache<V> {
 
   private start(key: string, entry: Entry<V> | undefined, loader: Loader<V>, o: ResolvedLoadOptions, wait: boolean, warm = false, early = false): Flight<V> {
     assert(!this.flights.has(key), 'one load per key in flight');
-    const flight: Flight<V> = { promise: undefined as unknown as Promise<Outcome<V>>, controller: new AbortController(), superseded: false, warm, early };
+    const flight: Flight<V> = { promise: undefined as unknown as Promise<Outcome<V>>, controller: NO_CONTROLLER, superseded: false, warm, early };
     this.flights.set(key, flight);
     flight.promise = this.run(key, flight, loader, o, entry, wait);
     return flight;
@@ -412,9 +415,22 @@ export class Cache<V> {
    */
   private async run(key: string, flight: Flight<V>, loader: Loader<V>, o: ResolvedLoadOptions, entry: Entry<V> | undefined, wait: boolean): Promise<Outcome<V>> {
     const started = this.clock.now();
+    let first: Lookup<V> | undefined;
+    if (this.shared !== undefined && !flight.early) {
+      // The common miss in a cluster: the value is fresh in the shared tier. It
+      // needs no signal, no hard-timeout timer and no lease (the store's own time
+      // limit bounds the read), so none is made: this is the L2 hit path.
+      first = await this.shared.lookup(key, this.acceptShared);
+      if (first.kind === 'hit') {
+        const outcome = this.settle(key, flight, first, o);
+        if (this.flights.get(key) === flight) this.flights.delete(key);
+        return outcome;
+      }
+    }
     const deadline = started + o.loadTimeout;
-    const { signal } = flight.controller;
-    const timer = this.clock.setTimer(() => flight.controller.abort(new LoadTimeoutError(key, o.loadTimeout, 'load')), o.loadTimeout);
+    const controller = (flight.controller = new AbortController());
+    const { signal } = controller;
+    const timer = this.clock.setTimer(() => controller.abort(new LoadTimeoutError(key, o.loadTimeout, 'load')), o.loadTimeout);
     const stale = entry !== undefined && entry.hasValue ? entry.value : undefined;
     const load = (): Promise<V> => this.load(key, flight, loader, o, stale, wait, deadline);
     try {
@@ -429,9 +445,9 @@ export class Cache<V> {
           staleFor: o.staleFor,
           freshFor: (value) => this.freshFor(value, o),
           backoff: (failures) => this.backoff.delay(failures, this.random),
-          accept: (value) => (this.check === undefined ? { ok: true, value: value as V } : this.check(value as V)),
+          accept: this.acceptShared,
           load,
-        });
+        }, first);
         return this.settle(key, flight, resolution, o);
       }
       const value = await load();
@@ -658,6 +674,9 @@ export class Cache<V> {
     this.flights.delete(key);
   }
 }
+
+/** The controller of a flight that has not needed one (yet). Never aborted. */
+const NO_CONTROLLER = new AbortController();
 
 /** Longest wait before a key whose refresh the origin budget refused tries again, ms. */
 const REFUSED_RETRY_MAX_MS = 1_000;

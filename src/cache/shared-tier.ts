@@ -101,6 +101,20 @@ export type Resolution<V> =
   /** The load failed, here or in the cluster; the key backs off for `retryInMs`. */
   | { readonly kind: 'failed'; readonly error: unknown; readonly failures: number; readonly retryInMs: number };
 
+/** A store call in flight, with when it gives up. */
+interface PendingCall {
+  readonly deadline: number;
+  readonly operation: string;
+  readonly reject: (error: SharedTierError) => void;
+}
+
+/** What one look at the shared tier found. */
+export type Lookup<V> =
+  | Extract<Resolution<V>, { kind: 'hit' }>
+  | { readonly kind: 'stale'; readonly value: V; readonly servableMs: number; readonly loadMs: number }
+  | { readonly kind: 'none' }
+  | { readonly kind: 'unavailable'; readonly error: SharedTierError };
+
 const NEVER = new AbortController().signal;
 
 /**
@@ -146,6 +160,9 @@ export class SharedTier {
   private subscribing = false;
   private ticker: Timer | undefined;
   private closed = false;
+  /** Store calls in flight, for the time-limit sweep. */
+  private readonly pending = new Set<PendingCall>();
+  private sweeper: Timer | undefined;
 
   constructor(options: SharedTierOptions, clock: Clock, hooks: SharedTierHooks) {
     if (typeof options !== 'object' || options === null) throw new ArgumentError('shared must be an object with a `store`');
@@ -185,6 +202,8 @@ export class SharedTier {
   async close(): Promise<void> {
     this.closed = true;
     this.ticker?.cancel();
+    this.sweeper?.cancel();
+    this.sweeper = undefined;
     this.waiters.wakeAll();
     const unsubscribe = this.unsubscribe;
     this.unsubscribe = undefined;
@@ -195,11 +214,12 @@ export class SharedTier {
    * Resolves one key in flight: the store's value if fresh, else the lease
    * protocol. Never rejects: every outcome is data.
    */
-  async resolve<V>(r: ResolveRequest<V>): Promise<Resolution<V>> {
+  async resolve<V>(r: ResolveRequest<V>, first?: Lookup<V>): Promise<Resolution<V>> {
     let poll = Math.min(25, this.leasePoll);
+    let seen = first;
     for (;;) {
       if (r.signal.aborted) return this.deferred(r.signal.reason);
-      const seen = await this.lookup(r);
+      seen ??= await this.lookup(r.key, r.accept);
       if (seen.kind === 'unavailable') return this.unavailable(r, seen.error);
       if (seen.kind === 'hit' && !r.early) return seen;
       const token = this.token();
@@ -209,7 +229,7 @@ export class SharedTier {
         if (seen.kind === 'hit') return this.holdLease(r, token, grant.value.failures); // an early refresh
         // Read and lease are two steps: a holder may have filled and dropped its lease
         // between them, so look once more before loading (else two loads for one miss).
-        const again = await this.lookup(r);
+        const again = await this.lookup(r.key, r.accept);
         if (again.kind === 'hit') {
           await this.call('release', () => this.store.release(r.key, token));
           return again;
@@ -226,6 +246,7 @@ export class SharedTier {
       // Nothing to serve: wait for the holder's fill (the bus wakes us) or a bounded poll.
       await this.waiters.wait(r.key, Math.min(poll, held.ttlMs, Math.max(0, r.deadline - this.clock.now())), r.signal, this.clock);
       poll = Math.min(poll * 2, this.leasePoll);
+      seen = undefined;
     }
   }
 
@@ -255,14 +276,17 @@ export class SharedTier {
 
   // ---------------------------------------------------------------- internals
 
-  /** Reads the key's shared value: fresh (a hit), stale, absent or unusable (`none`), or the store unavailable. */
-  private async lookup<V>(r: ResolveRequest<V>): Promise<
-    Extract<Resolution<V>, { kind: 'hit' }> | { kind: 'stale'; value: V; servableMs: number; loadMs: number } | { kind: 'none' } | { kind: 'unavailable'; error: SharedTierError }
-  > {
-    const read = await this.call('read', () => this.store.read(r.key));
+  /**
+   * Reads the key's shared value: fresh (a hit), stale, absent or unusable
+   * (`none`), or the store unavailable. Never rejects. A hit is the common
+   * miss of a cluster; the cache calls this first, before it arms anything a
+   * load would need.
+   */
+  async lookup<V>(key: string, accept: (value: unknown) => Verdict<V> | Promise<Verdict<V>>): Promise<Lookup<V>> {
+    const read = await this.call('read', () => this.store.read(key));
     if (!read.ok) return { kind: 'unavailable', error: read.error };
     if (read.value === undefined) return { kind: 'none' };
-    const found = await this.decode(r, read.value.value);
+    const found = await this.decode(key, accept, read.value.value);
     if (found === undefined) return { kind: 'none' };
     const freshMs = read.value.ttlMs - found.staleFor;
     if (freshMs > 0) return { kind: 'hit', value: found.value, freshMs, servableMs: read.value.ttlMs, loadMs: found.loadMs };
@@ -323,22 +347,22 @@ export class SharedTier {
   }
 
   /** A stored string made into a value, or undefined (reported) when it cannot be used. */
-  private async decode<V>(r: ResolveRequest<V>, text: string): Promise<{ value: V; staleFor: number; loadMs: number } | undefined> {
+  private async decode<V>(key: string, accept: (value: unknown) => Verdict<V> | Promise<Verdict<V>>, text: string): Promise<{ value: V; staleFor: number; loadMs: number } | undefined> {
     const decoded = decodeEnvelope(text, this.maxValueChars);
     if (!decoded.ok) {
-      this.hooks.corrupt(r.key, decoded.reason);
+      this.hooks.corrupt(key, decoded.reason);
       return undefined;
     }
     const { value, staleFor, loadMs } = decoded.envelope;
     if (value === undefined) return { value: value as V, staleFor, loadMs };
     let verdict: Verdict<V>;
     try {
-      verdict = await r.accept(value);
+      verdict = await accept(value);
     } catch {
       verdict = { ok: false, reason: 'validator threw' };
     }
     if (!verdict.ok) {
-      this.hooks.corrupt(r.key, 'invalid');
+      this.hooks.corrupt(key, 'invalid');
       return undefined;
     }
     return { value: verdict.value, staleFor, loadMs };
@@ -382,9 +406,18 @@ export class SharedTier {
     }
   }
 
+  /**
+   * Runs `fn` with the store's time limit. One sweep timer serves every call
+   * in flight (armed while any is pending, every `timeout / 4`) rather than a
+   * timer per call: the read path runs this on every L1 miss, and arming and
+   * clearing a timer per call was a visible share of an L2 hit. A call thus
+   * gives up between `timeout` and `1.25 × timeout` after it started.
+   */
   private timed<T>(operation: string, fn: () => Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const timer = this.clock.setTimer(() => reject(new SharedTierError(operation, new Error(`no answer within ${this.timeout} ms`))), this.timeout);
+      const call: PendingCall = { deadline: this.clock.now() + this.timeout, operation, reject };
+      this.pending.add(call);
+      if (this.sweeper === undefined) this.sweeper = this.clock.setTimer(this.sweep, this.timeout / 4);
       let p: Promise<T>;
       try {
         p = fn();
@@ -393,16 +426,27 @@ export class SharedTier {
       }
       p.then(
         (v) => {
-          timer.cancel();
+          this.pending.delete(call);
           resolve(v);
         },
         (e: unknown) => {
-          timer.cancel();
+          this.pending.delete(call);
           reject(e);
         },
       );
     });
   }
+
+  private readonly sweep = (): void => {
+    this.sweeper = undefined;
+    const now = this.clock.now();
+    for (const call of this.pending) {
+      if (now < call.deadline) continue;
+      this.pending.delete(call);
+      call.reject(new SharedTierError(call.operation, new Error(`no answer within ${this.timeout} ms`)));
+    }
+    if (this.pending.size > 0) this.sweeper = this.clock.setTimer(this.sweep, this.timeout / 4);
+  };
 
   // ---------------------------------------------------------------- the bus
 
