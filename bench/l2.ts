@@ -180,7 +180,7 @@ export async function l2Bench(log: (line: string) => void, options: { rounds?: n
     for (const s of [latency, throughput]) {
       for (const i of [0, 1, L2_KEYS - 1]) {
         const want = JSON.stringify(valueOf(i));
-        const got = [await s.readers[0]!.get(keys[i]!, loader), await s.client.get(rawKeys[i]!).then(parse), await s.store.read(keys[i]!).then(decode)];
+        const got = [await s.readers[0]!.get(keys[i]!, loader), await s.client.get(rawKeys[i]!).then(parse), await s.store.read(`${NAMESPACE}:${keys[i]!}`).then(decode)];
         for (const g of got) if (JSON.stringify(g) !== want) throw new Error(`wrong value for ${keys[i]}: ${JSON.stringify(g)}`);
       }
       for (const r of s.readers) r.clear();
@@ -250,7 +250,7 @@ async function latencyBench(log: (line: string) => void, o: BenchInput & { round
   // Each row's `get` is its own function literal (see hit-path.ts's `driver`).
   const contenders: { name: string; keys: readonly string[]; get: Get; wrap: () => void }[] = [
     { name: RAW, keys: o.rawKeys, get: (key) => client.get(key).then(parse), wrap: () => {} },
-    { name: STORE, keys: o.keys, get: (key) => store.read(key).then(decode), wrap: () => {} },
+    { name: STORE, keys: o.keys, get: (key) => store.read(`${NAMESPACE}:${key}`).then(decode), wrap: () => {} },
     {
       name: DAMPER,
       keys: o.keys,
@@ -319,7 +319,7 @@ async function throughputBench(log: (line: string) => void, o: BenchInput & { ro
   const batches = (keys: readonly string[]): string[][] => Array.from({ length: keys.length / L2_BATCH }, (_, b) => keys.slice(b * L2_BATCH, (b + 1) * L2_BATCH));
   const contenders: { name: string; batches: string[][]; get: Get }[] = [
     { name: RAW, batches: batches(o.rawKeys), get: (key) => client.get(key).then(parse) },
-    { name: STORE, batches: batches(o.keys), get: (key) => store.read(key).then(decode) },
+    { name: STORE, batches: batches(o.keys), get: (key) => store.read(`${NAMESPACE}:${key}`).then(decode) },
     { name: DAMPER, batches: batches(o.keys), get: (key) => cache.get(key, loader) },
   ];
   const runners = new Map(contenders.map((c, id) => [c.name, batchDriver(id, c.get)]));

@@ -99,7 +99,7 @@ describe('shared tier: leases', () => {
     const c = cluster(1, { loadTimeout: 2_000 });
     await run(c, 50);
     // A process that took the lease and vanished.
-    const grant = await Promise.all([c.store.acquire('k', 'dead.1', 1_000), run(c, 5)]);
+    const grant = await Promise.all([c.store.acquire('default:k', 'dead.1', 1_000), run(c, 5)]);
     assert.equal(grant[0].granted, true);
     const get = track(c.caches[0]!.get('k', origin(c, 10)));
     await run(c, 900);
@@ -250,6 +250,59 @@ describe('shared tier: a degraded store is never a reason to hit the origin hard
   });
 });
 
+describe('shared tier: namespaces and values that cannot be shared', () => {
+  test('two caches on one store with different namespaces share neither keys nor invalidations', async () => {
+    const clock = new VirtualClock({ seed: 3 });
+    const store = new InMemorySharedStore({ clock, latencyMs: 1 });
+    const users = new Cache<string>({ clock, shared: { store, namespace: 'users' } });
+    const orders = new Cache<string>({ clock, shared: { store, namespace: 'orders' } });
+    const a = track(users.get('1', () => 'user 1'));
+    const b = track(orders.get('1', () => 'order 1'));
+    await clock.advance(50);
+    assert.deepEqual([a.value, b.value], ['user 1', 'order 1']);
+    const del = track(users.delete('1'));
+    await clock.advance(50);
+    assert.equal(del.settled, true);
+    assert.equal(orders.peek('1'), 'order 1');
+    assert.throws(() => new Cache({ shared: { store, namespace: 'a:b' } }), /namespace/);
+    await Promise.all([users.close(), orders.close()]);
+  });
+
+  test('a value too large to share frees its lease at once, and a set of one removes the older shared value', async () => {
+    const c = cluster(2, { shared: { store: undefined as never, maxValueChars: 100 } });
+    await run(c, 50);
+    const [a, b] = c.caches as [Cache<string>, Cache<string>];
+    const oversize: string[] = [];
+    a.on('corrupt', (e) => oversize.push(e.reason));
+    const big = 'x'.repeat(200);
+    const first = track(a.get('k', async () => big));
+    const second = track(b.get('k', origin(c, 5, () => 'from b')));
+    await run(c, 60);
+    assert.equal(first.value, big);
+    assert.equal(second.value, 'from b', 'b loaded as soon as the lease was released, not after its ttl');
+    assert.deepEqual(oversize, ['oversize']);
+    // b's value is shared; a set of an oversize value on a must not leave it there.
+    await Promise.all([a.set('k', big), run(c, 20)]);
+    const reads = track(c.store.read('default:k'));
+    await run(c, 5);
+    assert.equal(reads.value, undefined);
+    assert.equal(b.peek('k'), undefined, 'b was told to drop its copy');
+    await c.close();
+  });
+
+  test('set rejects when the other processes could not be told', async () => {
+    const c = cluster(1);
+    await run(c, 50);
+    const original = c.store.publish.bind(c.store);
+    c.store.publish = () => Promise.reject(new Error('bus down'));
+    const set = track(c.caches[0]!.set('k', 'v'));
+    await run(c, 20);
+    assert.ok(set.error instanceof SharedTierError);
+    c.store.publish = original;
+    await c.close();
+  });
+});
+
 describe('shared tier: untrusted bytes', () => {
   test('a corrupt or foreign entry is a reported miss, never a crash', async () => {
     const c = cluster(1);
@@ -263,7 +316,7 @@ describe('shared tier: untrusted bytes', () => {
       ['c', 'd1|60000|3|{"broken'],
       ['d', `d1|60000|3|"${'x'.repeat(2_000_000)}"`],
     ] as const) {
-      await Promise.all([c.store.write(`${key}`, text, 60_000), run(c, 5)]);
+      await Promise.all([c.store.write(`default:${key}`, text, 60_000), run(c, 5)]);
       const got = track(cache.get(key, origin(c, 5)));
       await run(c, 50);
       assert.equal(got.value, `v:${key}`);

@@ -12,7 +12,7 @@ import { type Verdict } from './validate.js';
 export interface SharedTierOptions {
   /** The backend every process sees: a `RedisStore`, or an `InMemorySharedStore` in tests and the lab. */
   store: SharedBackend;
-  /** Keeps this cache's keys and bus apart from other caches on the same store. Default `default`. */
+  /** Keeps this cache's keys and bus apart from other caches on the same store (`namespace:key` in the store). Default `default`; no `:` or `|`. */
   namespace?: string;
   /**
    * Time limit on each call to the store, ms. Default 250. Tight on purpose:
@@ -38,7 +38,8 @@ export interface SharedTierOptions {
    * An invalidation sent meanwhile cannot arrive, so a value served from
    * memory is known to be current only this long: past it, the value is
    * stale (still served while a refresh runs) and the next read goes to the
-   * store. A value may thus be outdated for at most `busTimeout + freshWithoutBus`.
+   * store. The loss is judged at each heartbeat, so a value may be outdated
+   * for at most `busTimeout + heartbeat + freshWithoutBus`.
    */
   freshWithoutBus?: number;
   /**
@@ -174,8 +175,9 @@ export class SharedTier {
     this.clock = clock;
     this.hooks = hooks;
     const namespace = or(options.namespace, 'default');
-    if (typeof namespace !== 'string' || namespace.length === 0 || namespace.includes('|')) {
-      throw new ArgumentError(`shared.namespace must be a non-empty string without "|", got ${JSON.stringify(namespace)}`);
+    // No ':' (it ends the namespace in the store's keys, so "a:b" + "c" and "a" + "b:c" could meet) and no '|' (it ends a bus message's header).
+    if (typeof namespace !== 'string' || namespace.length === 0 || /[:|]/.test(namespace)) {
+      throw new ArgumentError(`shared.namespace must be a non-empty string without ":" or "|", got ${JSON.stringify(namespace)}`);
     }
     this.namespace = namespace;
     this.timeout = duration('shared.timeout', or(options.timeout, 250), { positive: true, timer: true });
@@ -223,7 +225,7 @@ export class SharedTier {
       if (seen.kind === 'unavailable') return this.unavailable(r, seen.error);
       if (seen.kind === 'hit' && !r.early) return seen;
       const token = this.token();
-      const grant = await this.call('acquire', () => this.store.acquire(r.key, token, this.leaseTtl(r)));
+      const grant = await this.call('acquire', () => this.store.acquire(this.keyOf(r.key), token, this.leaseTtl(r)));
       if (!grant.ok) return seen.kind === 'hit' ? seen : this.unavailable(r, grant.error);
       if (grant.value.granted) {
         if (seen.kind === 'hit') return this.holdLease(r, token, grant.value.failures); // an early refresh
@@ -231,7 +233,7 @@ export class SharedTier {
         // between them, so look once more before loading (else two loads for one miss).
         const again = await this.lookup(r.key, r.accept);
         if (again.kind === 'hit') {
-          await this.call('release', () => this.store.release(r.key, token));
+          await this.call('release', () => this.store.release(this.keyOf(r.key), token));
           return again;
         }
         return this.holdLease(r, token, grant.value.failures);
@@ -253,25 +255,29 @@ export class SharedTier {
   /**
    * Shares a value written by `cache.set`: stored unconditionally, any lease
    * dropped, every other process told to forget its copy.
-   * @throws SharedTierError when the store could not be reached.
+   * @throws SharedTierError when the store could not be reached, or the other
+   *   processes could not be told (the store itself was changed then).
    */
   async write(key: string, value: unknown, freshMs: number, staleFor: number): Promise<void> {
     const text = this.encode(key, value, staleFor, 0);
-    if (text === undefined) return;
-    const done = await this.call('write', () => this.store.write(key, text, freshMs + staleFor));
+    // A value that cannot be shared (too large, not JSON) must not leave the
+    // older one in the store for the other processes to serve: remove it.
+    if (text === undefined) return this.remove(key);
+    const done = await this.call('write', () => this.store.write(this.keyOf(key), text, freshMs + staleFor));
     if (!done.ok) throw done.error;
-    await this.announce('s', key);
+    await this.announce('s', key, true);
   }
 
   /**
    * Removes a key cluster-wide: value, lease (a load in flight anywhere can no
    * longer fill), failure count; every process told to forget it.
-   * @throws SharedTierError when the store could not be reached.
+   * @throws SharedTierError when the store could not be reached, or the other
+   *   processes could not be told (the store itself was changed then).
    */
   async remove(key: string): Promise<void> {
-    const done = await this.call('remove', () => this.store.remove(key));
+    const done = await this.call('remove', () => this.store.remove(this.keyOf(key)));
     if (!done.ok) throw done.error;
-    await this.announce('d', key);
+    await this.announce('d', key, true);
   }
 
   // ---------------------------------------------------------------- internals
@@ -283,7 +289,7 @@ export class SharedTier {
    * load would need.
    */
   async lookup<V>(key: string, accept: (value: unknown) => Verdict<V> | Promise<Verdict<V>>): Promise<Lookup<V>> {
-    const read = await this.call('read', () => this.store.read(key));
+    const read = await this.call('read', () => this.store.read(this.keyOf(key)));
     if (!read.ok) return { kind: 'unavailable', error: read.error };
     if (read.value === undefined) return { kind: 'none' };
     const found = await this.decode(key, accept, read.value.value);
@@ -303,20 +309,24 @@ export class SharedTier {
       if (error instanceof OverloadedError) {
         // Refused by this process's own origin budget: not the key's fault, so no
         // failure marker; the lease goes back for another process to take.
-        await this.call('release', () => this.store.release(r.key, token));
+        await this.call('release', () => this.store.release(this.keyOf(r.key), token));
         return { kind: 'failed', error, failures: r.failures + 1, retryInMs: r.backoff(r.failures + 1) };
       }
       const failures = Math.max(r.failures, clusterFailures) + 1;
       const retryInMs = r.backoff(failures);
-      const marked = await this.call('fail', () => this.store.fail(r.key, token, failures, retryInMs));
+      const marked = await this.call('fail', () => this.store.fail(this.keyOf(r.key), token, failures, retryInMs));
       if (marked.ok && marked.value) await this.announce('x', r.key);
       return { kind: 'failed', error, failures, retryInMs };
     }
     const loadMs = this.clock.now() - started;
     const freshMs = r.freshFor(value);
     const text = this.encode(r.key, value, r.staleFor, loadMs);
-    if (text === undefined) return { kind: 'loaded', value, freshMs, loadMs, keep: true };
-    const filled = await this.call('fill', () => this.store.fill(r.key, token, text, freshMs + r.staleFor));
+    if (text === undefined) {
+      // Cannot be shared (too large, or not JSON): free the lease so waiters do not sit out its ttl.
+      await this.call('release', () => this.store.release(this.keyOf(r.key), token));
+      return { kind: 'loaded', value, freshMs, loadMs, keep: true };
+    }
+    const filled = await this.call('fill', () => this.store.fill(this.keyOf(r.key), token, text, freshMs + r.staleFor));
     if (filled.ok && filled.value) await this.announce('f', r.key);
     // Refused: a write or delete came after the lease was granted; this value may be older than it.
     return { kind: 'loaded', value, freshMs, loadMs, keep: !filled.ok || filled.value };
@@ -381,6 +391,11 @@ export class SharedTier {
       return undefined;
     }
     return text;
+  }
+
+  /** The store's key: the namespace keeps caches that share a store apart (their keys and their bus). */
+  private keyOf(key: string): string {
+    return `${this.namespace}:${key}`;
   }
 
   private leaseTtl(r: ResolveRequest<unknown>): number {
@@ -450,9 +465,15 @@ export class SharedTier {
 
   // ---------------------------------------------------------------- the bus
 
-  /** Publishes `kind` for `key` (best effort: a lost message is covered by the lease poll and `freshWithoutBus`). */
-  private async announce(kind: 'f' | 's' | 'd' | 'x' | 'h', key: string): Promise<void> {
-    await this.call('publish', () => this.store.publish(this.namespace, `${kind}${this.id}|${key}`));
+  /**
+   * Publishes `kind` for `key`. Best effort for fills, failures and
+   * heartbeats (a lost message is covered by the lease poll and
+   * `freshWithoutBus`); `required` for `set` and `delete`, whose callers
+   * must learn that the other processes were not told.
+   */
+  private async announce(kind: 'f' | 's' | 'd' | 'x' | 'h', key: string, required = false): Promise<void> {
+    const sent = await this.call('publish', () => this.store.publish(this.namespace, `${kind}${this.id}|${key}`));
+    if (!sent.ok && required) throw sent.error;
   }
 
   private onMessage(message: string): void {
