@@ -5,6 +5,7 @@ import { AbortedError, ConfigError, type DamperError, OverloadedError } from '..
 import { onAbort } from './abort.js';
 import { callContext, type CallOptions, type Guard, type GuardContext } from './guard.js';
 import { type LimitAlgorithm } from './limit-algorithms.js';
+import { PriorityLanes } from './lanes.js';
 import { priorityRank } from './priority.js';
 
 /** Queueing delay (ms) beyond which arrivals of a priority are shed at once. */
@@ -54,12 +55,6 @@ interface Waiter {
   refuse(error: DamperError): void;
 }
 
-/** One priority's queue: an array used as a deque, abandoned waiters removed eagerly. */
-class Lane {
-  readonly waiters: Waiter[] = [];
-  constructor(readonly rank: number) {}
-}
-
 /**
  * A concurrency limit with a bounded, time-limited, priority-ordered queue:
  * the cache's default origin budget, and a guard for any dependency. Beyond
@@ -82,9 +77,7 @@ export class ConcurrencyLimiter implements Guard {
   private readonly shed: Readonly<Record<number, number>>;
   private readonly clock: Clock;
   private running = 0;
-  private waiting = 0;
-  /** Lanes by rank, highest first. */
-  private readonly lanes: Lane[] = [];
+  private readonly queue = new PriorityLanes<Waiter>();
   /** When the queue was last empty: CoDel's "standing queue" test. */
   private emptySince = 0;
 
@@ -126,7 +119,7 @@ export class ConcurrencyLimiter implements Guard {
 
   /** Tasks waiting for a slot. */
   get queued(): number {
-    return this.waiting;
+    return this.queue.size;
   }
 
   /** Runs `fn` under the limit, outside any cache. */
@@ -135,7 +128,7 @@ export class ConcurrencyLimiter implements Guard {
   }
 
   async run<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext): Promise<T> {
-    if (this.running < this.limit && this.waiting === 0) this.running++;
+    if (this.running < this.limit && this.queue.size === 0) this.running++;
     else await this.enqueue(context);
     if (this.algorithm === undefined) {
       try {
@@ -169,13 +162,13 @@ export class ConcurrencyLimiter implements Guard {
     const delay = now - this.oldestSince(now);
     const allowed = this.shed[rank];
     if (allowed !== undefined && delay > allowed) return Promise.reject(new OverloadedError(`shed: queueing delay ${Math.round(delay)} ms exceeds ${allowed} ms for this priority ("${key}")`));
-    if (this.waiting >= this.maxQueue) {
+    if (this.queue.size >= this.maxQueue) {
       // Full: make room by refusing the lowest-ranked waiter, if this call outranks it.
-      const lowest = this.lanes.at(-1);
+      const lowest = this.queue.lowest();
       if (lowest === undefined || lowest.rank >= rank) return Promise.reject(new OverloadedError(`limit reached (${this.limit} running, ${this.maxQueue} queued); "${key}" refused`));
-      lowest.waiters.at(-1)?.refuse(new OverloadedError('shed: a higher-priority call needed the queue slot'));
+      lowest.refuse(new OverloadedError('shed: a higher-priority call needed the queue slot'));
     }
-    const standing = this.codel !== undefined && this.waiting > 0 && now - this.emptySince > this.codel.interval;
+    const standing = this.codel !== undefined && this.queue.size > 0 && now - this.emptySince > this.codel.interval;
     const timeout = standing ? Math.min(this.codel!.target, this.queueTimeout) : this.queueTimeout;
     return new Promise<void>((resolve, reject) => {
       const leave = (): void => {
@@ -205,7 +198,7 @@ export class ConcurrencyLimiter implements Guard {
   private release(): void {
     this.running--;
     // Fill every free slot (an adaptive limit may have grown).
-    while (this.running < this.limit && this.waiting > 0) {
+    while (this.running < this.limit && this.queue.size > 0) {
       const next = this.next();
       this.running++;
       next.grant();
@@ -214,41 +207,26 @@ export class ConcurrencyLimiter implements Guard {
 
   /** The waiter to serve next: highest priority; within it oldest first, or newest once the queue stands. */
   private next(): Waiter {
-    const lane = this.lanes[0]!;
     const now = this.clock.now();
     const lifo = this.order === 'adaptive-lifo' && this.codel !== undefined && now - this.emptySince > this.codel.interval;
-    return lifo ? lane.waiters.at(-1)! : lane.waiters[0]!;
+    return (lifo ? this.queue.last() : this.queue.first())!;
   }
 
   private oldestSince(now: number): number {
     let oldest = now;
-    for (const lane of this.lanes) {
-      const first = lane.waiters[0];
-      if (first !== undefined && first.since < oldest) oldest = first.since;
-    }
+    for (const first of this.queue.oldestOfEachRank()) if (first.since < oldest) oldest = first.since;
     return oldest;
   }
 
   private add(w: Waiter): void {
-    if (this.waiting === 0) this.emptySince = this.clock.now();
-    let i = this.lanes.findIndex((l) => l.rank <= w.rank);
-    if (i === -1 || this.lanes[i]!.rank !== w.rank) {
-      i = i === -1 ? this.lanes.length : i;
-      this.lanes.splice(i, 0, new Lane(w.rank));
-    }
-    this.lanes[i]!.waiters.push(w);
-    this.waiting++;
+    if (this.queue.size === 0) this.emptySince = this.clock.now();
+    this.queue.add(w);
   }
 
   private remove(w: Waiter): void {
-    const i = this.lanes.findIndex((l) => l.rank === w.rank);
-    if (i === -1) return;
-    const lane = this.lanes[i]!;
-    const j = lane.waiters.indexOf(w);
-    if (j === -1) return;
-    lane.waiters.splice(j, 1);
-    this.waiting--;
-    if (lane.waiters.length === 0) this.lanes.splice(i, 1);
-    if (this.waiting === 0) this.emptySince = this.clock.now();
+    const before = this.queue.size;
+    this.queue.remove(w);
+    if (this.queue.size < before && this.queue.size === 0) this.emptySince = this.clock.now();
   }
+
 }

@@ -6,6 +6,7 @@ import { AbortedError, ConfigError, type DamperError, DeadlineExceededError, Ove
 import { onAbort } from './abort.js';
 import { effectiveDeadline } from './deadline.js';
 import { callContext, type CallOptions, type Guard, type GuardContext } from './guard.js';
+import { PriorityLanes } from './lanes.js';
 import { priorityRank } from './priority.js';
 
 /** Options for {@link RateLimiter}. */
@@ -41,12 +42,6 @@ interface Waiter {
   readonly rank: number;
   grant(): void;
   refuse(error: DamperError): void;
-}
-
-/** One priority's queue, oldest first; abandoned waiters are removed eagerly. */
-class Lane {
-  readonly waiters: Waiter[] = [];
-  constructor(readonly rank: number) {}
 }
 
 // Float slack on token counts: 1000 / 3 ms at 3 per second accrues 0.9999999999999999 of a token.
@@ -104,9 +99,8 @@ export class RateLimiter implements Guard {
   private readonly backgroundNeed: number;
   private level: number;
   private refilledAt: number;
-  private waiting = 0;
-  /** Lanes by rank, highest first. */
-  private readonly lanes: Lane[] = [];
+
+  private readonly queue = new PriorityLanes<Waiter>();
   private wake: Timer | undefined;
   private wakeAt = 0;
   private readonly onWake = (): void => {
@@ -137,7 +131,7 @@ export class RateLimiter implements Guard {
 
   /** Calls waiting for a token. */
   get queued(): number {
-    return this.waiting;
+    return this.queue.size;
   }
 
   /** Runs `fn` under the rate, outside any cache. */
@@ -148,7 +142,7 @@ export class RateLimiter implements Guard {
   run<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext): Promise<T> {
     const { signal } = context;
     const rank = priorityRank(context.priority);
-    if (!signal.aborted && (this.waiting === 0 || this.lanes[0]!.rank < rank)) {
+    if (!signal.aborted && (this.queue.size === 0 || this.queue.topRank! < rank)) {
       this.refill();
       if (this.level + EPSILON >= this.need(rank) && !this.expired(context)) {
         this.take();
@@ -172,11 +166,11 @@ export class RateLimiter implements Guard {
       const next = Math.ceil(((this.need(rank) - this.level) * 1000) / this.rate);
       return Promise.reject(new OverloadedError(`rate limit reached (${this.rate}/s); "${key}" not queued because a value can be served meanwhile; next token in ${Math.max(0, next)} ms`));
     }
-    if (this.waiting >= this.maxQueue) {
+    if (this.queue.size >= this.maxQueue) {
       // Full: make room by refusing the newest of the lowest-ranked waiters, if this call outranks them.
-      const lowest = this.lanes.at(-1);
+      const lowest = this.queue.lowest();
       if (lowest === undefined || lowest.rank >= rank) return Promise.reject(new OverloadedError(`rate limit reached (${this.rate}/s, ${this.maxQueue} queued); "${key}" refused`));
-      lowest.waiters.at(-1)?.refuse(new OverloadedError('shed: a higher-priority call needed the queue slot'));
+      lowest.refuse(new OverloadedError('shed: a higher-priority call needed the queue slot'));
     }
     const byDeadline = deadline !== undefined && deadline - now <= this.queueTimeout;
     const timeout = byDeadline ? deadline - now : this.queueTimeout;
@@ -184,7 +178,7 @@ export class RateLimiter implements Guard {
       const leave = (): boolean => {
         timer.cancel();
         unsubscribe();
-        return this.remove(waiter);
+        return this.queue.remove(waiter);
       };
       const waiter: Waiter = {
         rank,
@@ -207,7 +201,7 @@ export class RateLimiter implements Guard {
       );
       // One listener per signal however many calls share it (a server's shutdown signal, say).
       const unsubscribe = onAbort(signal, () => waiter.refuse(new AbortedError(`call for "${key}" aborted while waiting for a token`, signal.reason)));
-      this.add(waiter);
+      this.queue.add(waiter);
       // Admits it at once if it is at the head and its token is there (a late wake-up timer), else moves the wake-up.
       this.drain();
     });
@@ -241,8 +235,7 @@ export class RateLimiter implements Guard {
   /** Admits waiters from the head while their tokens are there, then sets the wake-up for the next. */
   private drain(): void {
     this.refill();
-    for (let lane = this.lanes[0]; lane !== undefined; lane = this.lanes[0]) {
-      const head = lane.waiters[0]!;
+    for (let head = this.queue.first(); head !== undefined; head = this.queue.first()) {
       if (this.level + EPSILON < this.need(head.rank)) break;
       this.take();
       head.grant();
@@ -252,43 +245,19 @@ export class RateLimiter implements Guard {
 
   /** One timer, at the instant the head's token accrues; none when nobody waits. */
   private schedule(): void {
-    const lane = this.lanes[0];
-    if (lane === undefined) {
+    const head = this.queue.first();
+    if (head === undefined) {
       this.wake?.cancel();
       this.wake = undefined;
       return;
     }
     this.refill();
     const now = this.clock.now();
-    const delay = Math.min(MAX_TIMER_MS, Math.max(0, ((this.need(lane.rank) - this.level) * 1000) / this.rate));
+    const delay = Math.min(MAX_TIMER_MS, Math.max(0, ((this.need(head.rank) - this.level) * 1000) / this.rate));
     const at = now + delay;
     if (this.wake !== undefined && this.wakeAt === at) return;
     this.wake?.cancel();
     this.wakeAt = at;
     this.wake = this.clock.setTimer(this.onWake, delay);
-  }
-
-  private add(w: Waiter): void {
-    let i = this.lanes.findIndex((l) => l.rank <= w.rank);
-    if (i === -1 || this.lanes[i]!.rank !== w.rank) {
-      i = i === -1 ? this.lanes.length : i;
-      this.lanes.splice(i, 0, new Lane(w.rank));
-    }
-    this.lanes[i]!.waiters.push(w);
-    this.waiting++;
-  }
-
-  /** Takes `w` out of the queue; says whether it was the head. */
-  private remove(w: Waiter): boolean {
-    const i = this.lanes.findIndex((l) => l.rank === w.rank);
-    if (i === -1) return false;
-    const lane = this.lanes[i]!;
-    const j = lane.waiters.indexOf(w);
-    if (j === -1) return false;
-    lane.waiters.splice(j, 1);
-    this.waiting--;
-    assert.ok(this.waiting >= 0, 'negative queue length');
-    if (lane.waiters.length === 0) this.lanes.splice(i, 1);
-    return i === 0 && j === 0;
   }
 }

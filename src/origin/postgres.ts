@@ -9,15 +9,29 @@
  */
 import { createHash } from 'node:crypto';
 import { connect as netConnect } from 'node:net';
-import { type LoaderContext } from '../cache/cache.js';
-import { ConfigError, DamperError } from '../errors.js';
+import { ConfigError } from '../errors.js';
+import { checkRowOptions, oneRow, type OriginLoader } from './loader.js';
+
+export { type OriginLoader, TOO_MANY_ROWS } from './loader.js';
 
 /** The part of a `pg.PoolClient` the loader uses. */
 export interface PgClientLike {
   query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: unknown[] }>;
   /** `release(true)` destroys the connection instead of returning it to the pool. */
   release(destroy?: boolean): void;
+  /** pg's EventEmitter side: a checked-out client reports a dropped connection as an `error` event. */
+  on?(event: 'error', listener: (error: Error) => void): unknown;
+  off?(event: 'error', listener: (error: Error) => void): unknown;
 }
+
+/**
+ * Listens to a checked-out client's `error` event. The pool only handles the
+ * errors of idle clients; a connection that drops while the loader holds it
+ * (a PostgreSQL restart between the query's end and the release, say) emits
+ * `error` on the client, and an EventEmitter with no listener for it crashes
+ * the process. The query itself still fails and is reported through it.
+ */
+const ignoreDroppedConnection = (): void => {};
 
 /** The part of a `pg.Pool` the loader uses. */
 export interface PgPoolLike {
@@ -42,15 +56,6 @@ export interface PostgresLoaderOptions<V, R> {
   name?: string;
 }
 
-/**
- * What the helper returns: a cache `Loader<V | undefined>` (it needs only the
- * key and the signal of its context, so it also fits any `Cache<X>` where
- * `X` includes `V | undefined`, and can be called alone as `load({ key, signal })`).
- */
-export type OriginLoader<V> = (context: Pick<LoaderContext<unknown>, 'key' | 'signal'>) => Promise<V | undefined>;
-
-/** `code` of the error a loader rejects with when its query returns more than one row. */
-export const TOO_MANY_ROWS = 'TOO_MANY_ROWS';
 
 /**
  * Builds a cache loader ({@link OriginLoader}) that runs one query per load and maps its single row.
@@ -98,18 +103,14 @@ export function postgresLoader<V, R = Record<string, unknown>>(options: Postgres
   const { pool, text, row } = options;
   if (typeof pool !== 'object' || pool === null || typeof pool.connect !== 'function') throw new ConfigError('postgresLoader: `pool` must be a pg.Pool');
   if (typeof text !== 'string' || text.trim() === '') throw new ConfigError('postgresLoader: `text` must be a non-empty SQL string');
-  if (typeof row !== 'function') throw new ConfigError('postgresLoader: `row` must be a function');
-  const params = options.params ?? ((key: string) => [key]);
-  if (typeof params !== 'function') throw new ConfigError('postgresLoader: `params` must be a function');
+  const params = checkRowOptions('postgresLoader', options);
   const name = options.name ?? `damper_${createHash('sha256').update(text).digest('hex').slice(0, 16)}`;
   if (typeof name !== 'string' || name === '') throw new ConfigError('postgresLoader: `name` must be a non-empty string');
 
   return async ({ key, signal }) => {
     signal.throwIfAborted();
     const rows = await cancellableQuery(pool, { name, text, values: params(key) }, signal);
-    if (rows.length === 0) return undefined;
-    if (rows.length > 1) throw new DamperError(TOO_MANY_ROWS, `query for key "${key}" returned ${rows.length} rows, expected at most one`);
-    return row(rows[0] as R);
+    return oneRow(key, rows, row);
   };
 }
 
@@ -125,6 +126,7 @@ function cancellableQuery(pool: PgPoolLike, config: { name: string; text: string
     const release = (c: PgClientLike, destroy: boolean): void => {
       if (released) return;
       released = true;
+      c.off?.('error', ignoreDroppedConnection);
       c.release(destroy);
     };
     const onAbort = (): void => {
@@ -139,6 +141,7 @@ function cancellableQuery(pool: PgPoolLike, config: { name: string; text: string
 
     pool.connect().then(
       (c) => {
+        c.on?.('error', ignoreDroppedConnection);
         if (signal.aborted) {
           done();
           release(c, false);

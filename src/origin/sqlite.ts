@@ -7,8 +7,10 @@
  *
  * @module
  */
-import { type LoaderContext } from '../cache/cache.js';
-import { ConfigError, DamperError } from '../errors.js';
+import { ConfigError } from '../errors.js';
+import { checkRowOptions, oneRow, type OriginLoader } from './loader.js';
+
+export { type OriginLoader, TOO_MANY_ROWS } from './loader.js';
 
 /** The part of a better-sqlite3 `Statement` the loader uses. */
 export interface SqliteStatementLike {
@@ -37,15 +39,6 @@ export interface SqliteLoaderOptions<V, R> {
   row: (row: R) => V;
 }
 
-/**
- * What the helper returns: a cache `Loader<V | undefined>` (it needs only the
- * key and the signal of its context, so it also fits any `Cache<X>` where
- * `X` includes `V | undefined`, and can be called alone as `load({ key, signal })`).
- */
-export type OriginLoader<V> = (context: Pick<LoaderContext<unknown>, 'key' | 'signal'>) => Promise<V | undefined>;
-
-/** `code` of the error a loader rejects with when its query returns more than one row. */
-export const TOO_MANY_ROWS = 'TOO_MANY_ROWS';
 
 /**
  * Builds a cache loader ({@link OriginLoader}) that runs one prepared query per load and maps its
@@ -88,9 +81,7 @@ export function sqliteLoader<V, R = Record<string, unknown>>(options: SqliteLoad
   const { db, sql, row } = options;
   if (typeof db !== 'object' || db === null || typeof db.prepare !== 'function') throw new ConfigError('sqliteLoader: `db` must be a better-sqlite3 Database');
   if (typeof sql !== 'string' || sql.trim() === '') throw new ConfigError('sqliteLoader: `sql` must be a non-empty SQL string');
-  if (typeof row !== 'function') throw new ConfigError('sqliteLoader: `row` must be a function');
-  const params = options.params ?? ((key: string) => [key]);
-  if (typeof params !== 'function') throw new ConfigError('sqliteLoader: `params` must be a function');
+  const params = checkRowOptions('sqliteLoader', options);
   const statement = db.prepare(sql);
   if (!statement.reader) throw new ConfigError('sqliteLoader: `sql` must return rows (a SELECT)');
 
@@ -103,8 +94,6 @@ export function sqliteLoader<V, R = Record<string, unknown>>(options: SqliteLoad
       found.push(r);
       if (found.length > 1) break;
     }
-    if (found.length === 0) return undefined;
-    if (found.length > 1) throw new DamperError(TOO_MANY_ROWS, `query for key "${key}" returned more than one row, expected at most one`);
-    return row(found[0] as R);
+    return oneRow(key, found, row, false);
   };
 }
