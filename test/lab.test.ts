@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import { simulate } from '../src/lab/engine.js';
 import { loadScenario, runScenario } from '../src/lab/lab.js';
 import { resultsJson } from '../src/lab/results.js';
-import { type Scenario } from '../src/lab/scenario.js';
+import { type Scenario } from '../src/lab/worlds.js';
 import { runIsolated } from '../src/lab/parallel.js';
 import { VirtualClock } from '../src/index.js';
 import { RealTimeInSimulationError } from '../src/time/real-time-guard.js';

@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { loadScenario, shippedScenarios } from '../src/lab/lab.js';
-import { parseScenario, ScenarioError } from '../src/lab/scenario.js';
+import { ScenarioError } from '../src/lab/scenario.js';
+import { parseScenario } from '../src/lab/worlds.js';
 
 const shipped = readFileSync('scenarios/facebook-2010.json', 'utf8');
 const mutate = (change: (doc: Record<string, unknown>) => void): string => {

@@ -3,8 +3,8 @@ import { readdir, readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type LabRun, type ScenarioRun, VARIANTS, type VariantName, type VariantRun } from './results.js';
-import { parseScenario, type Scenario, ScenarioError, TRIGGER_KINDS } from './scenario.js';
-import { runCacheAside } from './world/cache-aside.js';
+import { ScenarioError, triggerEndS } from './scenario.js';
+import { parseScenario, type Scenario, worldOf } from './worlds.js';
 
 /** The package's root: the nearest folder above this module with a package.json (src/, dist/ and a test build all sit below it). */
 function packageRoot(): string {
@@ -51,20 +51,20 @@ export type LabProgress = (p: { scenario: string; variant: VariantName; fraction
 
 /** Runs one scenario under both variants, on the same seed and traffic. */
 export async function runScenario(scenario: Scenario, seed: number, onProgress?: (variant: VariantName, fraction: number) => void): Promise<ScenarioRun> {
+  const world = worldOf(scenario);
   const variants = {} as Record<VariantName, VariantRun>;
   for (const variant of VARIANTS) {
-    variants[variant] = await runCacheAside(scenario, variant, seed, onProgress === undefined ? undefined : (f) => onProgress(variant, f));
+    variants[variant] = await world.run(scenario, variant, seed, onProgress === undefined ? undefined : (f) => onProgress(variant, f));
   }
-  const triggerEndS = Math.max(...scenario.faults.filter((f) => TRIGGER_KINDS.has(f.kind)).map((f) => f.endS));
   return {
     name: scenario.name,
     title: scenario.title,
     description: scenario.description,
     durationS: scenario.durationS,
-    originCapacityQps: scenario.origin.capacityQps,
+    originCapacityQps: world.originCapacityQps(scenario),
     objectiveP99Ms: scenario.objective.p99Ms,
-    faults: scenario.faults.map((f) => ({ label: f.label, startS: f.startS, endS: f.endS, kind: TRIGGER_KINDS.has(f.kind) ? 'trigger' : 'operator' })),
-    triggerEndS,
+    faults: scenario.faults.map((f) => ({ label: f.label, startS: f.startS, endS: f.endS, kind: f.trigger ? 'trigger' : 'operator' })),
+    triggerEndS: triggerEndS(scenario),
     variants,
     verdict: verdict(variants),
   };

@@ -1,5 +1,5 @@
 import { type Series, type VariantSummary } from './results.js';
-import { type Scenario, TRIGGER_KINDS } from './scenario.js';
+import { type ScenarioCommon, triggerEndS, triggerStartS } from './scenario.js';
 
 /**
  * Per-second counters and latency histograms of one simulated run, and the
@@ -110,10 +110,9 @@ export class Recorder {
     return { offered: [...this.offered], goodput: [...this.good], errors: [...this.bad], originQps: [...this.origin], p99Ms, hitRatio };
   }
 
-  summary(scenario: Scenario, series: Series): VariantSummary {
-    const triggers = scenario.faults.filter((f) => TRIGGER_KINDS.has(f.kind));
-    const triggerStart = Math.min(...triggers.map((f) => f.startS));
-    const triggerEnd = Math.max(...triggers.map((f) => f.endS));
+  summary(scenario: ScenarioCommon, series: Series): VariantSummary {
+    const triggerStart = triggerStartS(scenario);
+    const triggerEnd = triggerEndS(scenario);
     const { objective, baseline } = scenario;
     const healthy = (s: number): boolean => {
       const offered = series.offered[s]!;

@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { type ScenarioRun } from './results.js';
-import { type Scenario } from './scenario.js';
+import { type Scenario } from './worlds.js';
 
 /**
  * Runs scenarios in worker threads, a few at a time.

@@ -4,10 +4,92 @@ import { VirtualClock } from '../../time/virtual.js';
 import { simulate, type World } from '../engine.js';
 import { Recorder } from '../metrics.js';
 import { type VariantName, type VariantRun } from '../results.js';
-import { type Fault, type Population, type Scenario } from '../scenario.js';
+import { array, checkCommon, type FaultSpanDoc, type Json, num, object, type Population, type ScenarioCommon, ScenarioError, str } from '../scenario.js';
+import { type WorldKind } from '../worlds.js';
 import { KeyPicker, poisson } from '../traffic.js';
 import { Database } from './database.js';
 import { damperReader, naiveReader, type Reader } from './readers.js';
+
+/** A fault of the cache-aside world. */
+export type Fault = FaultSpanDoc &
+  (
+    | /** The origin's copy of `key` becomes invalid at `startS` and is fixed at `endS`; the write also reaches the cache tier. */
+    { readonly kind: 'invalid-value'; readonly key: string }
+    /**
+     * Operators turn traffic away at the front door from `startS` to `endS`. With
+     * `when: "unhealthy"` they do so only if, at `startS`, goodput over the last
+     * `holdS` seconds is below the objective: an operator reacts to what the
+     * dashboards show, not to which code is running. From `endS` traffic is let
+     * back in linearly over `rampS` seconds (the rest is still turned away).
+     */
+    | { readonly kind: 'cut-traffic'; readonly when: 'always' | 'unhealthy'; readonly rampS: number }
+  );
+
+/** The Facebook 2010 world: clients → one cache tier → a database. */
+export interface CacheAsideScenario extends ScenarioCommon {
+  readonly world: 'cache-aside';
+  /** The database: `workers` queries at a time, each taking workers/capacityQps s; beyond `maxQueue` waiting, refused at once. */
+  readonly origin: { readonly capacityQps: number; readonly workers: number; readonly maxQueue: number };
+  /** Freshness of cached values, s, and how long past it a value may be served stale (damper). */
+  readonly cache: { readonly ttlS: number; readonly staleForS: number };
+  /** Key popularity: named hot keys with their share of requests, the rest spread over `tailCount` keys. */
+  readonly keys: { readonly hot: readonly { readonly key: string; readonly share: number }[]; readonly tailCount: number };
+  readonly faults: readonly Fault[];
+}
+
+/** Checks a cache-aside scenario document. */
+export function parseCacheAside(o: Record<string, Json>, where: string): CacheAsideScenario {
+  const at = (field: string): string => `${where}.${field}`;
+  const originDoc = object(o.origin, at('origin'));
+  const cacheDoc = object(o.cache, at('cache'));
+  const keysDoc = object(o.keys, at('keys'));
+  const hot = array(keysDoc.hot, at('keys.hot')).map((h, i) => {
+    const ho = object(h, at(`keys.hot[${i}]`));
+    return { key: str(ho, 'key', at(`keys.hot[${i}]`)), share: num(ho, 'share', at(`keys.hot[${i}]`), { min: 0, max: 1 }) };
+  });
+  const hotShare = hot.reduce((sum, h) => sum + h.share, 0);
+  if (hotShare > 1 + 1e-9) throw new ScenarioError(at('keys.hot'), `shares add up to ${hotShare}, more than 1`);
+  const tailCount = num(keysDoc, 'tailCount', at('keys'), { min: 0, integer: true, max: 10_000_000 });
+  if (tailCount === 0 && hotShare < 1 - 1e-9) throw new ScenarioError(at('keys'), 'hot shares must add up to 1 when tailCount is 0');
+  const hotKeys = new Set(hot.map((h) => h.key));
+  const durationS = num(o, 'durationS', where, { min: 1, max: 86_400 });
+  const common = checkCommon(o, where, (fo, span, w): Fault => {
+    switch (span.kind) {
+      case 'invalid-value': {
+        const key = str(fo, 'key', w);
+        if (!hotKeys.has(key)) throw new ScenarioError(`${w}.key`, `"${key}" is not one of keys.hot`);
+        return { ...span, kind: 'invalid-value', key, trigger: true };
+      }
+      case 'cut-traffic': {
+        const when = fo.when === undefined ? 'always' : str(fo, 'when', w);
+        if (when !== 'always' && when !== 'unhealthy') throw new ScenarioError(`${w}.when`, `must be "always" or "unhealthy", got "${when}"`);
+        const rampS = fo.rampS === undefined ? 0 : num(fo, 'rampS', w, { min: 0, max: durationS });
+        return { ...span, kind: 'cut-traffic', when, rampS, trigger: false };
+      }
+      default:
+        throw new ScenarioError(`${w}.kind`, `unknown fault kind "${span.kind}" (known: invalid-value, cut-traffic)`);
+    }
+  });
+  return {
+    ...common,
+    world: 'cache-aside',
+    origin: {
+      capacityQps: num(originDoc, 'capacityQps', at('origin'), { min: 1 }),
+      workers: num(originDoc, 'workers', at('origin'), { min: 1, integer: true, max: 10_000 }),
+      maxQueue: num(originDoc, 'maxQueue', at('origin'), { min: 0, integer: true }),
+    },
+    cache: { ttlS: num(cacheDoc, 'ttlS', at('cache'), { min: 0.001 }), staleForS: num(cacheDoc, 'staleForS', at('cache'), { min: 0 }) },
+    keys: { hot, tailCount },
+    faults: common.faults as readonly Fault[],
+  };
+}
+
+/** The cache-aside world, for the registry in worlds.ts. */
+export const cacheAside: WorldKind<CacheAsideScenario> = {
+  parse: parseCacheAside,
+  run: (scenario, variant, seed, onProgress) => runCacheAside(scenario, variant, seed, onProgress),
+  originCapacityQps: (scenario) => scenario.origin.capacityQps,
+};
 
 interface Request {
   readonly population: Population;
@@ -27,7 +109,7 @@ interface Request {
  * own, seeded from the run's seed) and the same faults; they differ only in
  * their `Reader`.
  */
-export async function runCacheAside(scenario: Scenario, variant: VariantName, seed: number, onProgress?: (fraction: number) => void): Promise<VariantRun> {
+export async function runCacheAside(scenario: CacheAsideScenario, variant: VariantName, seed: number, onProgress?: (fraction: number) => void): Promise<VariantRun> {
   const clock = new VirtualClock({ seed });
   const traffic = seededRandom((seed ^ 0x7a3f_19c5) >>> 0);
   const recorder = new Recorder(scenario.durationS);

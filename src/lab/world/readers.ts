@@ -1,6 +1,6 @@
 import { Cache } from '../../cache/cache.js';
 import { type VirtualClock } from '../../time/virtual.js';
-import { type Scenario } from '../scenario.js';
+import { type CacheAsideScenario as Scenario } from './cache-aside.js';
 import { type Database, QueryError, type Row } from './database.js';
 
 /**

@@ -1,0 +1,47 @@
+import { type VariantName, type VariantRun } from './results.js';
+import { type Json, object, parseJson, type ScenarioCommon, ScenarioError, str } from './scenario.js';
+import { cacheAside, type CacheAsideScenario } from './world/cache-aside.js';
+
+/**
+ * The kinds of simulated system a scenario can describe. Each world parses
+ * its own part of a scenario file (what the system is made of, which faults
+ * it knows) and runs a variant of it on the engine. The lab, the sweep and
+ * the report only see what every world has: the common fields
+ * (`ScenarioCommon`) and a `VariantRun`.
+ */
+export interface WorldKind<S extends ScenarioCommon & { readonly world: string }> {
+  /** Checks a whole scenario document of this world; every problem is a ScenarioError naming its field. */
+  parse(doc: Record<string, Json>, where: string): S;
+  /** Runs one variant of the scenario at `seed`. Same scenario and seed, same result. */
+  run(scenario: S, variant: VariantName, seed: number, onProgress?: (fraction: number) => void): Promise<VariantRun>;
+  /** The origin's capacity, drawn as a line on the report's origin chart. */
+  originCapacityQps(scenario: S): number;
+}
+
+/** Every scenario the lab can run, by world. */
+export type Scenario = CacheAsideScenario;
+
+type AnyWorld = WorldKind<Scenario>;
+
+/** The registry: a scenario's `world` field names one of these. */
+export const WORLDS: Readonly<Record<Scenario['world'], AnyWorld>> = {
+  'cache-aside': cacheAside,
+};
+
+/** The world a scenario runs in. */
+export function worldOf(scenario: Scenario): AnyWorld {
+  return WORLDS[scenario.world];
+}
+
+/** Parses and checks a scenario document; every problem is a ScenarioError naming its field. */
+export function parseScenario(text: string, where = 'scenario'): Scenario {
+  return checkScenario(parseJson(text, where), where);
+}
+
+export function checkScenario(doc: Json, where = 'scenario'): Scenario {
+  const o = object(doc, where);
+  const world = str(o, 'world', where);
+  const kind = (WORLDS as Record<string, AnyWorld>)[world];
+  if (kind === undefined) throw new ScenarioError(`${where}.world`, `unknown world "${world}" (known: ${Object.keys(WORLDS).join(', ')})`);
+  return kind.parse(o, where);
+}
