@@ -16,6 +16,21 @@ export interface WorldKind<S extends ScenarioCommon & { readonly world: string }
   run(scenario: S, variant: VariantName, seed: number, onProgress?: (fraction: number) => void): Promise<VariantRun>;
   /** The origin's capacity, drawn as a line on the report's origin chart. */
   originCapacityQps(scenario: S): number;
+  /**
+   * The sweep's trigger axis (`damper lab sweep --trigger C..D`): what it
+   * measures (`axis`, e.g. "invalid value held, s"), the scenario's own size on
+   * it, and the scenario with the trigger resized (the rest of the timeline
+   * moved so that what followed the trigger still follows it).
+   */
+  readonly trigger: { readonly axis: string; size(scenario: S): number; resize(scenario: S, size: number): S };
+}
+
+/**
+ * The scenario with every client population's rate × `factor`: the sweep's
+ * load axis (`--load A..B`), the same for every world.
+ */
+export function scaleLoad<S extends ScenarioCommon>(scenario: S, factor: number): S {
+  return { ...scenario, clients: scenario.clients.map((c) => ({ ...c, rate: c.rate * factor })) };
 }
 
 /** Every scenario the lab can run, by world. */
