@@ -7,7 +7,7 @@ import { pathToFileURL } from 'node:url';
 import { chromium } from 'playwright-core';
 import { REPORT_METRICS, renderReport } from '../src/lab/report.js';
 import { VARIANTS } from '../src/lab/results.js';
-import { loadScenario } from '../src/lab/lab.js';
+import { loadScenario, shippedScenarios } from '../src/lab/lab.js';
 import { runIsolated } from '../src/lab/parallel.js';
 
 /**
@@ -37,7 +37,8 @@ test('report: every chart draws in Chromium, with no console or page errors', { 
   assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: install Debian's chromium (apt-get install chromium), as .ci/run does; this test does not skip`);
 
   // The real thing: the shipped scenario, both variants, at the default seed.
-  const run = { seed: 1, scenarios: [await runIsolated(await loadScenario('facebook-2010'), 1)] };
+  // Every shipped scenario, as `npm start` reports them.
+  const run = { seed: 1, scenarios: await Promise.all((await shippedScenarios()).map(async (name) => runIsolated(await loadScenario(name), 1))) };
   const expectedCharts = run.scenarios.length * REPORT_METRICS.length * VARIANTS.length;
   const dir = mkdtempSync(join(tmpdir(), 'damper-report-'));
   const profile = join(dir, 'profile');

@@ -51,7 +51,7 @@ describe('damper lab command', () => {
   test('an unknown scenario: a clear message, exit 2', () => {
     const r = cli('lab', 'no-such-incident');
     assert.equal(r.status, 2);
-    assert.match(r.stderr, /no-such-incident: unknown scenario \(shipped: facebook-2010/);
+    assert.match(r.stderr, /no-such-incident: unknown scenario \(shipped: [^)]*facebook-2010/);
     noStack(r.stderr);
   });
 

@@ -4,11 +4,14 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DamperError } from '../errors.js';
 import { formatDemo, runDemo } from '../lab/demo.js';
-import { runLab } from '../lab/lab.js';
 import { renderReport } from '../lab/report.js';
 import { resultsJson, type VariantName } from '../lab/results.js';
+import { WORKERS } from '../lab/parallel.js';
+import { MAX_STEPS, runSweep, sweepJson } from '../lab/sweep.js';
+import { renderSweepReport } from '../lab/sweep-report.js';
+import { loadScenario, runLab } from '../lab/lab.js';
 import { stopwatch } from '../time/stopwatch.js';
-import { formatSummary, progressBar } from './terminal.js';
+import { formatSummary, formatSweepSummary, progressBar } from './terminal.js';
 
 /**
  * The `damper` command. It only parses arguments and delegates; every
@@ -25,6 +28,15 @@ commands:
         name such as facebook-2010, or a path to a scenario file), naive vs
         damper, in virtual time; writes DIR/report.html and DIR/results.json
         (DIR defaults to lab-out); --json also prints results.json
+  lab sweep SCENARIO --load A..B --trigger C..D [--steps N] [--seed N]
+        [--out DIR] [--operators] [--serial] [--json]
+        the vulnerable region: replays SCENARIO over a grid of offered load
+        (A..B × its client rates) × trigger size (C..D, in the unit of its
+        world's trigger, e.g. seconds an invalid value is held), N values per
+        axis (default 5, 2 to ${MAX_STEPS}), both variants per cell, one worker per
+        core; writes DIR/sweep.html (a heatmap per variant) and DIR/sweep.json.
+        Operator actions are removed unless --operators; --serial runs the
+        cells one after another in one thread
   demo [--seed N] [--json]
         a naive cache-aside loop and damper, side by side, under a failing database
 
@@ -44,6 +56,11 @@ async function main(argv: string[]): Promise<number> {
         seed: { type: 'string' },
         out: { type: 'string' },
         json: { type: 'boolean' },
+        load: { type: 'string' },
+        trigger: { type: 'string' },
+        steps: { type: 'string' },
+        operators: { type: 'boolean' },
+        serial: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' },
       },
@@ -64,8 +81,31 @@ async function main(argv: string[]): Promise<number> {
   }
   const [command, ...rest] = positionals;
   const seed = parseSeed(values.seed);
+  const isSweep = command === 'lab' && rest[0] === 'sweep';
+  if (!isSweep) {
+    for (const flag of ['load', 'trigger', 'steps', 'operators', 'serial'] as const) {
+      if (values[flag] !== undefined) throw new UsageError(`--${flag} is an option of lab sweep only`);
+    }
+  }
   switch (command) {
     case 'lab':
+      if (isSweep) {
+        const [, scenario, ...extra] = rest;
+        if (scenario === undefined) throw new UsageError('lab sweep needs a SCENARIO (a shipped name such as facebook-2010, or a scenario file)');
+        if (extra.length > 0) throw new UsageError(`lab sweep takes one SCENARIO, got also: ${extra.join(' ')}`);
+        if (values.load === undefined) throw new UsageError('lab sweep needs --load A..B (offered load, × the scenario’s client rates, e.g. --load 0.5..1.5)');
+        if (values.trigger === undefined) throw new UsageError('lab sweep needs --trigger C..D (trigger size, in the unit of the scenario’s trigger, e.g. --trigger 5..60)');
+        return sweep(scenario, {
+          load: parseRange('--load', values.load),
+          trigger: parseRange('--trigger', values.trigger),
+          steps: parseSteps(values.steps),
+          seed,
+          out: values.out ?? 'lab-out',
+          operators: values.operators === true,
+          serial: values.serial === true,
+          json: values.json === true,
+        });
+      }
       return lab(rest, seed, values.out ?? 'lab-out', values.json === true);
     case 'demo': {
       if (rest.length > 0) throw new UsageError(`demo takes no arguments, got: ${rest.join(' ')}`);
@@ -114,6 +154,71 @@ async function lab(scenarios: string[], seed: number, out: string, json: boolean
   if (json) process.stdout.write(results);
   else process.stdout.write(`${formatSummary(run, speed)}\n\nwrote ${join(dir, 'report.html')} and ${join(dir, 'results.json')} in ${(elapsed() / 1000).toFixed(1)} s\n`);
   return 0;
+}
+
+interface SweepArgs {
+  readonly load: readonly [number, number];
+  readonly trigger: readonly [number, number];
+  readonly steps: number;
+  readonly seed: number;
+  readonly out: string;
+  readonly operators: boolean;
+  readonly serial: boolean;
+  readonly json: boolean;
+}
+
+async function sweep(ref: string, args: SweepArgs): Promise<number> {
+  const scenario = await loadScenario(ref);
+  const elapsed = stopwatch();
+  const bar = progressBar(process.stderr);
+  const cells = args.steps * args.steps;
+  const workers = args.serial ? 1 : Math.min(WORKERS, cells);
+  bar.update(0, `sweep: ${cells} cells on ${workers} ${workers === 1 ? 'thread' : 'threads'}`);
+  const result = await runSweep(
+    scenario,
+    { load: args.load, trigger: args.trigger, steps: args.steps },
+    {
+      seed: args.seed,
+      runner: args.serial ? 'serial' : 'threads',
+      operators: args.operators,
+      onCell: (cell, done, total) => bar.update(done / total, `sweep: ${done}/${total} cells done (last: load ×${cell.load}, trigger ${cell.trigger})`),
+    },
+  );
+  bar.done();
+  const wall = elapsed() / 1000;
+  const dir = resolve(args.out);
+  const json = sweepJson(result);
+  try {
+    await mkdir(dir, { recursive: true });
+    await writeFile(join(dir, 'sweep.json'), json);
+    await writeFile(join(dir, 'sweep.html'), renderSweepReport(result));
+  } catch (error) {
+    throw new UsageError(`cannot write the sweep to ${dir}: ${(error as Error).message}`);
+  }
+  if (args.json) process.stdout.write(json);
+  else {
+    const cost = `${cells} cells in ${wall.toFixed(1)} s on ${workers} ${workers === 1 ? 'thread' : 'threads'} (${((wall * workers) / cells).toFixed(1)} s per cell per thread)`;
+    process.stdout.write(`${formatSweepSummary(result)}\n\n${cost}\nwrote ${join(dir, 'sweep.html')} and ${join(dir, 'sweep.json')}\n`);
+  }
+  return 0;
+}
+
+/** `A..B`: two positive decimal numbers, A below B. */
+function parseRange(flag: string, raw: string): [number, number] {
+  const m = /^(\d+(?:\.\d+)?|\.\d+)\.\.(\d+(?:\.\d+)?|\.\d+)$/.exec(raw.trim());
+  if (m === null) throw new UsageError(`${flag} must be a range A..B of two positive numbers (e.g. 0.5..1.5), got "${raw}"`);
+  const from = Number(m[1]);
+  const to = Number(m[2]);
+  if (!(from > 0)) throw new UsageError(`${flag}: ${m[1]} is not positive; both ends must be above 0`);
+  if (!(to > from)) throw new UsageError(`${flag}: the range must go up, got "${raw}"`);
+  return [from, to];
+}
+
+function parseSteps(raw: string | undefined): number {
+  if (raw === undefined) return 5;
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw) || n < 2 || n > MAX_STEPS) throw new UsageError(`--steps must be an integer from 2 to ${MAX_STEPS}, got "${raw}"`);
+  return n;
 }
 
 function parseSeed(raw: string | undefined): number {

@@ -1,4 +1,5 @@
 import { type LabRun, VARIANTS, type VariantName } from '../lab/results.js';
+import { type CellOutcome, outcome, outcomeCounts, scenarioCell, type SweepResult, vulnerableCells } from '../lab/sweep.js';
 
 /**
  * What the `damper lab` command shows in a terminal: a progress bar while the
@@ -63,4 +64,44 @@ export function formatSummary(run: LabRun, speed: (scenario: string, variant: Va
   const line = (cells: string[]): string => cells.map((c, i) => (i < 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
   const verdicts = run.scenarios.map((s) => `${s.name}: ${s.verdict}`);
   return [`damper lab, seed ${run.seed}`, '', line(header), line(widths.map((w) => '─'.repeat(w))), ...rows.map(line), '', ...verdicts].join('\n');
+}
+
+const SYMBOLS: Record<CellOutcome, string> = { quick: '·', slow: 'o', stuck: '█' };
+
+/**
+ * The end of `damper lab sweep`: per variant, the grid in characters (trigger
+ * size up, load across; `·` recovered quickly, `o` slowly, `█` stuck, the
+ * scenario's own cell in brackets) and how many cells were stuck.
+ */
+export function formatSweepSummary(result: SweepResult): string {
+  const loads = result.load.values;
+  const triggers = result.trigger.values;
+  const home = scenarioCell(result);
+  const label = (v: number): string => String(Number(v.toPrecision(4)));
+  const yWidth = Math.max(...triggers.map((t) => label(t).length));
+  const col = Math.max(5, ...loads.map((l) => label(l).length + 2));
+  const lines = [
+    `damper lab sweep ${result.scenario}, seed ${result.seed}: ${loads.length} × ${triggers.length} cells; load ×${label(loads[0]!)}..×${label(loads[loads.length - 1]!)} across, ${result.trigger.label} ${label(triggers[0]!)}..${label(triggers[triggers.length - 1]!)} up`,
+    `· recovered within ${result.quickS} s of the trigger's end   o recovered later   █ stuck (never recovered)   ${home === null ? `(the scenario's own setting, ×${label(result.load.scenarioValue)} at ${label(result.trigger.scenarioValue)}, is outside this grid)` : "[ ] the scenario's own setting"}${result.operators ? '' : '; operator actions removed'}`,
+  ];
+  for (const v of VARIANTS) {
+    const c = outcomeCounts(result, v);
+    lines.push('', `${v}: ${c.stuck} of ${result.cells.length} cells stuck, ${c.slow} recovered slowly, ${c.quick} quickly`);
+    for (let t = triggers.length - 1; t >= 0; t--) {
+      const row = loads.map((_, l) => {
+        const s = SYMBOLS[outcome(result.cells[t * loads.length + l]!.variants[v], result.quickS)];
+        const cell = home !== null && home.load === l && home.trigger === t ? `[${s}]` : s;
+        return cell.padStart(Math.ceil((col + cell.length) / 2)).padEnd(col);
+      });
+      lines.push(`  ${label(triggers[t]!).padStart(yWidth)} │${row.join('')}`);
+    }
+    lines.push(`  ${' '.repeat(yWidth)} └${'─'.repeat(col * loads.length)}`);
+    lines.push(`  ${' '.repeat(yWidth)}  ${loads.map((l) => `×${label(l)}`.padStart(Math.ceil((col + label(l).length + 1) / 2)).padEnd(col)).join('')}`);
+  }
+  const naive = vulnerableCells(result, 'naive').length;
+  const damper = vulnerableCells(result, 'damper').length;
+  const n = result.cells.length;
+  const verdict = damper < naive ? `damper's is smaller by ${naive - damper} cells` : damper === naive ? 'the same size' : `damper's is larger by ${damper - naive} cells`;
+  lines.push('', `vulnerable region (stuck cells): naive ${naive}/${n} (${Math.round((100 * naive) / n)} %), damper ${damper}/${n} (${Math.round((100 * damper) / n)} %): ${verdict}`);
+  return lines.join('\n');
 }

@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
-import { type ScenarioRun } from './results.js';
+import { type ScenarioRun, type VariantName, type VariantSummary } from './results.js';
 import { type Scenario } from './worlds.js';
 
 /**
@@ -13,30 +13,55 @@ import { type Scenario } from './worlds.js';
  * only, so where it runs changes nothing in it.
  */
 export function runIsolated(scenario: Scenario, seed: number): Promise<ScenarioRun> {
-  return pool.submit(() => spawn(scenario, seed));
+  return pool.submit(() => spawn<ScenarioRun>({ scenario, seed, summaries: false }, `${scenario.name} (seed ${seed})`));
 }
 
-function spawn(scenario: Scenario, seed: number): Promise<ScenarioRun> {
+/**
+ * Like `runIsolated`, but only the two variants' summaries come back: a sweep
+ * cell needs no per-second series, and a whole run's series would be most of
+ * what crosses the thread boundary.
+ */
+export function runSummariesIsolated(scenario: Scenario, seed: number): Promise<Record<VariantName, VariantSummary>> {
+  return pool.submit(() => spawn<Record<VariantName, VariantSummary>>({ scenario, seed, summaries: true }, `${scenario.name} (seed ${seed})`));
+}
+
+/** What a worker is told to run (worker.ts). */
+export interface WorkerTask {
+  readonly scenario: Scenario;
+  readonly seed: number;
+  /** Post back the variants' summaries only, not the whole run. */
+  readonly summaries: boolean;
+}
+
+/** How many workers run at once: one per core. */
+export const WORKERS = Math.max(1, availableParallelism());
+
+function spawn<T>(task: WorkerTask, what: string): Promise<T> {
   // From the TypeScript sources (tsx), the worker is worker.ts and needs tsx too.
+  // On Node 20 `execArgv: ['--import', 'tsx']` does not reach a worker's
+  // module loader (ERR_UNKNOWN_FILE_EXTENSION), so a small bootstrap registers
+  // tsx's loader in the worker first, then imports worker.ts.
   const fromSource = import.meta.url.endsWith('.ts');
-  const worker = new Worker(new URL(fromSource ? './worker.ts' : './worker.js', import.meta.url), {
-    workerData: { scenario, seed },
-    ...(fromSource ? { execArgv: ['--import', 'tsx'] } : {}),
-  });
-  return new Promise<ScenarioRun>((resolve, reject) => {
-    let result: ScenarioRun | undefined;
-    worker.once('message', (run: ScenarioRun) => (result = run));
+  const worker = fromSource
+    ? new Worker(
+        `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then(({ register }) => { register(); return import(${JSON.stringify(new URL('./worker.ts', import.meta.url).href)}); })`,
+        { eval: true, workerData: task },
+      )
+    : new Worker(new URL('./worker.js', import.meta.url), { workerData: task });
+  return new Promise<T>((resolve, reject) => {
+    let result: { value: T } | undefined;
+    worker.once('message', (value: T) => (result = { value }));
     worker.once('error', reject);
     worker.once('exit', (code) => {
-      if (result !== undefined) resolve(result);
-      else reject(new Error(`lab worker for ${scenario.name} (seed ${seed}) exited with code ${code} and no result`));
+      if (result !== undefined) resolve(result.value);
+      else reject(new Error(`lab worker for ${what} exited with code ${code} and no result`));
     });
   });
 }
 
 /** At most one worker per core at a time. */
 const pool = (() => {
-  const limit = Math.max(1, availableParallelism());
+  const limit = WORKERS;
   let running = 0;
   const waiting: (() => void)[] = [];
   return {

@@ -201,7 +201,7 @@ ${faults.length > 0 ? faults.join('\n') : '<li class="none">no fault spans</li>'
 
 // ---- formatting: no toLocaleString, so the bytes do not depend on the machine's locale
 
-function num(v: number, digits: number): string {
+export function num(v: number, digits: number): string {
   if (!Number.isFinite(v)) return '—';
   const [int = '', frac] = Math.abs(v).toFixed(digits).split('.');
   const grouped = int.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
@@ -211,13 +211,13 @@ function num(v: number, digits: number): string {
 
 const qps = (v: number): string => num(v, Math.abs(v) >= 100 ? 0 : 1);
 
-function pct(ratio: number): string {
+export function pct(ratio: number): string {
   if (!Number.isFinite(ratio)) return '—';
   const p = ratio * 100;
   return `${num(p, p === 0 || p >= 10 ? 1 : 2)} %`;
 }
 
-function esc(text: string): string {
+export function esc(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
@@ -226,7 +226,7 @@ function anchor(name: string): string {
 }
 
 /** JSON that cannot end its script element early or open a comment: every `<` becomes `\u003c` (still valid JSON). */
-function jsonIsland(value: unknown): string {
+export function jsonIsland(value: unknown): string {
   return JSON.stringify(value).replace(/</g, '\\u003c').replace(/\u2028/g, '\\u2028').replace(/\u2029/g, '\\u2029');
 }
 

@@ -1,6 +1,9 @@
 import { type VariantName, type VariantRun } from './results.js';
 import { type Json, object, parseJson, type ScenarioCommon, ScenarioError, str } from './scenario.js';
 import { cacheAside, type CacheAsideScenario } from './world/cache-aside.js';
+import { cacheCluster, type CacheClusterScenario } from './world/cache-cluster.js';
+import { retryStorm, type RetryStormScenario } from './world/retry-storm.js';
+import { webFarm, type WebFarmScenario } from './world/web-farm.js';
 
 /**
  * The kinds of simulated system a scenario can describe. Each world parses
@@ -34,13 +37,16 @@ export function scaleLoad<S extends ScenarioCommon>(scenario: S, factor: number)
 }
 
 /** Every scenario the lab can run, by world. */
-export type Scenario = CacheAsideScenario;
+export type Scenario = CacheAsideScenario | RetryStormScenario | CacheClusterScenario | WebFarmScenario;
 
 type AnyWorld = WorldKind<Scenario>;
 
 /** The registry: a scenario's `world` field names one of these. */
 export const WORLDS: Readonly<Record<Scenario['world'], AnyWorld>> = {
   'cache-aside': cacheAside,
+  'web-farm': webFarm,
+  'cache-cluster': cacheCluster,
+  'retry-storm': retryStorm,
 };
 
 /** The world a scenario runs in. */

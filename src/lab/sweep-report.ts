@@ -1,0 +1,262 @@
+import { esc, jsonIsland, num, pct } from './report.js';
+import { VARIANTS, type VariantName } from './results.js';
+import { type CellOutcome, type CellSummary, outcome, outcomeCounts, scenarioCell, type SweepCell, type SweepResult } from './sweep.js';
+
+/**
+ * The sweep's `sweep.html`: one self-contained page with a heatmap per
+ * variant (offered load across, trigger size up), each cell coloured by how
+ * that run ended: recovered quickly (greens, by recovery time), recovered
+ * slowly (yellow to orange, by recovery time) or stuck (never recovered),
+ * the scenario's own setting outlined; then the same numbers as tables.
+ *
+ * The heatmaps are plain SVG written here, so the page has no script to run
+ * and loads nothing; nothing reads the clock or the locale, so the same
+ * result renders the same bytes.
+ */
+
+const VARIANT_NOTES: Record<VariantName, string> = {
+  naive: 'the outage’s behaviour, bugs included',
+  damper: 'the same traffic through damper',
+};
+
+/** Heatmap geometry, px. */
+const PLOT = 400;
+const MARGIN = { left: 92, right: 12, top: 12, bottom: 64 } as const;
+
+/** The three outcomes' colours; recovered cells are shaded within their range by recovery time. */
+export const OUTCOME_COLOURS = {
+  quick: ['#1a7f37', '#8fd19e'],
+  slow: ['#f5d547', '#d9480f'],
+  stuck: '#5c0f1e',
+} as const;
+
+/** The fill of a cell: quick cells from dark to light green over 0…quickS, slow ones from yellow to orange over quickS…watchedS (log), stuck ones one dark red. */
+export function cellColour(cell: CellSummary, quickS: number, watchedS: number): string {
+  const r = cell.recoverySeconds;
+  if (r === null) return OUTCOME_COLOURS.stuck;
+  if (r <= quickS) return mix(OUTCOME_COLOURS.quick[0], OUTCOME_COLOURS.quick[1], quickS > 0 ? r / quickS : 0);
+  const span = Math.log(Math.max(watchedS, quickS + 1) / Math.max(quickS, 1));
+  return mix(OUTCOME_COLOURS.slow[0], OUTCOME_COLOURS.slow[1], span > 0 ? Math.log(r / Math.max(quickS, 1)) / span : 1);
+}
+
+function mix(from: string, to: string, t: number): string {
+  const f = Math.min(1, Math.max(0, t));
+  const channel = (hex: string, i: number): number => parseInt(hex.slice(1 + 2 * i, 3 + 2 * i), 16);
+  return `#${[0, 1, 2].map((i) => Math.round(channel(from, i) + (channel(to, i) - channel(from, i)) * f).toString(16).padStart(2, '0')).join('')}`;
+}
+
+/** Axis values as the page prints them: up to 3 decimals, no trailing zeros. */
+function tick(v: number): string {
+  return num(v, 3).replace(/\.?0+$/, '');
+}
+
+const OUTCOME_WORDS: Record<CellOutcome, string> = { quick: 'recovered quickly', slow: 'recovered slowly', stuck: 'stuck' };
+
+function cellText(c: CellSummary): string {
+  return c.recoverySeconds === null ? 'stuck' : `${num(c.recoverySeconds, 0)} s`;
+}
+
+function cellTitle(result: SweepResult, cell: SweepCell, v: VariantName): string {
+  const s = cell.variants[v];
+  const o = outcome(s, result.quickS);
+  const how = o === 'stuck' ? `stuck: not healthy again in the ${num(cell.watchedS, 0)} s watched after the trigger` : `${OUTCOME_WORDS[o]}: healthy ${num(s.recoverySeconds ?? 0, 0)} s after the trigger ended`;
+  const amp = Number.isFinite(s.amplification) ? `×${num(s.amplification, s.amplification >= 100 ? 0 : 1)}` : '—';
+  return `${v} at load ×${tick(cell.load)}, ${result.trigger.label} ${tick(cell.trigger)}: ${how}; origin peak ${amp} baseline; goodput ${pct(s.goodputRatio)}`;
+}
+
+function renderHeatmap(result: SweepResult, v: VariantName): string {
+  const loads = result.load.values;
+  const triggers = result.trigger.values;
+  const w = PLOT / loads.length;
+  const h = PLOT / triggers.length;
+  const width = MARGIN.left + PLOT + MARGIN.right;
+  const height = MARGIN.top + PLOT + MARGIN.bottom;
+  const x = (l: number): number => MARGIN.left + l * w;
+  // Trigger size grows upwards.
+  const y = (t: number): number => MARGIN.top + (triggers.length - 1 - t) * h;
+  const fontSize = Math.max(10, Math.min(14, Math.floor(w / 5)));
+  const parts: string[] = [];
+  for (const [t] of triggers.entries()) {
+    for (const [l] of loads.entries()) {
+      const cell = result.cells[t * loads.length + l]!;
+      const s = cell.variants[v];
+      const o = outcome(s, result.quickS);
+      const fill = cellColour(s, result.quickS, cell.watchedS);
+      parts.push(
+        `<g class="cell ${o}" data-load="${cell.load}" data-trigger="${cell.trigger}" data-outcome="${o}"><title>${esc(cellTitle(result, cell, v))}</title>` +
+          `<rect x="${fmt(x(l))}" y="${fmt(y(t))}" width="${fmt(w)}" height="${fmt(h)}" fill="${fill}" stroke="#ffffff" stroke-width="1"/>` +
+          `<text x="${fmt(x(l) + w / 2)}" y="${fmt(y(t) + h / 2)}" fill="${o === 'stuck' || (o === 'quick' && (s.recoverySeconds ?? 0) < result.quickS / 2) ? '#ffffff' : '#1f2328'}" font-size="${fontSize}" text-anchor="middle" dominant-baseline="central">${esc(cellText(s))}</text></g>`,
+      );
+    }
+  }
+  const home = scenarioCell(result);
+  if (home !== null) {
+    parts.push(
+      // Black dashes over a white line: visible on the dark and the light fills alike.
+      `<g class="scenario-cell"><title>the scenario’s own setting: load ×${tick(result.load.scenarioValue)}, ${esc(result.trigger.label)} ${tick(result.trigger.scenarioValue)}</title>` +
+        `<rect x="${fmt(x(home.load) + 3)}" y="${fmt(y(home.trigger) + 3)}" width="${fmt(w - 6)}" height="${fmt(h - 6)}" fill="none" stroke="#ffffff" stroke-width="4"/>` +
+        `<rect class="scenario-cell" x="${fmt(x(home.load) + 3)}" y="${fmt(y(home.trigger) + 3)}" width="${fmt(w - 6)}" height="${fmt(h - 6)}" fill="none" stroke="#000000" stroke-width="2.5" stroke-dasharray="7 4"/></g>`,
+    );
+  }
+  const ticks: string[] = [];
+  for (const [l, value] of loads.entries()) {
+    const cx = x(l) + w / 2;
+    ticks.push(`<line x1="${fmt(cx)}" y1="${MARGIN.top + PLOT}" x2="${fmt(cx)}" y2="${MARGIN.top + PLOT + 5}" stroke="#59636e"/>`);
+    ticks.push(`<text class="tick x" x="${fmt(cx)}" y="${MARGIN.top + PLOT + 18}" text-anchor="middle">×${tick(value)}</text>`);
+  }
+  for (const [t, value] of triggers.entries()) {
+    const cy = y(t) + h / 2;
+    ticks.push(`<line x1="${MARGIN.left - 5}" y1="${fmt(cy)}" x2="${MARGIN.left}" y2="${fmt(cy)}" stroke="#59636e"/>`);
+    ticks.push(`<text class="tick y" x="${MARGIN.left - 8}" y="${fmt(cy)}" text-anchor="end" dominant-baseline="central">${tick(value)}</text>`);
+  }
+  const xTitle = `offered load, × client rates (×1 = ${num(result.baseRate, 0)} req/s)`;
+  const axes = [
+    `<text class="axis-title x" x="${MARGIN.left + PLOT / 2}" y="${MARGIN.top + PLOT + 44}" text-anchor="middle">${esc(xTitle)}</text>`,
+    `<text class="axis-title y" transform="translate(18 ${MARGIN.top + PLOT / 2}) rotate(-90)" text-anchor="middle">${esc(result.trigger.label)}</text>`,
+    `<rect x="${MARGIN.left}" y="${MARGIN.top}" width="${PLOT}" height="${PLOT}" fill="none" stroke="#59636e"/>`,
+  ];
+  const counts = outcomeCounts(result, v);
+  const label = `${v} heatmap: ${counts.stuck} of ${result.cells.length} cells stuck, ${counts.slow} recovered slowly, ${counts.quick} quickly`;
+  return `<figure class="heatmap" data-variant="${v}" style="width: ${width}px">
+<figcaption><span class="variant">${v}</span> <span class="note">${VARIANT_NOTES[v]}</span></figcaption>
+<svg xmlns="http://www.w3.org/2000/svg" class="heatmap" data-variant="${v}" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="img" aria-label="${esc(label)}">
+${parts.join('\n')}
+${ticks.join('\n')}
+${axes.join('\n')}
+</svg>
+<p class="region">${regionSentence(result, v)}</p>
+</figure>`;
+}
+
+function fmt(v: number): string {
+  return String(Number(v.toFixed(2)));
+}
+
+/** "stuck in 4 of 9 cells (44 %)": the vulnerable region's size, in words. */
+function regionSentence(result: SweepResult, v: VariantName): string {
+  const c = outcomeCounts(result, v);
+  const n = result.cells.length;
+  return `Vulnerable region: <strong>${c.stuck} of ${n} cells</strong> (${num((100 * c.stuck) / n, 0)} %) stuck; ${c.slow} recovered slowly, ${c.quick} quickly.`;
+}
+
+function renderLegend(result: SweepResult): string {
+  const gradient = (from: string, to: string): string => `<span class="ramp" style="background: linear-gradient(90deg, ${from}, ${to})"></span>`;
+  return `<ul class="legend">
+<li>${gradient(OUTCOME_COLOURS.quick[0], OUTCOME_COLOURS.quick[1])}<strong>recovered quickly</strong>: healthy again within ${num(result.quickS, 0)} s of the trigger’s end (darker: sooner); the number is the recovery time</li>
+<li>${gradient(OUTCOME_COLOURS.slow[0], OUTCOME_COLOURS.slow[1])}<strong>recovered slowly</strong>: later than that (redder: later, on a log scale up to the end of the run)</li>
+<li><span class="swatch" style="background: ${OUTCOME_COLOURS.stuck}"></span><strong>stuck</strong>: never healthy again before the run ended, long after the trigger was gone: the loop sustains itself. These cells are the variant’s vulnerable region.</li>
+<li><span class="swatch home"></span><strong>dashed outline</strong>: the scenario’s own setting (load ×${tick(result.load.scenarioValue)}, ${esc(result.trigger.label)} ${tick(result.trigger.scenarioValue)})${scenarioCell(result) === null ? ' — outside this grid' : ''}</li>
+</ul>`;
+}
+
+function renderTable(result: SweepResult, v: VariantName): string {
+  const loads = result.load.values;
+  const head = `<tr><th scope="col">${esc(result.trigger.label)} ↓ · load →</th>${loads.map((l) => `<th scope="col">×${tick(l)}</th>`).join('')}</tr>`;
+  const rows: string[] = [];
+  for (let t = result.trigger.values.length - 1; t >= 0; t--) {
+    const cells = loads.map((_, l) => {
+      const s = result.cells[t * loads.length + l]!.variants[v];
+      const o = outcome(s, result.quickS);
+      const amp = Number.isFinite(s.amplification) ? `×${num(s.amplification, s.amplification >= 100 ? 0 : 1)}` : '—';
+      return `<td class="${o}">${esc(cellText(s))}<span class="detail">${amp} · ${pct(s.goodputRatio)}</span></td>`;
+    });
+    rows.push(`<tr><th scope="row">${tick(result.trigger.values[t]!)}</th>${cells.join('')}</tr>`);
+  }
+  return `<table class="grid" data-variant="${v}">
+<caption><span class="variant">${v}</span>: recovery time after the trigger ended; below, origin peak ÷ baseline · goodput over the run</caption>
+<thead>${head}</thead>
+<tbody>
+${rows.join('\n')}
+</tbody>
+</table>`;
+}
+
+function renderCounts(result: SweepResult): string {
+  const head = `<tr><th scope="col">cells</th>${VARIANTS.map((v) => `<th scope="col">${v}</th>`).join('')}</tr>`;
+  const rows = (['quick', 'slow', 'stuck'] as const).map((o) => `<tr><th scope="row">${OUTCOME_WORDS[o]}</th>${VARIANTS.map((v) => `<td>${outcomeCounts(result, v)[o]}</td>`).join('')}</tr>`);
+  return `<table class="counts">\n<thead>${head}</thead>\n<tbody>\n${rows.join('\n')}\n</tbody>\n</table>`;
+}
+
+/** Renders the whole sweep page; the same result gives the same bytes. */
+export function renderSweepReport(result: SweepResult): string {
+  const n = result.load.values.length;
+  const m = result.trigger.values.length;
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="color-scheme" content="light">
+<title>damper lab sweep — ${esc(result.scenario)}, seed ${result.seed}</title>
+<link rel="icon" href="data:,">
+<style>
+${PAGE_CSS}
+</style>
+</head>
+<body>
+<header class="page">
+<h1>damper lab sweep <span class="name">${esc(result.scenario)}</span></h1>
+<p class="title">${esc(result.title)}</p>
+<p class="meta">seed ${result.seed} · ${n} × ${m} = ${result.cells.length} cells, offered load ×${tick(result.load.values[0]!)} to ×${tick(result.load.values[n - 1]!)} across, ${esc(result.trigger.label)} ${tick(result.trigger.values[0]!)} to ${tick(result.trigger.values[m - 1]!)} up; each cell is one run of the scenario under both variants, on the same seed and traffic. ${
+    result.operators
+      ? 'The scenario’s operator actions are kept.'
+      : 'The scenario’s operator actions are removed: the question is whether the system recovers by itself.'
+  }</p>
+</header>
+<main>
+<section class="maps">
+${VARIANTS.map((v) => renderHeatmap(result, v)).join('\n')}
+</section>
+${renderLegend(result)}
+<section class="tables">
+<h2>The numbers</h2>
+${renderCounts(result)}
+${VARIANTS.map((v) => renderTable(result, v)).join('\n')}
+</section>
+</main>
+<footer class="page">Made by <code>damper lab sweep</code>; the page is plain HTML and SVG and loads nothing from the network. Hover a cell for its figures. The same data is in <code>sweep.json</code> and below.</footer>
+<script type="application/json" id="sweep-data">${jsonIsland(result)}</script>
+</body>
+</html>
+`;
+}
+
+const PAGE_CSS = `
+:root { --text: #1f2328; --muted: #59636e; --rule: #d8dee4; --panel: #f6f8fa; }
+* { box-sizing: border-box; }
+html { background: #fff; }
+body {
+  margin: 0 auto; max-width: 1280px; padding: 24px 32px 48px;
+  font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, "Noto Sans", "Liberation Sans", sans-serif;
+  color: var(--text); background: #fff;
+}
+h1 { font-size: 26px; margin: 0 0 4px; }
+h1 .name { font: 15px ui-monospace, SFMono-Regular, Menlo, Consolas, "Liberation Mono", monospace; color: var(--muted); font-weight: normal; margin-left: 8px; }
+h2 { font-size: 20px; margin: 28px 0 8px; }
+.title { margin: 0 0 4px; font-weight: 600; }
+.meta { color: var(--muted); margin: 0 0 16px; max-width: 100ch; }
+.maps { display: flex; flex-wrap: wrap; gap: 16px 40px; }
+figure.heatmap { margin: 0; flex: 0 0 auto; }
+figure.heatmap figcaption { font-size: 17px; font-weight: 600; border-bottom: 2px solid var(--rule); margin-bottom: 6px; }
+figure.heatmap figcaption .note { font-size: 13px; font-weight: normal; color: var(--muted); margin-left: 6px; }
+svg.heatmap { display: block; font-family: inherit; }
+svg.heatmap .tick { font-size: 12px; fill: var(--muted); font-variant-numeric: tabular-nums; }
+svg.heatmap .axis-title { font-size: 13px; fill: var(--text); }
+svg.heatmap .cell text { font-variant-numeric: tabular-nums; pointer-events: none; }
+.region { margin: 6px 0 0; }
+ul.legend { list-style: none; padding: 10px 14px; margin: 18px 0 0; background: var(--panel); font-size: 14px; max-width: 100ch; }
+ul.legend li { margin: 4px 0; }
+.ramp, .swatch { display: inline-block; width: 44px; height: 14px; vertical-align: -2px; margin-right: 8px; border: 1px solid rgba(0, 0, 0, 0.2); }
+.swatch { width: 14px; }
+.swatch.home { background: #fff; border: 2px dashed #000; }
+table { border-collapse: collapse; font-size: 14px; font-variant-numeric: tabular-nums; margin: 12px 0 20px; }
+caption { text-align: left; color: var(--muted); padding-bottom: 4px; }
+caption .variant { color: var(--text); font-weight: 600; }
+th, td { padding: 3px 10px; border-bottom: 1px solid var(--rule); text-align: right; }
+thead th { border-bottom: 2px solid var(--rule); font-weight: 600; }
+tbody th { color: var(--muted); font-weight: normal; }
+td.stuck { color: #8e1b1b; font-weight: 600; }
+td.slow { color: #9a3412; }
+td .detail { display: block; font-size: 12px; color: var(--muted); font-weight: normal; }
+footer.page { margin-top: 40px; padding-top: 12px; border-top: 1px solid var(--rule); color: var(--muted); font-size: 13px; }
+`;

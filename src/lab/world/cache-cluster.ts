@@ -1,0 +1,482 @@
+import { Cache } from '../../cache/cache.js';
+import { SNAPSHOT_FORMAT, SNAPSHOT_VERSION, type SnapshotEntry } from '../../cache/snapshot.js';
+import { CircuitBreaker } from '../../guard/breaker.js';
+import { pipeline } from '../../guard/guard.js';
+import { ConcurrencyLimiter } from '../../guard/limiter.js';
+import { RateLimiter } from '../../guard/rate.js';
+import { encodeEnvelope } from '../../stores/envelope.js';
+import { type Timer } from '../../time/clock.js';
+import { seededRandom } from '../../time/random.js';
+import { VirtualClock } from '../../time/virtual.js';
+import { simulate, type World } from '../engine.js';
+import { Recorder } from '../metrics.js';
+import { type VariantName, type VariantRun } from '../results.js';
+import { array, checkCommon, type FaultSpanDoc, type Json, num, object, type Population, type ScenarioCommon, ScenarioError, str } from '../scenario.js';
+import { poisson } from '../traffic.js';
+import { type WorldKind } from '../worlds.js';
+import { CacheCluster } from './cache-nodes.js';
+import { Database, QueryError, type Row } from './database.js';
+
+/** A fault of the cache-cluster world. `nodes` are indices into the cluster's nodes. */
+export type ClusterFault = FaultSpanDoc &
+  (
+    | /** From `startS` to `endS` the nodes keep `factor` of their throughput: their queues grow, their answers slow down. */
+    { readonly kind: 'degrade-nodes'; readonly nodes: readonly number[]; readonly factor: number }
+    /** From `startS` to `endS` the nodes refuse every call (their data survives). */
+    | { readonly kind: 'fail-nodes'; readonly nodes: readonly number[] }
+    /**
+     * At `startS` the nodes are ejected from the ring (their keys move to the
+     * other nodes, cold); at `endS` empty replacements join. An operator's
+     * action unless `trigger: true`; with `when: "unhealthy"` it happens only
+     * if goodput over the last `holdS` seconds is below the objective.
+     */
+    | { readonly kind: 'eject-nodes'; readonly nodes: readonly number[]; readonly when: 'always' | 'unhealthy' }
+  );
+
+/** The Discord 2019 world: clients → web/API processes → a cache cluster on a hash ring → a database. */
+export interface CacheClusterScenario extends ScenarioCommon {
+  readonly world: 'cache-cluster';
+  /** The cache cluster: `count` nodes, each serving `capacityOps` calls/s with `latencyMs` round trip, refusing beyond `maxQueue` waiting; `vnodes` ring points per node. */
+  readonly nodes: { readonly count: number; readonly capacityOps: number; readonly latencyMs: number; readonly maxQueue: number; readonly vnodes: number };
+  /** Web/API processes; requests are spread over them round-robin. Each has its own in-process cache in the damper variant. */
+  readonly processes: number;
+  /** The database (MongoDB): `workers` queries at a time, each taking workers/capacityQps s; beyond `maxQueue` waiting, refused at once. */
+  readonly origin: { readonly capacityQps: number; readonly workers: number; readonly maxQueue: number };
+  /** Freshness of cached values, s, and how long past it a value may be served stale (damper). */
+  readonly cache: { readonly ttlS: number; readonly staleForS: number };
+  /** Keys per client population: each reads its own keys (`<name>:<i>`) uniformly. */
+  readonly keys: Readonly<Record<string, number>>;
+  readonly faults: readonly ClusterFault[];
+}
+
+/** Checks a cache-cluster scenario document. */
+export function parseCacheCluster(o: Record<string, Json>, where: string): CacheClusterScenario {
+  const at = (field: string): string => `${where}.${field}`;
+  const nodesDoc = object(o.nodes, at('nodes'));
+  const nodeCount = num(nodesDoc, 'count', at('nodes'), { min: 1, integer: true, max: 1000 });
+  const nodes = {
+    count: nodeCount,
+    capacityOps: num(nodesDoc, 'capacityOps', at('nodes'), { min: 1 }),
+    latencyMs: num(nodesDoc, 'latencyMs', at('nodes'), { min: 0, integer: true, max: 10_000 }),
+    maxQueue: num(nodesDoc, 'maxQueue', at('nodes'), { min: 0, integer: true }),
+    vnodes: nodesDoc.vnodes === undefined ? 160 : num(nodesDoc, 'vnodes', at('nodes'), { min: 1, integer: true, max: 10_000 }),
+  };
+  const originDoc = object(o.origin, at('origin'));
+  const cacheDoc = object(o.cache, at('cache'));
+  const keysDoc = object(o.keys, at('keys'));
+  const durationS = num(o, 'durationS', where, { min: 1, max: 86_400 });
+  const nodeList = (fo: Record<string, Json>, w: string): number[] => {
+    if (fo.nodes === undefined) {
+      const count = num(fo, 'count', w, { min: 1, integer: true, max: nodeCount });
+      return Array.from({ length: count }, (_, i) => i);
+    }
+    const list = array(fo.nodes, `${w}.nodes`).map((n, i) => {
+      if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n >= nodeCount) throw new ScenarioError(`${w}.nodes[${i}]`, `must be a node index from 0 to ${nodeCount - 1}, got ${JSON.stringify(n)}`);
+      return n;
+    });
+    if (list.length === 0) throw new ScenarioError(`${w}.nodes`, 'needs at least one node');
+    if (new Set(list).size !== list.length) throw new ScenarioError(`${w}.nodes`, 'names a node twice');
+    return list;
+  };
+  const common = checkCommon(o, where, (fo, span, w): ClusterFault => {
+    switch (span.kind) {
+      case 'degrade-nodes':
+        return { ...span, kind: 'degrade-nodes', nodes: nodeList(fo, w), factor: num(fo, 'factor', w, { min: 0.0001, max: 1 }), trigger: true };
+      case 'fail-nodes':
+        return { ...span, kind: 'fail-nodes', nodes: nodeList(fo, w), trigger: true };
+      case 'eject-nodes': {
+        const when = fo.when === undefined ? 'always' : str(fo, 'when', w);
+        if (when !== 'always' && when !== 'unhealthy') throw new ScenarioError(`${w}.when`, `must be "always" or "unhealthy", got "${when}"`);
+        if (fo.trigger !== undefined && typeof fo.trigger !== 'boolean') throw new ScenarioError(`${w}.trigger`, 'must be true or false');
+        return { ...span, kind: 'eject-nodes', nodes: nodeList(fo, w), when, trigger: fo.trigger === true };
+      }
+      default:
+        throw new ScenarioError(`${w}.kind`, `unknown fault kind "${span.kind}" (known: degrade-nodes, fail-nodes, eject-nodes)`);
+    }
+  });
+  const keys: Record<string, number> = {};
+  for (const [i, p] of common.clients.entries()) {
+    if (keys[p.name] !== undefined) throw new ScenarioError(at(`clients[${i}].name`), `"${p.name}" is used twice`);
+    keys[p.name] = num(keysDoc, p.name, at('keys'), { min: 1, integer: true, max: 1_000_000 });
+  }
+  for (const name of Object.keys(keysDoc)) if (keys[name] === undefined) throw new ScenarioError(at(`keys.${name}`), 'names no client population');
+  return {
+    ...common,
+    world: 'cache-cluster',
+    durationS,
+    nodes,
+    processes: num(o, 'processes', where, { min: 1, integer: true, max: 1000 }),
+    origin: {
+      capacityQps: num(originDoc, 'capacityQps', at('origin'), { min: 1 }),
+      workers: num(originDoc, 'workers', at('origin'), { min: 1, integer: true, max: 10_000 }),
+      maxQueue: num(originDoc, 'maxQueue', at('origin'), { min: 0, integer: true }),
+    },
+    cache: { ttlS: num(cacheDoc, 'ttlS', at('cache'), { min: 0.001 }), staleForS: num(cacheDoc, 'staleForS', at('cache'), { min: 0 }) },
+    keys,
+    faults: common.faults as readonly ClusterFault[],
+  };
+}
+
+/** The cache-cluster world, for the registry in worlds.ts. */
+export const cacheCluster: WorldKind<CacheClusterScenario> = {
+  parse: parseCacheCluster,
+  run: (scenario, variant, seed, onProgress) => runCacheCluster(scenario, variant, seed, onProgress),
+  originCapacityQps: (scenario) => scenario.origin.capacityQps,
+  trigger: {
+    axis: 'nodes degraded, s',
+    size: (scenario) => {
+      const t = scenario.faults.find((f) => f.trigger)!;
+      return t.endS - t.startS;
+    },
+    resize: (scenario, size) => {
+      // The first trigger lasts `size` s. Faults that started after its end keep
+      // their offset from it, the run keeps its time after it, and a fault that
+      // lasted to the run's end still does.
+      const t = scenario.faults.find((f) => f.trigger)!;
+      const shift = t.startS + size - t.endS;
+      const durationS = Math.max(scenario.durationS, Math.ceil(scenario.durationS + shift));
+      const faults = scenario.faults.map((f) => {
+        if (f === t) return { ...f, endS: f.startS + size };
+        const after = f.startS >= t.endS;
+        const endS = f.endS >= scenario.durationS ? durationS : after ? f.endS + shift : f.endS;
+        return { ...f, startS: after ? f.startS + shift : f.startS, endS };
+      });
+      return { ...scenario, faults, durationS };
+    },
+  },
+};
+
+/** One client request (one attempt). */
+interface Request {
+  readonly population: Population;
+  readonly key: string;
+  readonly proc: number;
+  readonly attempt: number;
+  readonly start: number;
+  done: boolean;
+  /** A database query was made on this request's behalf (it was not answered from a cache). */
+  origin: boolean;
+  timeout: Timer | undefined;
+}
+
+/** A read path of one variant: resolves true when the client got its value. Never rejects. */
+interface ClusterReader {
+  read(req: Request): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+/**
+ * The world of the Discord 2019 replay: open-loop client populations send
+ * reads, spread round-robin over the web/API processes, which read through a
+ * Redis-like cache cluster (keys on a consistent-hashing ring) in front of a
+ * MongoDB-like database. Faults degrade, fail or eject cache nodes.
+ *
+ * Both variants get the same arrivals, keys and processes, and the same
+ * faults; they differ only in their read path.
+ */
+export async function runCacheCluster(scenario: CacheClusterScenario, variant: VariantName, seed: number, onProgress?: (fraction: number) => void): Promise<VariantRun> {
+  const clock = new VirtualClock({ seed });
+  const traffic = seededRandom((seed ^ 0x7a3f_19c5) >>> 0);
+  const recorder = new Recorder(scenario.durationS);
+  const db = new Database(clock, recorder, scenario.origin);
+  const cluster = new CacheCluster(clock, scenario.nodes.count, scenario.nodes, scenario.nodes.vnodes);
+  // Key strings are built once: the hot loop must not allocate per request.
+  const keysOf = new Map(scenario.clients.map((p) => [p, Array.from({ length: scenario.keys[p.name]! }, (_, i) => `${p.name}:${i}`)]));
+  const allKeys = [...keysOf.values()].flat();
+  // The run starts in steady state: every key cached, each with a remaining
+  // freshness spread evenly over the ttl (drawn from a stream of its own, equal for both variants).
+  const prewarm = seededRandom((seed ^ 0x2c1b_3c6d) >>> 0);
+  const ttlMs = scenario.cache.ttlS * 1000;
+  const freshness = allKeys.map(() => Math.max(1, Math.ceil(prewarm() * ttlMs)));
+  const reader = variant === 'naive' ? naiveReader(clock, db, cluster, scenario, allKeys, freshness) : await damperReader(clock, db, cluster, scenario, allKeys, freshness);
+  const timeline = schedule(scenario.faults);
+  const cancelled = new Set<ClusterFault>();
+  let pending: Request[] = [];
+  let nextProc = 0;
+
+  const end = (req: Request, ok: boolean): void => {
+    if (req.done) return;
+    req.done = true;
+    req.timeout?.cancel();
+    const now = clock.now();
+    recorder.ended(req.start, now, ok, ok && !req.origin);
+    if (!ok && req.attempt < req.population.retries) {
+      clock.setTimer(() => begin(req.population, req.key, req.attempt + 1), req.population.retryDelayMs);
+    }
+  };
+
+  const begin = (population: Population, key: string, attempt: number): void => {
+    const start = clock.now();
+    recorder.started(start);
+    const proc = nextProc;
+    nextProc = (nextProc + 1) % scenario.processes;
+    const req: Request = { population, key, proc, attempt, start, done: false, origin: false, timeout: undefined };
+    reader.read(req).then((ok) => end(req, ok));
+    pending.push(req);
+  };
+
+  const world: World = {
+    step(t) {
+      let started = false;
+      while (timeline.length > 0 && timeline[0]!.at <= t) {
+        started = true;
+        const { fault, starts } = timeline.shift()!;
+        switch (fault.kind) {
+          case 'degrade-nodes':
+            for (const n of fault.nodes) cluster.nodes[n]!.degrade(starts ? fault.factor : 1);
+            break;
+          case 'fail-nodes':
+            for (const n of fault.nodes) {
+              if (starts) cluster.nodes[n]!.fail();
+              else cluster.nodes[n]!.recover();
+            }
+            break;
+          case 'eject-nodes':
+            if (starts && fault.when === 'unhealthy' && recorder.recentGoodputRatio(t, scenario.objective.holdS) >= scenario.objective.goodputRatio) {
+              cancelled.add(fault);
+            } else if (!cancelled.has(fault)) {
+              for (const n of fault.nodes) {
+                if (starts) cluster.eject(n);
+                else cluster.rejoin(n);
+              }
+            }
+            break;
+        }
+      }
+      for (const population of scenario.clients) {
+        const n = poisson(population.rate / 1000, traffic);
+        if (n === 0) continue;
+        started = true;
+        const keys = keysOf.get(population)!;
+        for (let i = 0; i < n; i++) begin(population, keys[Math.min(keys.length - 1, Math.floor(traffic() * keys.length))]!, 0);
+      }
+      return started;
+    },
+    afterStep(t) {
+      // Only requests not answered at once need a timeout timer.
+      for (const req of pending) {
+        if (!req.done) req.timeout = clock.setTimer(() => end(req, false), req.start + req.population.timeoutMs - t);
+      }
+      pending = [];
+    },
+  };
+
+  // While a cache node is slow, the library raises (and handles) an error per
+  // deferred refresh and per refused call, tens of thousands a simulated
+  // second; capturing a stack for each was most of a run's time, and nobody
+  // reads them. Restored after the run.
+  const stackTraceLimit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    await simulate({ clock, world, durationMs: scenario.durationS * 1000, ...(onProgress === undefined ? {} : { onProgress }) });
+  } finally {
+    Error.stackTraceLimit = stackTraceLimit;
+    await reader.close();
+  }
+  const series = recorder.series();
+  return { series, summary: recorder.summary(scenario, series), skippedFaults: scenario.faults.flatMap((f, i) => (cancelled.has(f) ? [i] : [])) };
+}
+
+/** The faults' starts and ends, in time order. */
+function schedule(faults: readonly ClusterFault[]): { at: number; starts: boolean; fault: ClusterFault }[] {
+  return faults
+    .flatMap((fault) => [
+      { at: fault.startS * 1000, starts: true, fault },
+      { at: fault.endS * 1000, starts: false, fault },
+    ])
+    .sort((a, b) => a.at - b.at);
+}
+
+// ------------------------------------------------------------------ naive
+
+/** The naive cache client gives up on a cache node after this long, ms. */
+const NAIVE_CACHE_TIMEOUT_MS = 250;
+/** Its breaker opens after this many cache failures in a row… */
+const NAIVE_BREAKER_FAILURES = 5;
+/** …for this long, ms; then calls go to the cache again, and one more failure opens it again. */
+const NAIVE_BREAKER_OPEN_MS = 5_000;
+/** Failed database queries are retried at once, this many times (bug 3: no budget, no backoff). */
+const NAIVE_DB_RETRIES = 1;
+/** What the naive cache stores: the value's text (its content does not matter here). */
+const NAIVE_VALUE = 'v1';
+
+/**
+ * The hand-written breaker of the postmortem's API processes, in front of the
+ * cache cluster, one per process. It counts cache failures in a row and opens,
+ * as a breaker should. Its bug (the postmortem's "bug in our circuit breaking
+ * code"): open, it does not degrade anything, it only stops calling the cache,
+ * and the caller falls through to the database for every read, low priority
+ * included. So the breaker moves the cache's load onto the database, which is
+ * exactly what it was there to prevent.
+ */
+class NaiveBreaker {
+  private failures = 0;
+  private openUntil = 0;
+  private halfOpen = false;
+
+  /** True while the cache must not be called. */
+  isOpen(now: number): boolean {
+    if (this.openUntil === 0) return false;
+    if (now < this.openUntil) return true;
+    this.openUntil = 0;
+    this.halfOpen = true;
+    return false;
+  }
+
+  success(): void {
+    this.failures = 0;
+    this.halfOpen = false;
+  }
+
+  failure(now: number): void {
+    this.failures++;
+    if (this.halfOpen || this.failures >= NAIVE_BREAKER_FAILURES) {
+      this.openUntil = now + NAIVE_BREAKER_OPEN_MS;
+      this.halfOpen = false;
+      this.failures = 0;
+    }
+  }
+}
+
+const CACHE_FAILED = Symbol('cache failed');
+
+/**
+ * The read path the postmortem implies, bugs included: cache-aside against
+ * the cluster, no in-process cache, no coalescing across (or within)
+ * processes.
+ *
+ * - Bug 1 (the breaker's, above): an open breaker sends every read to the database.
+ * - Bug 2 (behind the breaker): a cache call that fails or times out is read
+ *   as a miss, so a slow node's keys go to the database, and their loads are
+ *   not written back (the cache "is down").
+ * - Bug 3 (behind the breaker): database errors are not reported to any
+ *   breaker and are retried at once, without budget or backoff. The clients
+ *   retry on top.
+ *
+ * Every miss is a query of its own, so a key missing from the cache costs one
+ * query per read until a query comes back in time to refill it: when the
+ * database's queue is longer than the clients' patience, none does.
+ */
+function naiveReader(clock: VirtualClock, db: Database, cluster: CacheCluster, scenario: CacheClusterScenario, keys: readonly string[], freshness: readonly number[]): ClusterReader {
+  keys.forEach((key, i) => cluster.preload(key, NAIVE_VALUE, freshness[i]!));
+  const breakers = Array.from({ length: scenario.processes }, () => new NaiveBreaker());
+  const ttlMs = scenario.cache.ttlS * 1000;
+
+  const cacheGet = (key: string): Promise<string | undefined | typeof CACHE_FAILED> =>
+    new Promise((resolve) => {
+      const timer = clock.setTimer(() => resolve(CACHE_FAILED), NAIVE_CACHE_TIMEOUT_MS);
+      cluster.get(key).then(
+        (v) => {
+          timer.cancel();
+          resolve(v);
+        },
+        () => {
+          timer.cancel();
+          resolve(CACHE_FAILED);
+        },
+      );
+    });
+
+  const fromDb = async (req: Request, fill: boolean): Promise<boolean> => {
+    req.origin = true;
+    const deadline = req.start + req.population.timeoutMs;
+    for (let attempt = 0; attempt <= NAIVE_DB_RETRIES; attempt++) {
+      const remaining = deadline - clock.now();
+      if (remaining <= 0 || req.done) return false;
+      const outcome = await db.query(req.key, { timeoutMs: remaining });
+      if (outcome instanceof QueryError) continue; // bug 3
+      if (fill) cluster.set(req.key, NAIVE_VALUE, ttlMs).catch(() => {});
+      return true;
+    }
+    return false;
+  };
+
+  return {
+    async read(req) {
+      const breaker = breakers[req.proc]!;
+      if (breaker.isOpen(clock.now())) return fromDb(req, false); // bug 1
+      const got = await cacheGet(req.key);
+      if (got === CACHE_FAILED) {
+        breaker.failure(clock.now());
+        return fromDb(req, false); // bug 2
+      }
+      breaker.success();
+      if (got !== undefined) return true;
+      return fromDb(req, true);
+    },
+    close: async () => {},
+  };
+}
+
+// ------------------------------------------------------------------ damper
+
+/** Share of the database's capacity the processes' origin budgets add up to. */
+const BUDGET_SHARE = 0.4;
+
+/**
+ * damper's read path: each process runs its own `Cache` (the in-process tier)
+ * over the cluster as its shared tier (leases, the store's timeout and
+ * breaker, fail closed, the bus), serving stale values within `staleFor`,
+ * coalescing loads, with an origin budget per process: a rate (the
+ * database's capacity × BUDGET_SHARE, split over the processes), a
+ * concurrency limit, and a breaker. Each population's priority goes with its
+ * reads, so a low-priority population's loads are the first the budget sheds.
+ * Nothing here is told about the scenario's faults.
+ */
+async function damperReader(clock: VirtualClock, db: Database, cluster: CacheCluster, scenario: CacheClusterScenario, keys: readonly string[], freshness: readonly number[]): Promise<ClusterReader> {
+  const ttlMs = scenario.cache.ttlS * 1000;
+  const staleForMs = scenario.cache.staleForS * 1000;
+  const namespace = 'lab';
+  // The steady state: the cluster holds every key (with the envelope damper
+  // writes), and every process holds it too, with the cluster's remaining freshness.
+  const loadMs = Math.max(1, Math.round((scenario.origin.workers * 1000) / scenario.origin.capacityQps));
+  const row: Row = { version: 1, valid: true };
+  const text = encodeEnvelope(row, staleForMs, loadMs);
+  const entries: SnapshotEntry<Row>[] = keys.map((key, i) => {
+    cluster.preload(`${namespace}:${key}`, text, freshness[i]! + staleForMs);
+    return { key, value: row, freshMs: freshness[i]!, servableMs: freshness[i]! + staleForMs };
+  });
+  const rate = (scenario.origin.capacityQps * BUDGET_SHARE) / scenario.processes;
+  const caches = Array.from(
+    { length: scenario.processes },
+    () =>
+      new Cache<Row>({
+        clock,
+        ttl: ttlMs,
+        staleFor: staleForMs,
+        maxEntries: keys.length + 1,
+        validate: (r) => r.valid || 'invalid value',
+        guard: pipeline(
+          new RateLimiter({ rate, burst: Math.max(1, Math.ceil(rate / 4)), clock }),
+          new ConcurrencyLimiter({ limit: Math.max(2, Math.ceil((2 * scenario.origin.workers) / scenario.processes)), clock }),
+          new CircuitBreaker({ clock }),
+        ),
+        shared: { store: cluster, namespace },
+      }),
+  );
+  await Promise.all(caches.map((c) => c.restore({ format: SNAPSHOT_FORMAT, version: SNAPSHOT_VERSION, entries })));
+  const options = new Map(scenario.clients.map((p) => [p.priority, { priority: p.priority }] as const));
+  const query = async (key: string, signal: AbortSignal): Promise<Row> => {
+    const outcome = await db.query(key, { signal });
+    if (outcome instanceof QueryError) throw outcome;
+    return outcome;
+  };
+  return {
+    read(req) {
+      return caches[req.proc]!.get(
+        req.key,
+        ({ key, signal }) => {
+          req.origin = true;
+          return query(key, signal);
+        },
+        options.get(req.population.priority),
+      ).then(
+        (r) => r.valid,
+        () => false,
+      );
+    },
+    close: async () => {
+      await Promise.all(caches.map((c) => c.close()));
+    },
+  };
+}

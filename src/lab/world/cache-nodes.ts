@@ -1,0 +1,358 @@
+import { type LeaseGrant, type SharedBackend, type SharedRead } from '../../stores/backend.js';
+import { type Timer } from '../../time/clock.js';
+import { type VirtualClock } from '../../time/virtual.js';
+import { HashRing } from './hash-ring.js';
+
+/** Why a cache node did not answer. One instance of each: an overload raises them by the thousand, and nobody reads a stack. */
+export class CacheNodeError extends Error {}
+/** The node is down (failed) or no longer in the cluster (ejected): connection refused, or closed under a queued call. */
+const DOWN = new CacheNodeError('cache node unavailable');
+/** The node's queue is full: the client's connection pool refuses the call at once. */
+const BUSY = new CacheNodeError('cache node overloaded: too many queued calls');
+/** No node left on the ring. */
+const EMPTY = new CacheNodeError('cache cluster has no node');
+
+/** The shape of one node. */
+export interface CacheNodeShape {
+  /** Calls served per second when healthy. */
+  readonly capacityOps: number;
+  /** Round trip added to each call once served, ms. */
+  readonly latencyMs: number;
+  /** Calls waiting beyond this are refused at once. */
+  readonly maxQueue: number;
+}
+
+/** What a node keeps per key: a value, a lease (or failure marker), a failure count; each with its own expiry. */
+interface Slot {
+  value?: { text: string; expiresAt: number };
+  lease?: { token: string; expiresAt: number };
+  failures?: { count: number; expiresAt: number };
+}
+
+/** A call waiting for the node: applied atomically when served, answered `latencyMs` later. */
+interface Call {
+  apply(): unknown;
+  resolve(value: unknown): void;
+  reject(error: Error): void;
+}
+
+const FAILED = '\0failed';
+
+/**
+ * One Redis-like cache node: a single-threaded server that serves
+ * `capacityOps × factor` calls per second from a FIFO queue. Each call is
+ * applied atomically when its turn comes, and answered `latencyMs` later.
+ * Latency is queueing delay plus the round trip, so a degraded node (`degrade`)
+ * answers ever more slowly as its queue grows: a caller that gives up leaves
+ * its call queued, and the node still serves it (wasted work, as a real Redis
+ * does with the commands already in its socket buffer). Beyond `maxQueue`
+ * waiting calls the node refuses at once.
+ */
+export class CacheNode {
+  readonly slots = new Map<string, Slot>();
+  private queue: (Call | undefined)[] = [];
+  private head = 0;
+  private factor = 1;
+  private credit = 1;
+  private lastCredit = 0;
+  private tick: Timer | undefined;
+  /** `up`, `failed` (refuses every call, keeps its data) or `ejected` (out of the cluster, data gone). */
+  state: 'up' | 'failed' | 'ejected' = 'up';
+  /** Calls served, for tests and figures. */
+  served = 0;
+
+  constructor(
+    readonly id: number,
+    private readonly clock: VirtualClock,
+    private readonly shape: CacheNodeShape,
+  ) {}
+
+  /** Calls per second this node serves now. */
+  get rate(): number {
+    return this.shape.capacityOps * this.factor;
+  }
+
+  get queued(): number {
+    return this.queue.length - this.head;
+  }
+
+  /** The node keeps `factor` (0 < factor ≤ 1) of its throughput: its queue grows and its answers slow down. 1 restores it. */
+  degrade(factor: number): void {
+    this.accrue();
+    this.factor = factor;
+    // The next turn was timed at the old rate: time it again at the new one.
+    if (this.tick !== undefined) {
+      this.tick.cancel();
+      this.tick = this.clock.setTimer(this.serve, this.delayToNext());
+    }
+  }
+
+  /** The node stops answering: every call, queued or new, is refused. Its data survives. */
+  fail(): void {
+    this.state = 'failed';
+    this.dropQueue();
+  }
+
+  /** A failed node answers again. */
+  recover(): void {
+    if (this.state === 'failed') this.state = 'up';
+  }
+
+  /** Removed from the cluster: queued calls fail (their connections close), its data is gone. */
+  eject(): void {
+    this.state = 'ejected';
+    this.dropQueue();
+    this.slots.clear();
+  }
+
+  /** A replacement node joins where this one was: healthy, empty. */
+  rejoin(): void {
+    this.state = 'up';
+    this.factor = 1;
+    this.slots.clear();
+  }
+
+  /** Queues `apply`; resolves with its result once served and sent back. Never throws synchronously. */
+  call<T>(apply: () => T): Promise<T> {
+    if (this.state !== 'up') return Promise.reject(DOWN);
+    if (this.queued >= this.shape.maxQueue) return Promise.reject(BUSY);
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ apply, resolve: resolve as (value: unknown) => void, reject });
+      if (this.tick === undefined) {
+        this.accrue();
+        this.tick = this.clock.setTimer(this.serve, this.delayToNext());
+      }
+    });
+  }
+
+  /** The slot of `key` with expired parts dropped (Redis expires them the same way). */
+  live(key: string): Slot {
+    const slot = this.slots.get(key);
+    if (slot === undefined) return {};
+    const now = this.clock.now();
+    if (slot.value !== undefined && slot.value.expiresAt <= now) delete slot.value;
+    if (slot.lease !== undefined && slot.lease.expiresAt <= now) delete slot.lease;
+    if (slot.failures !== undefined && slot.failures.expiresAt <= now) delete slot.failures;
+    if (slot.value === undefined && slot.lease === undefined && slot.failures === undefined) this.slots.delete(key);
+    return slot;
+  }
+
+  /** Credit for calls accrues at `rate`; at most one tick's worth (or one call) is kept while idle. */
+  private accrue(): void {
+    const now = this.clock.now();
+    const perMs = this.rate / 1000;
+    this.credit = Math.min(this.credit + (now - this.lastCredit) * perMs, Math.max(1, perMs));
+    this.lastCredit = now;
+  }
+
+  /** Whole ms until one more call's credit has accrued (at least 1: serving takes a step). */
+  private delayToNext(): number {
+    const perMs = this.rate / 1000;
+    return this.credit >= 1 ? 1 : Math.max(1, Math.ceil((1 - this.credit) / perMs));
+  }
+
+  private readonly serve = (): void => {
+    this.tick = undefined;
+    this.accrue();
+    const answers: { call: Call; result: unknown }[] = [];
+    while (this.credit >= 1 && this.queued > 0) {
+      const call = this.dequeue()!;
+      this.credit -= 1;
+      this.served++;
+      answers.push({ call, result: call.apply() });
+    }
+    if (answers.length > 0) {
+      const send = (): void => {
+        for (const a of answers) a.call.resolve(a.result);
+      };
+      if (this.shape.latencyMs > 0) this.clock.setTimer(send, this.shape.latencyMs);
+      else send();
+    }
+    if (this.queued > 0) this.tick = this.clock.setTimer(this.serve, this.delayToNext());
+  };
+
+  private dequeue(): Call | undefined {
+    if (this.head >= this.queue.length) return undefined;
+    const call = this.queue[this.head];
+    this.queue[this.head++] = undefined;
+    if (this.head > 4096 && this.head * 2 > this.queue.length) {
+      this.queue.splice(0, this.head);
+      this.head = 0;
+    }
+    return call;
+  }
+
+  private dropQueue(): void {
+    const calls = this.queue.slice(this.head);
+    this.queue = [];
+    this.head = 0;
+    this.tick?.cancel();
+    this.tick = undefined;
+    for (const call of calls) call?.reject(DOWN);
+  }
+}
+
+/**
+ * A Redis-like cache cluster: nodes placed on a consistent-hashing ring (with
+ * virtual nodes), each key served by the node it hashes to, at the cost of one
+ * unit of that node's capacity per call. An ejection removes a node from the
+ * ring: its keys now hash to the other nodes, where they are cold.
+ *
+ * It is a {@link SharedBackend}, with the same atomic semantics as
+ * `InMemorySharedStore` (value with TTL, lease token, failure marker and
+ * count, release, write, remove, publish/subscribe), so damper's shared tier
+ * (leases, the store's breaker and timeout, the bus) runs over it unchanged,
+ * exactly as it runs over Redis. It also offers plain `get`/`set`: what the
+ * naive variant's cache-aside code calls.
+ *
+ * Pub/sub: a channel hashes to a node like a key, and a publish costs that
+ * node one call; every subscriber, in every process, receives the message one
+ * round trip after the node served it.
+ */
+export class CacheCluster implements SharedBackend {
+  readonly nodes: readonly CacheNode[];
+  readonly ring: HashRing;
+  private readonly channels = new Map<string, Set<(message: string) => void>>();
+
+  constructor(
+    private readonly clock: VirtualClock,
+    count: number,
+    private readonly shape: CacheNodeShape,
+    vnodes = 160,
+  ) {
+    this.nodes = Array.from({ length: count }, (_, i) => new CacheNode(i, clock, shape));
+    this.ring = new HashRing(vnodes);
+    for (let i = 0; i < count; i++) this.ring.add(i);
+  }
+
+  /** The node `key` lives on now, or undefined when none is left. */
+  nodeOf(key: string): CacheNode | undefined {
+    const i = this.ring.nodeOf(key);
+    return i < 0 ? undefined : this.nodes[i];
+  }
+
+  /** Removes node `i` from the ring: its data is gone and its keys move to the other nodes. */
+  eject(i: number): void {
+    this.ring.remove(i);
+    this.nodes[i]!.eject();
+  }
+
+  /** A replacement for node `i` joins the ring, empty: the keys that move back to it are cold. */
+  rejoin(i: number): void {
+    this.nodes[i]!.rejoin();
+    this.ring.add(i);
+  }
+
+  /** Puts a value in place without costing a call: the steady state a run starts from. */
+  preload(key: string, text: string, ttlMs: number): void {
+    this.nodeOf(key)?.slots.set(key, { value: { text, expiresAt: this.clock.now() + ttlMs } });
+  }
+
+  // ------------------------------------------------- plain commands (naive)
+
+  /** GET: the value's text, or undefined on a miss. */
+  get(key: string): Promise<string | undefined> {
+    return this.on(key, (node) => node.live(key).value?.text);
+  }
+
+  /** SET … PX: stores `text` for `ttlMs`. */
+  set(key: string, text: string, ttlMs: number): Promise<void> {
+    return this.on(key, (node) => {
+      const slot = node.live(key);
+      slot.value = { text, expiresAt: this.clock.now() + ttlMs };
+      node.slots.set(key, slot);
+    });
+  }
+
+  // ------------------------------------------------- SharedBackend (damper)
+
+  read(key: string): Promise<SharedRead | undefined> {
+    return this.on(key, (node) => {
+      const v = node.live(key).value;
+      return v === undefined ? undefined : { value: v.text, ttlMs: v.expiresAt - this.clock.now() };
+    });
+  }
+
+  acquire(key: string, token: string, ttlMs: number): Promise<LeaseGrant> {
+    return this.on(key, (node): LeaseGrant => {
+      const slot = node.live(key);
+      const failures = slot.failures?.count ?? 0;
+      if (slot.lease !== undefined) {
+        return { granted: false, holder: slot.lease.token === FAILED ? 'failed' : 'loading', ttlMs: slot.lease.expiresAt - this.clock.now(), failures };
+      }
+      slot.lease = { token, expiresAt: this.clock.now() + ttlMs };
+      node.slots.set(key, slot);
+      return { granted: true, failures };
+    });
+  }
+
+  fill(key: string, token: string, value: string, ttlMs: number): Promise<boolean> {
+    return this.on(key, (node) => {
+      if (node.live(key).lease?.token !== token) return false;
+      node.slots.set(key, { value: { text: value, expiresAt: this.clock.now() + ttlMs } });
+      return true;
+    });
+  }
+
+  fail(key: string, token: string, failures: number, backoffMs: number): Promise<boolean> {
+    return this.on(key, (node) => {
+      const slot = node.live(key);
+      if (slot.lease?.token !== token) return false;
+      const now = this.clock.now();
+      slot.lease = { token: FAILED, expiresAt: now + backoffMs };
+      slot.failures = { count: failures, expiresAt: now + Math.max(backoffMs * 4, 60_000) };
+      node.slots.set(key, slot);
+      return true;
+    });
+  }
+
+  release(key: string, token: string): Promise<void> {
+    return this.on(key, (node) => {
+      const slot = node.live(key);
+      if (slot.lease?.token === token) delete slot.lease;
+    });
+  }
+
+  write(key: string, value: string, ttlMs: number): Promise<void> {
+    return this.on(key, (node) => {
+      node.slots.set(key, { value: { text: value, expiresAt: this.clock.now() + ttlMs } });
+    });
+  }
+
+  remove(key: string): Promise<void> {
+    return this.on(key, (node) => {
+      node.slots.delete(key);
+    });
+  }
+
+  publish(channel: string, message: string): Promise<void> {
+    return this.on(channel, () => {
+      const listeners = this.channels.get(channel);
+      if (listeners === undefined || listeners.size === 0) return;
+      // Delivered one round trip after the node served the publish: never inside the publisher's call.
+      const deliver = (): void => {
+        for (const listener of listeners) listener(message);
+      };
+      this.clock.setTimer(deliver, Math.max(1, this.shape.latencyMs));
+    });
+  }
+
+  subscribe(channel: string, listener: (message: string) => void): Promise<() => Promise<void>> {
+    let set = this.channels.get(channel);
+    if (set === undefined) this.channels.set(channel, (set = new Set()));
+    const listeners = set;
+    // Wrapped so one listener subscribed twice is two subscriptions, as on Redis.
+    const wrapped = (message: string): void => listener(message);
+    listeners.add(wrapped);
+    return Promise.resolve(async () => {
+      listeners.delete(wrapped);
+    });
+  }
+
+  /** One call on the node `key` hashes to now. */
+  private on<T>(key: string, apply: (node: CacheNode) => T): Promise<T> {
+    const node = this.nodeOf(key);
+    if (node === undefined) return Promise.reject(EMPTY);
+    return node.call(() => apply(node));
+  }
+}

@@ -1,0 +1,382 @@
+import { DeadlineExceededError } from '../../errors.js';
+import { RetryBudget } from '../../guard/budget.js';
+import { deadlineOf } from '../../guard/deadline.js';
+import { type Guard, type GuardContext, pipeline } from '../../guard/guard.js';
+import { ConcurrencyLimiter } from '../../guard/limiter.js';
+import { Retry } from '../../guard/retry.js';
+import { AdaptiveThrottle } from '../../guard/throttle.js';
+import { type Timer } from '../../time/clock.js';
+import { seededRandom } from '../../time/random.js';
+import { VirtualClock } from '../../time/virtual.js';
+import { simulate, type World } from '../engine.js';
+import { Recorder } from '../metrics.js';
+import { type VariantName, type VariantRun } from '../results.js';
+import { checkCommon, type FaultSpanDoc, type Json, num, object, type Population, type ScenarioCommon, ScenarioError } from '../scenario.js';
+import { poisson } from '../traffic.js';
+import { type WorldKind } from '../worlds.js';
+
+/**
+ * The generic retry storm (issue 7), after Marc Brooker's "Metastability and
+ * distributed systems" and Huang et al., "Metastable Failures in the Wild"
+ * (OSDI 2022): open-loop users call a server through a stack of clients that
+ * time out and retry, and the server gets slower the more work it holds and
+ * keeps working on requests whose callers have gone. A trigger (a load spike,
+ * or the server slowing down for a while) pushes it over; the naive retries
+ * then keep it overloaded after the trigger is gone.
+ *
+ * The model:
+ * - **Server.** `workers` requests in service at once, the rest wait in a
+ *   queue of at most `maxQueue` (beyond it, refused at once). A request's
+ *   service time is fixed when it starts:
+ *   `baseServiceMs × (1 + slowdownPerInFlight × n) × slowdown`, where `n` is
+ *   the number of requests the server holds (in service and queued) at that
+ *   instant and `slowdown` is the `server-slowdown` fault's factor while it
+ *   lasts (1 otherwise). So the more work piles up, the less the server gets
+ *   done per second (contention, memory pressure, GC): the capacity at load
+ *   `n` is `workers / (baseServiceMs × (1 + k × n))`. Its healthy capacity,
+ *   the report's capacity line, is `workers × 1000 / baseServiceMs`.
+ * - **Client stack.** A user's call goes down `client.layers` tiers (a front
+ *   end calling a mid tier calling the server, say); each tier makes up to
+ *   `1 + client.retries` attempts at the tier below, and the innermost one
+ *   gives each attempt `client.attemptTimeoutMs`. Retries at every tier
+ *   multiply: up to `(1 + retries)^layers` attempts reach the server per call.
+ *   The user (a population) waits `timeoutMs` for an answer: goodput counts
+ *   answers within it.
+ * - **Metrics.** `offered` counts users' calls; `originQps` counts attempts
+ *   that reach the server, refused or not (for this world the "origin" is the
+ *   server), so `amplification` is the peak attempts/s reaching the server
+ *   (10 s sliding mean) over their mean rate in the baseline window, where
+ *   there is one attempt per call.
+ *
+ * The variants differ only in code:
+ * - **naive**: every tier retries immediately (or after a fixed
+ *   `retryDelayMs`) on a timeout or an error, up to `retries` times, with no
+ *   budget and no backoff; nobody tells the tiers below that the user left.
+ *   The server is a plain FIFO queue: an attempt that timed out stays queued
+ *   and is served anyway, and its work slows every other request.
+ * - **damper**: every tier is a real {@link Retry} (full-jitter backoff,
+ *   damper's defaults) drawing on a {@link RetryBudget} of its own tier, the
+ *   innermost behind an {@link AdaptiveThrottle}; the call carries the user's
+ *   deadline, and each attempt's signal (aborted at the attempt's timeout or
+ *   the deadline) travels with the request to the server, as a gRPC deadline
+ *   and cancellation do. The server admits work through a
+ *   {@link ConcurrencyLimiter} (limit `workers`, queue `maxQueue`, damper's
+ *   queue timeout, CoDel and adaptive LIFO), which drops a queued request the
+ *   moment its signal aborts, and starts no work whose signal has aborted.
+ */
+
+/** A fault of the retry-storm world; both kinds are triggers. */
+export type RetryStormFault = FaultSpanDoc &
+  (
+    | /** Users' arrival rate × `factor` from `startS` to `endS`. */
+    { readonly kind: 'load-spike'; readonly factor: number }
+    /** The server's service time × `factor` from `startS` to `endS` (for requests starting service then). */
+    | { readonly kind: 'server-slowdown'; readonly factor: number }
+  );
+
+export interface RetryStormScenario extends ScenarioCommon {
+  readonly world: 'retry-storm';
+  /** The server; see the module's comment for the service-time model. */
+  readonly server: { readonly workers: number; readonly baseServiceMs: number; readonly slowdownPerInFlight: number; readonly maxQueue: number };
+  /** The client stack between users and the server: tiers, the innermost's attempt timeout, retries per tier. */
+  readonly client: { readonly layers: number; readonly attemptTimeoutMs: number; readonly retries: number; readonly retryDelayMs: number };
+  readonly faults: readonly RetryStormFault[];
+}
+
+/** Checks a retry-storm scenario document. */
+export function parseRetryStorm(o: Record<string, Json>, where: string): RetryStormScenario {
+  const at = (field: string): string => `${where}.${field}`;
+  const serverDoc = object(o.server, at('server'));
+  const clientDoc = object(o.client, at('client'));
+  const common = checkCommon(o, where, (fo, span, w): RetryStormFault => {
+    switch (span.kind) {
+      case 'load-spike':
+        return { ...span, kind: 'load-spike', factor: num(fo, 'factor', w, { min: 0, max: 1000 }), trigger: true };
+      case 'server-slowdown':
+        return { ...span, kind: 'server-slowdown', factor: num(fo, 'factor', w, { min: 0.01, max: 1000 }), trigger: true };
+      default:
+        throw new ScenarioError(`${w}.kind`, `unknown fault kind "${span.kind}" (known: load-spike, server-slowdown)`);
+    }
+  });
+  common.clients.forEach((c, i) => {
+    // Retries belong to the client stack here (client.retries), where both variants can act on them.
+    if (c.retries !== 0) throw new ScenarioError(at(`clients[${i}].retries`), 'must be 0 in the retry-storm world: retries are the client stack\'s (client.retries)');
+  });
+  return {
+    ...common,
+    world: 'retry-storm',
+    server: {
+      workers: num(serverDoc, 'workers', at('server'), { min: 1, integer: true, max: 10_000 }),
+      baseServiceMs: num(serverDoc, 'baseServiceMs', at('server'), { min: 1, max: 600_000 }),
+      slowdownPerInFlight: num(serverDoc, 'slowdownPerInFlight', at('server'), { min: 0, max: 100 }),
+      maxQueue: num(serverDoc, 'maxQueue', at('server'), { min: 0, integer: true, max: 10_000_000 }),
+    },
+    client: {
+      layers: num(clientDoc, 'layers', at('client'), { min: 1, integer: true, max: 5 }),
+      attemptTimeoutMs: num(clientDoc, 'attemptTimeoutMs', at('client'), { min: 1, integer: true, max: 600_000 }),
+      retries: num(clientDoc, 'retries', at('client'), { min: 0, integer: true, max: 10 }),
+      retryDelayMs: clientDoc.retryDelayMs === undefined ? 0 : num(clientDoc, 'retryDelayMs', at('client'), { min: 0, integer: true, max: 600_000 }),
+    },
+    faults: common.faults as readonly RetryStormFault[],
+  };
+}
+
+/** The retry-storm world, for the registry in worlds.ts. */
+export const retryStorm: WorldKind<RetryStormScenario> = {
+  parse: parseRetryStorm,
+  run: (scenario, variant, seed, onProgress) => runRetryStorm(scenario, variant, seed, onProgress),
+  originCapacityQps: (scenario) => (scenario.server.workers * 1000) / scenario.server.baseServiceMs,
+  trigger: {
+    axis: 'trigger held, s',
+    size: (scenario) => {
+      const t = scenario.faults.find((f) => f.trigger)!;
+      return t.endS - t.startS;
+    },
+    resize: (scenario, size) => {
+      // The first trigger is held `size` s; what started after it keeps its offset from the trigger's end.
+      const t = scenario.faults.find((f) => f.trigger)!;
+      const shift = t.startS + size - t.endS;
+      const faults = scenario.faults.map((f) => (f === t ? { ...f, endS: f.startS + size } : f.startS >= t.endS ? { ...f, startS: f.startS + shift, endS: f.endS + shift } : f));
+      const lastEnd = Math.max(...faults.map((f) => f.endS));
+      return { ...scenario, faults, durationS: Math.max(scenario.durationS, Math.ceil(lastEnd + (scenario.durationS - Math.max(...scenario.faults.map((f) => f.endS))))) };
+    },
+  },
+};
+
+/** The server's service time for a request starting now, ms (whole, to stay on the engine's steps). */
+function serviceMs(server: RetryStormScenario['server'], held: number, slowdown: number): number {
+  return Math.max(1, Math.round(server.baseServiceMs * (1 + server.slowdownPerInFlight * held) * slowdown));
+}
+
+/** How a naive attempt ended, as its tier sees it. */
+type NaiveOutcome = 'ok' | 'refused' | 'timeout';
+
+interface NaiveJob {
+  done: ((outcome: NaiveOutcome) => void) | undefined;
+}
+
+/**
+ * The naive server: a FIFO queue in front of `workers`. It does not know
+ * whether anyone still waits for a request: an abandoned one is served like
+ * any other, and it counts in the load that slows service down.
+ */
+class NaiveServer {
+  private readonly queue: (NaiveJob | undefined)[] = [];
+  private head = 0;
+  private busy = 0;
+  slowdown = 1;
+
+  constructor(
+    private readonly clock: VirtualClock,
+    private readonly recorder: Recorder,
+    private readonly shape: RetryStormScenario['server'],
+  ) {}
+
+  private get queued(): number {
+    return this.queue.length - this.head;
+  }
+
+  /** Takes a request; `job.done` is called with its outcome (synchronously when refused). */
+  submit(job: NaiveJob): void {
+    this.recorder.originQuery(this.clock.now());
+    if (this.busy >= this.shape.workers) {
+      if (this.queued >= this.shape.maxQueue) {
+        job.done?.('refused');
+        return;
+      }
+      this.queue.push(job);
+    } else this.serve(job);
+  }
+
+  private serve(job: NaiveJob): void {
+    this.busy++;
+    const ms = serviceMs(this.shape, this.busy + this.queued, this.slowdown);
+    this.clock.setTimer(() => {
+      this.busy--;
+      job.done?.('ok');
+      const next = this.dequeue();
+      if (next !== undefined) this.serve(next);
+    }, ms);
+  }
+
+  private dequeue(): NaiveJob | undefined {
+    if (this.head >= this.queue.length) return undefined;
+    const job = this.queue[this.head];
+    this.queue[this.head++] = undefined;
+    if (this.head > 4096 && this.head * 2 > this.queue.length) {
+      this.queue.splice(0, this.head);
+      this.head = 0;
+    }
+    return job;
+  }
+}
+
+/** A user's call through the client stack: resolves true for an answer, false for a failure. */
+type Call = (onDone: (ok: boolean) => void) => void;
+
+/**
+ * The naive client stack: every tier retries at once (or after the fixed
+ * delay) on any failure, `retries` times, no budget, no backoff; the
+ * innermost gives each attempt `attemptTimeoutMs` and leaves it queued at the
+ * server when it gives up. Callbacks, not promises: in the storm this runs
+ * thousands of times per simulated second.
+ */
+function naiveStack(clock: VirtualClock, server: NaiveServer, client: RetryStormScenario['client']): Call {
+  const attempt = (onDone: (ok: boolean) => void): void => {
+    let timer: Timer | undefined;
+    const job: NaiveJob = {
+      done: (outcome) => {
+        job.done = undefined;
+        timer?.cancel();
+        onDone(outcome === 'ok');
+      },
+    };
+    server.submit(job);
+    if (job.done !== undefined) timer = clock.setTimer(() => job.done?.('timeout'), client.attemptTimeoutMs);
+  };
+  const tier = (depth: number, onDone: (ok: boolean) => void): void => {
+    let tries = 0;
+    const once = (): void => {
+      tries++;
+      const next = (ok: boolean): void => {
+        if (ok || tries > client.retries) onDone(ok);
+        else if (client.retryDelayMs > 0) clock.setTimer(once, client.retryDelayMs);
+        else once();
+      };
+      if (depth === client.layers - 1) attempt(next);
+      else tier(depth + 1, next);
+    };
+    once();
+  };
+  return (onDone) => tier(0, onDone);
+}
+
+/** The server drops a request whose signal aborted (deadline or cancellation) by the time a worker takes it up. One instance: nobody reads its stack. */
+const DROPPED = new DeadlineExceededError('server: the request was abandoned before its work started; dropped');
+
+/**
+ * damper's stack: each tier a real `Retry` with a `RetryBudget` of its own,
+ * the innermost behind an `AdaptiveThrottle`; the server admits work through
+ * a `ConcurrencyLimiter`, with the attempt's signal (its timeout and the
+ * call's deadline) travelling with the request.
+ */
+function damperStack(clock: VirtualClock, recorder: Recorder, scenario: RetryStormScenario, slowdown: () => number): (timeoutMs: number) => Call {
+  const { server, client } = scenario;
+  const limiter = new ConcurrencyLimiter({ limit: server.workers, maxQueue: server.maxQueue, clock });
+  // The server's handler: admission by the limiter, then work, unless the request's signal has aborted.
+  const handle = (signal: AbortSignal): Promise<void> => {
+    recorder.originQuery(clock.now());
+    const context: GuardContext = { key: 'request', signal, wait: true, deadline: deadlineOf(signal) };
+    return limiter.run(
+      (s) =>
+        new Promise<void>((resolve, reject) => {
+          if (s.aborted) {
+            reject(DROPPED);
+            return;
+          }
+          clock.setTimer(resolve, serviceMs(server, limiter.inFlight + limiter.queued, slowdown()));
+        }),
+      context,
+    );
+  };
+  const tiers: Guard[] = [];
+  for (let depth = 0; depth < client.layers; depth++) {
+    tiers.push(
+      new Retry({
+        maxAttempts: client.retries + 1,
+        budget: new RetryBudget({ clock }),
+        ...(depth === client.layers - 1 ? { attemptTimeout: client.attemptTimeoutMs } : {}),
+        clock,
+      }),
+    );
+  }
+  const guard = pipeline(...tiers, new AdaptiveThrottle({ clock }));
+  const never = new AbortController().signal;
+  return (timeoutMs) => (onDone) => {
+    guard.run(handle, { key: 'request', signal: never, wait: true, deadline: clock.now() + timeoutMs }).then(
+      () => onDone(true),
+      () => onDone(false),
+    );
+  };
+}
+
+interface UserCall {
+  readonly population: Population;
+  readonly start: number;
+  done: boolean;
+  timeout: Timer | undefined;
+}
+
+/**
+ * Runs one variant of a retry-storm scenario. Both variants get the same
+ * arrivals (drawn from a source of their own, seeded from the run's seed) and
+ * the same faults; they differ only in the client stack and the server's
+ * admission.
+ */
+export async function runRetryStorm(scenario: RetryStormScenario, variant: VariantName, seed: number, onProgress?: (fraction: number) => void): Promise<VariantRun> {
+  const clock = new VirtualClock({ seed });
+  const traffic = seededRandom((seed ^ 0x3d5e_a1c7) >>> 0);
+  const recorder = new Recorder(scenario.durationS);
+  let slowdown = 1;
+  let spike = 1;
+  let call: (population: Population) => Call;
+  let naiveServer: NaiveServer | undefined;
+  if (variant === 'naive') {
+    naiveServer = new NaiveServer(clock, recorder, scenario.server);
+    const stack = naiveStack(clock, naiveServer, scenario.client);
+    call = () => stack;
+  } else {
+    const stack = damperStack(clock, recorder, scenario, () => slowdown);
+    const byPopulation = new Map(scenario.clients.map((p) => [p, stack(p.timeoutMs)]));
+    call = (p) => byPopulation.get(p)!;
+  }
+  const timeline = scenario.faults
+    .flatMap((fault) => [
+      { at: fault.startS * 1000, starts: true, fault },
+      { at: fault.endS * 1000, starts: false, fault },
+    ])
+    .sort((a, b) => a.at - b.at);
+  let pending: UserCall[] = [];
+
+  const end = (req: UserCall, ok: boolean): void => {
+    if (req.done) return;
+    req.done = true;
+    req.timeout?.cancel();
+    recorder.ended(req.start, clock.now(), ok, false);
+  };
+
+  const world: World = {
+    step(t) {
+      let started = false;
+      while (timeline.length > 0 && timeline[0]!.at <= t) {
+        started = true;
+        const e = timeline.shift()!;
+        if (e.fault.kind === 'server-slowdown') slowdown = e.starts ? e.fault.factor : 1;
+        else spike = e.starts ? e.fault.factor : 1;
+        if (naiveServer !== undefined) naiveServer.slowdown = slowdown;
+      }
+      for (const population of scenario.clients) {
+        const n = poisson((population.rate * spike) / 1000, traffic);
+        for (let i = 0; i < n; i++) {
+          const req: UserCall = { population, start: t, done: false, timeout: undefined };
+          recorder.started(t);
+          call(population)((ok) => end(req, ok));
+          pending.push(req);
+        }
+        if (n > 0) started = true;
+      }
+      return started;
+    },
+    afterStep(t) {
+      // The user gives up after its timeout; only calls not answered at once need the timer.
+      for (const req of pending) {
+        if (!req.done) req.timeout = clock.setTimer(() => end(req, false), req.start + req.population.timeoutMs - t);
+      }
+      pending = [];
+    },
+  };
+
+  await simulate({ clock, world, durationMs: scenario.durationS * 1000, ...(onProgress === undefined ? {} : { onProgress }) });
+  const series = recorder.series();
+  return { series, summary: recorder.summary(scenario, series), skippedFaults: [] };
+}

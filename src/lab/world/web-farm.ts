@@ -1,0 +1,240 @@
+import { seededRandom } from '../../time/random.js';
+import { VirtualClock } from '../../time/virtual.js';
+import { simulate, type World } from '../engine.js';
+import { Recorder } from '../metrics.js';
+import { type VariantName, type VariantRun } from '../results.js';
+import { array, checkCommon, type FaultSpanDoc, type Json, num, object, type Population, type ScenarioCommon, ScenarioError, str } from '../scenario.js';
+import { KeyPicker, poisson } from '../traffic.js';
+import { type WorldKind } from '../worlds.js';
+import { Database } from './database.js';
+import { DamperFrontDoor, type FrontDoor, type HealthShape, NaiveBalancer } from './front-door.js';
+import { DamperServer, NaiveServer, type ServerShape, type WebServer } from './web-server.js';
+
+/** A fault of the web-farm world. Both are triggers: the incident's cause. */
+export type WebFarmFault = FaultSpanDoc &
+  (
+    | /** Every client population's rate × `factor` from `startS` to `endS` (the Drudge Report link). */
+    { readonly kind: 'traffic-spike'; readonly factor: number }
+    /** Server `server` (`web1`, `web2`…) stops answering at `startS`; at `endS` its process is restarted, with an empty cache. */
+    | { readonly kind: 'hang-server'; readonly server: string }
+  );
+
+/**
+ * The Columbia Missourian world: clients → a load balancer with health checks
+ * → `servers.count` web servers (workers, a page cache each) → one database.
+ */
+export interface WebFarmScenario extends ScenarioCommon {
+  readonly world: 'web-farm';
+  /** The web servers, all alike, named web1, web2…; see {@link ServerShape}. */
+  readonly servers: ServerShape & { readonly count: number };
+  /** The balancer's health checks; see {@link HealthShape}. */
+  readonly balancer: HealthShape;
+  /** The database behind every server's cache. */
+  readonly origin: { readonly capacityQps: number; readonly workers: number; readonly maxQueue: number };
+  /**
+   * Each server's page cache: freshness; for damper, the stale window, the
+   * origin budget (page loads in flight per server) and the warm-up of a
+   * restarted server (loads started per second, loads in flight).
+   */
+  readonly cache: { readonly ttlS: number; readonly staleForS: number; readonly maxLoads: number; readonly warmRate: number; readonly warmConcurrency: number };
+  /** Page popularity: named hot pages with their share of requests, the rest spread over `tailCount` pages. The first hot page is the one health checks request. */
+  readonly keys: { readonly hot: readonly { readonly key: string; readonly share: number }[]; readonly tailCount: number };
+  readonly faults: readonly WebFarmFault[];
+}
+
+/** The name of server `i` (0-based). */
+export function serverId(i: number): string {
+  return `web${i + 1}`;
+}
+
+/** Checks a web-farm scenario document. */
+export function parseWebFarm(o: Record<string, Json>, where: string): WebFarmScenario {
+  const at = (field: string): string => `${where}.${field}`;
+  const serversDoc = object(o.servers, at('servers'));
+  const balancerDoc = object(o.balancer, at('balancer'));
+  const originDoc = object(o.origin, at('origin'));
+  const cacheDoc = object(o.cache, at('cache'));
+  const keysDoc = object(o.keys, at('keys'));
+  const servers = {
+    count: num(serversDoc, 'count', at('servers'), { min: 1, integer: true, max: 100 }),
+    cores: num(serversDoc, 'cores', at('servers'), { min: 1, integer: true, max: 1024 }),
+    workers: num(serversDoc, 'workers', at('servers'), { min: 1, integer: true, max: 10_000 }),
+    limit: num(serversDoc, 'limit', at('servers'), { min: 1, integer: true, max: 10_000 }),
+    backlog: num(serversDoc, 'backlog', at('servers'), { min: 0, integer: true, max: 1_000_000 }),
+    hitMs: num(serversDoc, 'hitMs', at('servers'), { min: 1, integer: true, max: 60_000 }),
+    renderMs: num(serversDoc, 'renderMs', at('servers'), { min: 0, integer: true, max: 60_000 }),
+  };
+  const balancer = {
+    intervalS: num(balancerDoc, 'intervalS', at('balancer'), { min: 0.001, max: 3600 }),
+    timeoutMs: num(balancerDoc, 'timeoutMs', at('balancer'), { min: 2, integer: true, max: 600_000 }),
+    fall: num(balancerDoc, 'fall', at('balancer'), { min: 1, integer: true, max: 100 }),
+    rise: num(balancerDoc, 'rise', at('balancer'), { min: 1, integer: true, max: 100 }),
+  };
+  const hot = array(keysDoc.hot, at('keys.hot')).map((h, i) => {
+    const ho = object(h, at(`keys.hot[${i}]`));
+    return { key: str(ho, 'key', at(`keys.hot[${i}]`)), share: num(ho, 'share', at(`keys.hot[${i}]`), { min: 0, max: 1 }) };
+  });
+  if (hot.length === 0) throw new ScenarioError(at('keys.hot'), 'needs at least one page (the first is the one health checks request)');
+  const hotShare = hot.reduce((sum, h) => sum + h.share, 0);
+  if (hotShare > 1 + 1e-9) throw new ScenarioError(at('keys.hot'), `shares add up to ${hotShare}, more than 1`);
+  const tailCount = num(keysDoc, 'tailCount', at('keys'), { min: 0, integer: true, max: 1_000_000 });
+  if (tailCount === 0 && hotShare < 1 - 1e-9) throw new ScenarioError(at('keys'), 'hot shares must add up to 1 when tailCount is 0');
+  const ids = Array.from({ length: servers.count }, (_, i) => serverId(i));
+  const common = checkCommon(o, where, (fo, span, w): WebFarmFault => {
+    switch (span.kind) {
+      case 'traffic-spike':
+        return { ...span, kind: 'traffic-spike', factor: num(fo, 'factor', w, { min: 0, max: 100 }), trigger: true };
+      case 'hang-server': {
+        const server = str(fo, 'server', w);
+        if (!ids.includes(server)) throw new ScenarioError(`${w}.server`, `"${server}" is not a server (known: ${ids.join(', ')})`);
+        return { ...span, kind: 'hang-server', server, trigger: true };
+      }
+      default:
+        throw new ScenarioError(`${w}.kind`, `unknown fault kind "${span.kind}" (known: traffic-spike, hang-server)`);
+    }
+  });
+  return {
+    ...common,
+    world: 'web-farm',
+    servers,
+    balancer,
+    origin: {
+      capacityQps: num(originDoc, 'capacityQps', at('origin'), { min: 1 }),
+      workers: num(originDoc, 'workers', at('origin'), { min: 1, integer: true, max: 10_000 }),
+      maxQueue: num(originDoc, 'maxQueue', at('origin'), { min: 0, integer: true }),
+    },
+    cache: {
+      ttlS: num(cacheDoc, 'ttlS', at('cache'), { min: 0.001 }),
+      staleForS: num(cacheDoc, 'staleForS', at('cache'), { min: 0 }),
+      maxLoads: num(cacheDoc, 'maxLoads', at('cache'), { min: 1, integer: true, max: 10_000 }),
+      warmRate: num(cacheDoc, 'warmRate', at('cache'), { min: 0.001 }),
+      warmConcurrency: num(cacheDoc, 'warmConcurrency', at('cache'), { min: 1, integer: true }),
+    },
+    keys: { hot, tailCount },
+    faults: common.faults as readonly WebFarmFault[],
+  };
+}
+
+/** The web-farm world, for the registry in worlds.ts. */
+export const webFarm: WorldKind<WebFarmScenario> = {
+  parse: parseWebFarm,
+  run: (scenario, variant, seed, onProgress) => runWebFarm(scenario, variant, seed, onProgress),
+  originCapacityQps: (scenario) => scenario.origin.capacityQps,
+  trigger: {
+    axis: 'server hung, s',
+    size: (scenario) => {
+      const h = scenario.faults.find((f) => f.kind === 'hang-server')!;
+      return h.endS - h.startS;
+    },
+    resize: (scenario, size) => {
+      // The server hangs `size` s. Everything at or after the hang's end (the
+      // spike's end if it outlasted the hang, operator actions) keeps its offset from it.
+      const h = scenario.faults.find((f) => f.kind === 'hang-server')!;
+      const shift = h.startS + size - h.endS;
+      const move = (s: number): number => (s >= h.endS ? s + shift : s);
+      const faults = scenario.faults.map((f) => (f === h ? { ...f, endS: f.startS + size } : { ...f, startS: move(f.startS), endS: Math.max(move(f.endS), move(f.startS) + 0.001) }));
+      const tail = scenario.durationS - Math.max(...scenario.faults.map((f) => f.endS));
+      return { ...scenario, faults, durationS: Math.max(scenario.durationS, Math.ceil(Math.max(...faults.map((f) => f.endS)) + tail)) };
+    },
+  },
+};
+
+interface Request {
+  readonly population: Population;
+  readonly start: number;
+  done: boolean;
+  timeout: { cancel(): void } | undefined;
+}
+
+/**
+ * Runs one variant of a web-farm scenario. Both variants get the same
+ * arrivals and pages (drawn from a source of their own, seeded from the
+ * run's seed), the same servers and database, and the same faults; they
+ * differ in the balancer and in what runs on the servers.
+ */
+export async function runWebFarm(scenario: WebFarmScenario, variant: VariantName, seed: number, onProgress?: (fraction: number) => void): Promise<VariantRun> {
+  const clock = new VirtualClock({ seed });
+  const traffic = seededRandom((seed ^ 0x7a3f_19c5) >>> 0);
+  const recorder = new Recorder(scenario.durationS);
+  const db = new Database(clock, recorder, scenario.origin);
+  const picker = new KeyPicker(scenario.keys.hot, scenario.keys.tailCount);
+  const keys = picker.keys;
+  const ids = Array.from({ length: scenario.servers.count }, (_, i) => serverId(i));
+  let servers: WebServer[];
+  let door: FrontDoor;
+  if (variant === 'naive') {
+    servers = ids.map((id) => new NaiveServer(id, clock, db, scenario.servers, scenario.cache.ttlS));
+    door = new NaiveBalancer(clock, servers, scenario.balancer, keys[0]!);
+  } else {
+    const options = { ttlS: scenario.cache.ttlS, staleForS: scenario.cache.staleForS, warmRate: scenario.cache.warmRate, warmConcurrency: scenario.cache.warmConcurrency, maxLoads: scenario.cache.maxLoads, keys };
+    const damperServers = ids.map((id) => new DamperServer(id, clock, db, scenario.servers, options));
+    servers = damperServers;
+    door = new DamperFrontDoor(clock, damperServers, scenario.balancer);
+  }
+  // Steady state, not a cold start: every server has served for a long time,
+  // so each holds every page with a remaining freshness spread evenly over the
+  // ttl. Drawn from a stream of its own, equal for both variants.
+  const prewarm = seededRandom((seed ^ 0x2c1b_3c6d) >>> 0);
+  const ttlMs = scenario.cache.ttlS * 1000;
+  for (const server of servers) for (const key of keys) await server.prewarm(key, db.read(key), Math.max(1, Math.ceil(prewarm() * ttlMs)));
+
+  const timeline = scenario.faults
+    .flatMap((fault) => [
+      { at: fault.startS * 1000, starts: true, fault },
+      { at: fault.endS * 1000, starts: false, fault },
+    ])
+    .sort((a, b) => a.at - b.at);
+  let factor = 1;
+  let pending: Request[] = [];
+
+  const end = (req: Request, ok: boolean, hit: boolean): void => {
+    if (req.done) return;
+    req.done = true;
+    req.timeout?.cancel();
+    recorder.ended(req.start, clock.now(), ok, hit);
+  };
+
+  const world: World = {
+    step(t) {
+      let started = false;
+      while (timeline.length > 0 && timeline[0]!.at <= t) {
+        started = true;
+        const e = timeline.shift()!;
+        const fault = e.fault;
+        if (fault.kind === 'traffic-spike') factor = e.starts ? fault.factor : 1;
+        else {
+          const server = servers[ids.indexOf(fault.server)]!;
+          if (e.starts) server.hang();
+          else server.restart();
+        }
+      }
+      for (const population of scenario.clients) {
+        const n = poisson((population.rate * factor) / 1000, traffic);
+        for (let i = 0; i < n; i++) {
+          const key = picker.pick(traffic);
+          const req: Request = { population, start: t, done: false, timeout: undefined };
+          recorder.started(t);
+          door.send(key, population.priority, population.timeoutMs).then((outcome) => (outcome instanceof Error ? end(req, false, false) : end(req, true, outcome.hit)));
+          pending.push(req);
+        }
+        if (n > 0) started = true;
+      }
+      return started;
+    },
+    afterStep(t) {
+      for (const req of pending) {
+        if (!req.done) req.timeout = clock.setTimer(() => end(req, false, false), req.start + req.population.timeoutMs - t);
+      }
+      pending = [];
+    },
+  };
+
+  try {
+    await simulate({ clock, world, durationMs: scenario.durationS * 1000, ...(onProgress === undefined ? {} : { onProgress }) });
+  } finally {
+    door.close();
+    for (const s of servers) if (s instanceof DamperServer) s.close();
+  }
+  const series = recorder.series();
+  return { series, summary: recorder.summary(scenario, series), skippedFaults: [] };
+}

@@ -1,0 +1,283 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { loadScenario } from '../src/lab/lab.js';
+import { runIsolated } from '../src/lab/parallel.js';
+import { ScenarioError } from '../src/lab/scenario.js';
+import { CacheCluster, CacheNodeError } from '../src/lab/world/cache-nodes.js';
+import { type CacheClusterScenario } from '../src/lab/world/cache-cluster.js';
+import { HashRing } from '../src/lab/world/hash-ring.js';
+import { checkScenario, type Scenario, worldOf } from '../src/lab/worlds.js';
+import { Cache, sleep, VirtualClock } from '../src/index.js';
+
+const SEEDS = [1, 2, 3, 4];
+const TEN_MINUTES = 600;
+
+// Simulations run in worker threads (see test/lab.test.ts), started together
+// so they share the machine's cores while the unit tests below run.
+const discord = loadScenario('discord-2019') as Promise<CacheClusterScenario>;
+const bySeed = new Map(SEEDS.map((seed) => [seed, discord.then((s) => runIsolated(s, seed))]));
+/** The scenario without the operators' ejection, its degraded nodes held `size` s. */
+const degradedOnly = (size: number): Promise<CacheClusterScenario> =>
+  discord.then((s) => {
+    const base = { ...s, faults: s.faults.filter((f) => f.kind !== 'eject-nodes') };
+    return worldOf(base).trigger.resize(base, size) as CacheClusterScenario;
+  });
+const edge = new Map([1, 3].map((size) => [size, degradedOnly(size).then((s) => runIsolated(s, 1))]));
+
+describe('discord-2019, at the default seed and three others', () => {
+  for (const seed of SEEDS) {
+    test(`seed ${seed}: naive stays down, damper stays up`, async () => {
+      const run = await bySeed.get(seed)!;
+      const naive = run.variants.naive.summary;
+      const damper = run.variants.damper.summary;
+      // naive: the herd on the database outlives the degraded nodes by more than 10 minutes.
+      assert.ok(naive.recoverySeconds === null || naive.recoverySeconds > TEN_MINUTES, `naive recovered after ${naive.recoverySeconds} s`);
+      assert.ok(naive.amplification >= 10, `naive amplification ${naive.amplification}`);
+      // damper: recovered within 30 s, database within 2× of its baseline.
+      assert.equal(damper.recovered, true);
+      assert.ok(damper.recoverySeconds !== null && damper.recoverySeconds <= 30, `damper recovery ${damper.recoverySeconds} s`);
+      assert.ok(damper.amplification <= 2, `damper amplification ${damper.amplification}`);
+      assert.equal(damper.invalidServed, 0);
+      assert.equal(naive.simulatedRequests, damper.simulatedRequests, 'both variants see the same traffic');
+      // The ejection is unconditional (operators reacted to the cache nodes' dashboards): it happened in both.
+      assert.deepEqual(run.variants.naive.skippedFaults, []);
+      assert.deepEqual(run.variants.damper.skippedFaults, []);
+    });
+  }
+});
+
+describe('the collapse comes from the feedback loop, not from the script', () => {
+  test('nodes degraded for 1 s: the same naive code recovers by itself; for 3 s it does not', async () => {
+    const short = (await edge.get(1)!).variants.naive.summary;
+    assert.ok(short.recoverySeconds !== null && short.recoverySeconds <= 30, `1 s: naive recovery ${short.recoverySeconds}`);
+    const longer = (await edge.get(3)!).variants.naive.summary;
+    assert.equal(longer.recoverySeconds, null, `3 s: naive recovered after ${longer.recoverySeconds} s`);
+    for (const run of [await edge.get(1)!, await edge.get(3)!]) assert.equal(run.variants.damper.summary.recoverySeconds, 0);
+  });
+});
+
+describe('consistent hashing', () => {
+  const keys = Array.from({ length: 20_000 }, (_, i) => `key:${i}`);
+
+  test('keys spread over every node, roughly evenly', () => {
+    const ring = new HashRing(160);
+    for (let n = 0; n < 12; n++) ring.add(n);
+    const counts = new Array<number>(12).fill(0);
+    for (const k of keys) counts[ring.nodeOf(k)]!++;
+    const mean = keys.length / 12;
+    for (const c of counts) assert.ok(c > mean * 0.7 && c < mean * 1.3, `node holds ${c} keys, mean ${mean}`);
+  });
+
+  test('an ejection moves only the ejected nodes’ keys; a rejoin puts them back', () => {
+    const ring = new HashRing(160);
+    for (let n = 0; n < 12; n++) ring.add(n);
+    const before = keys.map((k) => ring.nodeOf(k));
+    ring.remove(1);
+    ring.remove(4);
+    const after = keys.map((k) => ring.nodeOf(k));
+    let moved = 0;
+    keys.forEach((_, i) => {
+      if (before[i] === 1 || before[i] === 4) {
+        moved++;
+        assert.ok(after[i] !== 1 && after[i] !== 4);
+      } else assert.equal(after[i], before[i], `${keys[i]} moved from ${before[i]} to ${after[i]}`);
+    });
+    assert.ok(moved > keys.length / 12, 'the ejected nodes held keys');
+    ring.add(4);
+    ring.add(1);
+    assert.deepEqual(
+      keys.map((k) => ring.nodeOf(k)),
+      before,
+      'placement depends on membership, not on the order of changes',
+    );
+  });
+
+  test('an empty ring places nothing', () => {
+    assert.equal(new HashRing().nodeOf('k'), -1);
+  });
+});
+
+describe('the simulated cluster as a SharedBackend', () => {
+  const shape = { capacityOps: 1000, latencyMs: 1, maxQueue: 100 };
+  /** Runs `p` to its end in virtual time. */
+  const settle = async <T>(clock: VirtualClock, p: Promise<T>): Promise<T> => {
+    let done = false;
+    const out = p.finally(() => (done = true));
+    for (let i = 0; i < 10_000 && !done; i++) await clock.advance(1);
+    return out;
+  };
+
+  test('values with a TTL, measured on the cluster’s clock', async () => {
+    const clock = new VirtualClock({ seed: 1 });
+    const c = new CacheCluster(clock, 3, shape);
+    assert.equal(await settle(clock, c.read('a')), undefined);
+    await settle(clock, c.write('a', 'x', 1000));
+    const r = await settle(clock, c.read('a'));
+    assert.equal(r?.value, 'x');
+    assert.ok(r!.ttlMs > 990 && r!.ttlMs <= 1000, `ttl ${r!.ttlMs}`);
+    await clock.advance(1000);
+    assert.equal(await settle(clock, c.read('a')), undefined);
+  });
+
+  test('one lease among concurrent callers; fill only with the token; fail leaves a marker and a count', async () => {
+    const clock = new VirtualClock({ seed: 1 });
+    const c = new CacheCluster(clock, 3, shape);
+    const grants = await settle(clock, Promise.all(Array.from({ length: 20 }, (_, i) => c.acquire('k', `t${i}`, 5000))));
+    assert.equal(grants.filter((g) => g.granted).length, 1);
+    const winner = `t${grants.findIndex((g) => g.granted)}`;
+    const loser = grants.find((g) => !g.granted);
+    assert.ok(loser !== undefined && !loser.granted && loser.holder === 'loading');
+    assert.equal(await settle(clock, c.fill('k', 'nope', 'v', 1000)), false);
+    assert.equal(await settle(clock, c.fail('k', 'nope', 1, 1000)), false);
+    assert.equal(await settle(clock, c.fail('k', winner, 2, 1000)), true);
+    const held = await settle(clock, c.acquire('k', 'x', 5000));
+    assert.ok(!held.granted && held.holder === 'failed' && held.failures === 2);
+    await clock.advance(1000);
+    const again = await settle(clock, c.acquire('k', 'y', 5000));
+    assert.deepEqual(again, { granted: true, failures: 2 }, 'the count outlives the marker');
+    assert.equal(await settle(clock, c.fill('k', 'y', 'v', 1000)), true);
+    assert.equal((await settle(clock, c.read('k')))?.value, 'v');
+    assert.deepEqual(await settle(clock, c.acquire('k', 'z', 5000)), { granted: true, failures: 0 }, 'a fill drops the count');
+  });
+
+  test('release only by the holder; write and remove drop the lease', async () => {
+    const clock = new VirtualClock({ seed: 1 });
+    const c = new CacheCluster(clock, 3, shape);
+    await settle(clock, c.acquire('k', 'a', 5000));
+    await settle(clock, c.release('k', 'b'));
+    assert.equal((await settle(clock, c.acquire('k', 'c', 5000))).granted, false);
+    await settle(clock, c.release('k', 'a'));
+    assert.equal((await settle(clock, c.acquire('k', 'c', 5000))).granted, true);
+    await settle(clock, c.write('k', 'w', 1000));
+    assert.equal(await settle(clock, c.fill('k', 'c', 'old', 1000)), false, 'a write overtakes the lease');
+    await settle(clock, c.acquire('k', 'd', 5000));
+    await settle(clock, c.remove('k'));
+    assert.equal(await settle(clock, c.fill('k', 'd', 'old', 1000)), false, 'a remove overtakes the lease');
+    assert.equal(await settle(clock, c.read('k')), undefined);
+  });
+
+  test('publish reaches every subscriber, later, until it unsubscribes', async () => {
+    const clock = new VirtualClock({ seed: 1 });
+    const c = new CacheCluster(clock, 3, shape);
+    const got: string[] = [];
+    const off = await c.subscribe('bus', (m) => got.push(`a:${m}`));
+    await c.subscribe('bus', (m) => got.push(`b:${m}`));
+    const sent = c.publish('bus', 'hello');
+    assert.deepEqual(got, [], 'never inside the publisher’s call');
+    await settle(clock, sent);
+    await clock.advance(5);
+    assert.deepEqual(got.sort(), ['a:hello', 'b:hello']);
+    await off();
+    await settle(clock, c.publish('bus', 'again'));
+    await clock.advance(5);
+    assert.deepEqual(got.sort(), ['a:hello', 'b:again', 'b:hello']);
+  });
+
+  test('each call costs its node capacity: a degraded node queues and slows down; a failed one refuses', async () => {
+    const clock = new VirtualClock({ seed: 1 });
+    const c = new CacheCluster(clock, 2, { capacityOps: 100, latencyMs: 1, maxQueue: 50 });
+    const node = c.nodeOf('k')!;
+    const t0 = clock.now();
+    await settle(clock, Promise.all(Array.from({ length: 10 }, () => c.read('k'))));
+    assert.ok(clock.now() - t0 <= 100, `10 calls at 100/s took ${clock.now() - t0} ms`);
+    node.degrade(0.1); // 10 calls/s
+    const t1 = clock.now();
+    await settle(clock, Promise.all(Array.from({ length: 10 }, () => c.read('k'))));
+    assert.ok(clock.now() - t1 >= 800, `10 calls at 10/s took ${clock.now() - t1} ms`);
+    // Beyond maxQueue, refused at once.
+    const flood = Array.from({ length: 60 }, () => c.read('k').then(() => 'ok', (e: unknown) => e));
+    const outcomes = await settle(clock, Promise.all(flood));
+    assert.ok(outcomes.filter((o) => o instanceof CacheNodeError).length >= 9);
+    node.degrade(1);
+    node.fail();
+    await assert.rejects(c.read('k'), CacheNodeError);
+    node.recover();
+    assert.equal(await settle(clock, c.read('k')), undefined);
+  });
+
+  test('an ejection makes its keys cold on their new nodes; the other keys keep their values', async () => {
+    const clock = new VirtualClock({ seed: 1 });
+    const c = new CacheCluster(clock, 4, shape);
+    const keys = Array.from({ length: 200 }, (_, i) => `k${i}`);
+    for (const k of keys) c.preload(k, 'v', 60_000);
+    const onZero = keys.filter((k) => c.nodeOf(k)!.id === 0);
+    c.eject(0);
+    const reads = await settle(clock, Promise.all(keys.map((k) => c.read(k))));
+    keys.forEach((k, i) => assert.equal(reads[i] === undefined, onZero.includes(k), k));
+    c.rejoin(0);
+    const back = await settle(clock, Promise.all(onZero.map((k) => c.read(k))));
+    assert.ok(back.every((r) => r === undefined), 'a replacement node is empty');
+  });
+
+  test('damper’s shared tier runs over it: 4 processes × 100 gets of a cold key → 1 load', async () => {
+    const clock = new VirtualClock({ seed: 3 });
+    const c = new CacheCluster(clock, 3, shape);
+    const caches = Array.from({ length: 4 }, () => new Cache<string>({ clock, ttl: 10_000, staleFor: 60_000, shared: { store: c } }));
+    let loads = 0;
+    const loader = async (): Promise<string> => {
+      loads++;
+      await sleep(clock, 50);
+      return 'v';
+    };
+    const gets = caches.flatMap((cache) => Array.from({ length: 100 }, () => cache.get('cold', loader)));
+    const values = await settle(clock, Promise.all(gets));
+    assert.ok(values.every((v) => v === 'v'));
+    assert.equal(loads, 1);
+    await Promise.all(caches.map((cache) => cache.close()));
+  });
+
+  test('a degraded node trips the store’s breaker: reads of cached keys are served from memory, no load', async () => {
+    const clock = new VirtualClock({ seed: 3 });
+    const c = new CacheCluster(clock, 3, shape);
+    const cache = new Cache<string>({ clock, ttl: 1_000, staleFor: 60_000, earlyRefresh: 0, shared: { store: c } });
+    let loads = 0;
+    const loader = async (): Promise<string> => {
+      loads++;
+      return 'v';
+    };
+    let storeErrors = 0;
+    cache.on('sharedError', () => storeErrors++);
+    const keys = Array.from({ length: 30 }, (_, i) => `k${i}`);
+    await settle(clock, Promise.all(keys.map((k) => cache.get(k, loader))));
+    assert.equal(loads, keys.length);
+    for (const n of c.nodes) n.degrade(0.001); // one call a second
+    await clock.advance(1_500); // every key stale
+    for (let i = 0; i < 20; i++) {
+      const values = await settle(clock, Promise.all(keys.map((k) => cache.get(k, loader))));
+      assert.ok(values.every((v) => v === 'v'));
+      await clock.advance(100);
+    }
+    assert.equal(loads, keys.length, 'no key went to the origin while the cache nodes were slow');
+    assert.ok(storeErrors > 0, 'the shared tier saw the slow nodes (timeouts, then its open breaker)');
+    await cache.close();
+  });
+});
+
+describe('scenario files of the cache-cluster world', () => {
+  test('the shipped scenario parses, and a bad node index names its field', async () => {
+    const s = await discord;
+    assert.equal(s.world, 'cache-cluster');
+    const doc = JSON.parse(JSON.stringify(s)) as Record<string, unknown> & { faults: Record<string, unknown>[] };
+    doc.faults[0]!.nodes = [1, 99];
+    assert.throws(
+      () => checkScenario(doc, 'x.json'),
+      (e: unknown) => e instanceof ScenarioError && e.message.includes('x.json.faults[0].nodes[1]'),
+    );
+    doc.faults[0]!.nodes = [1];
+    doc.keys = { 'user-objects': 10 };
+    assert.throws(
+      () => checkScenario(doc, 'x.json'),
+      (e: unknown) => e instanceof ScenarioError && e.message.includes('x.json.keys.push-settings'),
+    );
+  });
+
+  test('the sweep’s trigger axis resizes the degraded span and moves what followed it', async () => {
+    const s = await discord;
+    const world = worldOf(s as Scenario);
+    assert.equal(world.trigger.size(s as Scenario), 180);
+    const longer = world.trigger.resize(s as Scenario, 400) as CacheClusterScenario;
+    assert.equal(longer.faults[0]!.endS, 520);
+    assert.equal(longer.faults[1]!.startS, 180, 'the ejection began during the trigger: it stays');
+    assert.ok(longer.durationS >= 520 + 600);
+  });
+});

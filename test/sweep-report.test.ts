@@ -1,0 +1,137 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { VARIANTS } from '../src/lab/results.js';
+import { type CellSummary, outcome, type SweepCell, type SweepResult } from '../src/lab/sweep.js';
+import { cellColour, OUTCOME_COLOURS, renderSweepReport } from '../src/lab/sweep-report.js';
+
+/**
+ * A synthetic 3 × 3 sweep with every outcome (quick, slow, stuck), markup in
+ * its text, and the scenario's own setting on the grid. No simulation: the
+ * page's shape is checked here, its drawing in sweep-report.browser.test.ts.
+ */
+function fixture(home: { load: number; trigger: number } = { load: 1, trigger: 60 }): SweepResult {
+  const loads = [0.5, 1, 1.5];
+  const triggers = [5, 32.5, 60];
+  const cells: SweepCell[] = [];
+  for (const [t, trigger] of triggers.entries()) {
+    for (const [l, load] of loads.entries()) {
+      // naive: stuck above the anti-diagonal, slow on it, quick below; damper: quick but one slow cell.
+      const naive: CellSummary =
+        l + t > 2 ? { recovered: false, recoverySeconds: null, amplification: 77.2, goodputRatio: 0.155 } : l + t === 2 ? { recovered: true, recoverySeconds: 420, amplification: 30, goodputRatio: 0.6 } : { recovered: true, recoverySeconds: 2 * (l + t), amplification: 1.9, goodputRatio: 0.999 };
+      const damper: CellSummary = l === 2 && t === 2 ? { recovered: true, recoverySeconds: 95, amplification: 2.5, goodputRatio: 0.97 } : { recovered: true, recoverySeconds: 0, amplification: 1.3, goodputRatio: 1 };
+      cells.push({ load, trigger, watchedS: 780, variants: { naive, damper } });
+    }
+  }
+  return {
+    scenario: 'fixture-<1>',
+    title: 'A <script>alert("not code")</script> incident',
+    seed: 7,
+    operators: false,
+    quickS: 60,
+    baseRate: 1000,
+    load: { label: 'offered load, × the scenario’s client rates', values: loads, scenarioValue: home.load },
+    trigger: { label: 'invalid value held, s <b>', values: triggers, scenarioValue: home.trigger },
+    cells,
+  };
+}
+
+const result = fixture();
+const html = renderSweepReport(result);
+
+function ownFigure(page: string, v: string): string {
+  const from = page.indexOf(`<figure class="heatmap" data-variant="${v}"`);
+  assert.ok(from >= 0, `${v}: a figure`);
+  return page.slice(from, page.indexOf('</figure>', from));
+}
+
+test('sweep page: one self-contained document that loads nothing from the network', () => {
+  assert.match(html, /^<!doctype html>\n<html lang="en">/);
+  assert.ok(html.trimEnd().endsWith('</html>'));
+  assert.equal(html.match(/<html[\s>]/g)?.length, 1);
+  assert.doesNotMatch(html, /\b(src|href)\s*=\s*["']?\s*(https?:)?\/\//i, 'no src= or href= pointing at the network');
+  assert.doesNotMatch(html, /@import|url\(/i);
+  assert.doesNotMatch(html, /<script(?![^>]*type="application\/json")/i, 'no script to run: the heatmaps are SVG');
+  assert.doesNotMatch(html, /<link(?![^>]*rel="icon"[^>]*href="data:)[^>]*>/i);
+});
+
+test('sweep page: one heatmap per variant, a cell per grid point coloured by its outcome', () => {
+  for (const v of VARIANTS) {
+    const fig = ownFigure(html, v);
+    const cells = [...fig.matchAll(/<g class="cell (\w+)" data-load="([^"]+)" data-trigger="([^"]+)" data-outcome="(\w+)"><title>[^<]*<\/title><rect [^>]*fill="(#[0-9a-f]{6})"/g)];
+    assert.equal(cells.length, 9, `${v}: 3 × 3 cells`);
+    for (const [i, m] of cells.entries()) {
+      const cell = result.cells[i]!;
+      assert.equal(Number(m[2]), cell.load);
+      assert.equal(Number(m[3]), cell.trigger);
+      const o = outcome(cell.variants[v], result.quickS);
+      assert.equal(m[1], o);
+      assert.equal(m[4], o);
+      assert.equal(m[5], cellColour(cell.variants[v], result.quickS, cell.watchedS));
+      if (o === 'stuck') assert.equal(m[5], OUTCOME_COLOURS.stuck);
+    }
+  }
+  const outcomes = (v: 'naive' | 'damper'): string[] => [...ownFigure(html, v).matchAll(/data-outcome="(\w+)"/g)].map((m) => m[1]!);
+  assert.deepEqual(new Set(outcomes('naive')), new Set(['quick', 'slow', 'stuck']), 'the fixture has all three');
+  assert.match(ownFigure(html, 'naive'), /Vulnerable region: <strong>3 of 9 cells<\/strong> \(33 %\) stuck; 3 recovered slowly, 3 quickly\./);
+  assert.match(ownFigure(html, 'damper'), /Vulnerable region: <strong>0 of 9 cells<\/strong> \(0 %\) stuck; 1 recovered slowly, 8 quickly\./);
+});
+
+test('sweep page: colours: quick cells darker when sooner, slow ones redder when later, stuck one colour', () => {
+  const c = (r: number | null): string => cellColour({ recovered: r !== null, recoverySeconds: r, amplification: 1, goodputRatio: 1 }, 60, 780);
+  assert.equal(c(0), OUTCOME_COLOURS.quick[0]);
+  assert.equal(c(60), OUTCOME_COLOURS.quick[1]);
+  assert.equal(c(780), OUTCOME_COLOURS.slow[1]);
+  assert.equal(c(null), OUTCOME_COLOURS.stuck);
+  const red = (hex: string): number => parseInt(hex.slice(1, 3), 16) - parseInt(hex.slice(3, 5), 16);
+  assert.ok(red(c(400)) > red(c(100)), 'later is redder');
+});
+
+test('sweep page: axes labelled with their values, the scenario’s own cell outlined, a legend', () => {
+  for (const v of VARIANTS) {
+    const fig = ownFigure(html, v);
+    assert.deepEqual(
+      [...fig.matchAll(/<text class="tick x"[^>]*>([^<]+)<\/text>/g)].map((m) => m[1]),
+      ['×0.5', '×1', '×1.5'],
+    );
+    assert.deepEqual(
+      [...fig.matchAll(/<text class="tick y"[^>]*>([^<]+)<\/text>/g)].map((m) => m[1]),
+      ['5', '32.5', '60'],
+    );
+    assert.match(fig, /<text class="axis-title x"[^>]*>offered load, × client rates \(×1 = 1,000 req\/s\)<\/text>/);
+    assert.match(fig, /<text class="axis-title y"[^>]*>invalid value held, s &#60;b&#62;<\/text>/);
+    assert.equal(fig.match(/<g class="scenario-cell">/g)?.length, 1, `${v}: the scenario's cell outlined once`);
+    // Load ×1 is the middle column (x = 92 + 133.33), 60 s the top row (y = 12).
+    assert.match(fig, /<rect class="scenario-cell" x="228.33" y="15"/);
+  }
+  for (const words of ['recovered quickly', 'recovered slowly', 'stuck', 'dashed outline']) assert.ok(html.includes(`<strong>${words}</strong>`), words);
+  const outside = renderSweepReport(fixture({ load: 1, trigger: 600 }));
+  assert.doesNotMatch(outside, /class="scenario-cell"/);
+  assert.match(outside, /— outside this grid/);
+});
+
+test('sweep page: tables with every cell, trigger size down the side, counts per variant', () => {
+  for (const v of VARIANTS) {
+    const table = html.slice(html.indexOf(`<table class="grid" data-variant="${v}">`));
+    const own = table.slice(0, table.indexOf('</table>'));
+    const rows = [...own.matchAll(/<tr><th scope="row">([^<]+)<\/th>((?:<td[^>]*>.*?<\/td>)+)<\/tr>/g)];
+    assert.deepEqual(
+      rows.map((r) => r[1]),
+      ['60', '32.5', '5'],
+    );
+    for (const r of rows) assert.equal(r[2]!.match(/<td/g)?.length, 3);
+  }
+  assert.match(html, /<tr><th scope="row">stuck<\/th><td>3<\/td><td>0<\/td><\/tr>/);
+  assert.match(html, /<td class="slow">420 s<span class="detail">×30.0 · 60.0 %<\/span><\/td>/);
+});
+
+test('sweep page: text is escaped; the data island parses back to the result', () => {
+  assert.ok(html.includes('A &#60;script&#62;alert(&#34;not code&#34;)&#60;/script&#62; incident'));
+  assert.doesNotMatch(html, /alert\("not code"\)/);
+  const island = /<script type="application\/json" id="sweep-data">([\s\S]*?)<\/script>/.exec(html)?.[1] ?? '';
+  assert.doesNotMatch(island, /</);
+  assert.deepEqual(JSON.parse(island), result);
+});
+
+test('sweep page: the same result renders the same bytes', () => {
+  assert.equal(renderSweepReport(fixture()), html);
+});
