@@ -120,6 +120,39 @@ export function checkCommon(
   };
 }
 
+/** A world's trigger axis for the sweep: what it measures, a scenario's size on it, and the scenario resized. */
+export interface TriggerAxis<S> {
+  readonly axis: string;
+  size(scenario: S): number;
+  resize(scenario: S, size: number): S;
+}
+
+/**
+ * The trigger axis most worlds share: the span of one fault (`pick`, by
+ * default the first trigger) resized to `size` s. Every instant at or after
+ * its end moves with it, so what followed the trigger (its other faults'
+ * ends, operator actions) keeps its offset from it, and the run keeps its
+ * time after its last fault (the sweep's "stuck" needs the same watch after
+ * the trigger in every cell).
+ */
+export function spanAxis<S extends ScenarioCommon>(axis: string, pick: (scenario: S) => S['faults'][number] = (s) => s.faults.find((f) => f.trigger)!): TriggerAxis<S> {
+  return {
+    axis,
+    size: (scenario) => {
+      const f = pick(scenario);
+      return f.endS - f.startS;
+    },
+    resize: (scenario, size) => {
+      const picked = pick(scenario);
+      const shift = picked.startS + size - picked.endS;
+      const move = (t: number): number => (t >= picked.endS ? t + shift : t);
+      const faults = scenario.faults.map((f) => (f === picked ? { ...f, endS: f.startS + size } : { ...f, startS: move(f.startS), endS: Math.max(move(f.endS), move(f.startS) + 0.001) }));
+      const tail = scenario.durationS - Math.max(...scenario.faults.map((f) => f.endS));
+      return { ...scenario, faults, durationS: Math.max(scenario.durationS, Math.ceil(Math.max(...faults.map((f) => f.endS)) + tail)) };
+    },
+  };
+}
+
 /** When the incident's cause ended, s: recovery counts from here. */
 export function triggerEndS(scenario: ScenarioCommon): number {
   return Math.max(...scenario.faults.filter((f) => f.trigger).map((f) => f.endS));

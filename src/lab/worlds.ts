@@ -1,5 +1,5 @@
 import { type VariantName, type VariantRun } from './results.js';
-import { type Json, object, parseJson, type ScenarioCommon, ScenarioError, str } from './scenario.js';
+import { type Json, object, parseJson, type ScenarioCommon, ScenarioError, str, type TriggerAxis } from './scenario.js';
 import { cacheAside, type CacheAsideScenario } from './world/cache-aside.js';
 import { cacheCluster, type CacheClusterScenario } from './world/cache-cluster.js';
 import { retryStorm, type RetryStormScenario } from './world/retry-storm.js';
@@ -25,7 +25,7 @@ export interface WorldKind<S extends ScenarioCommon & { readonly world: string }
    * it, and the scenario with the trigger resized (the rest of the timeline
    * moved so that what followed the trigger still follows it).
    */
-  readonly trigger: { readonly axis: string; size(scenario: S): number; resize(scenario: S, size: number): S };
+  readonly trigger: TriggerAxis<S>;
 }
 
 /**

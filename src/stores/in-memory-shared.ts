@@ -1,6 +1,7 @@
 import { type Clock } from '../time/clock.js';
 import { systemClock } from '../time/system.js';
 import { type LeaseGrant, type SharedBackend, type SharedRead } from './backend.js';
+import { SharedSlots } from './shared-slots.js';
 
 /** Options for {@link InMemorySharedStore}. */
 export interface InMemorySharedStoreOptions {
@@ -9,14 +10,6 @@ export interface InMemorySharedStoreOptions {
   /** Simulated one-way latency of every call, ms. Default 0 (answers on the next timer turn). */
   latencyMs?: number;
 }
-
-interface Slot {
-  value?: { text: string; expiresAt: number };
-  lease?: { token: string; expiresAt: number };
-  failures?: { count: number; expiresAt: number };
-}
-
-const FAILED = '\0failed';
 
 /**
  * A shared tier held in this process, on a {@link Clock}: the same atomic
@@ -33,7 +26,7 @@ const FAILED = '\0failed';
 export class InMemorySharedStore implements SharedBackend {
   private readonly clock: Clock;
   private readonly latencyMs: number;
-  private readonly slots = new Map<string, Slot>();
+  private readonly slots: SharedSlots;
   private readonly channels = new Map<string, Set<(message: string) => void>>();
   private readonly hung: (() => void)[] = [];
   private state: 'none' | 'hang' | 'error' = 'none';
@@ -48,6 +41,7 @@ export class InMemorySharedStore implements SharedBackend {
   constructor(options: InMemorySharedStoreOptions = {}) {
     this.clock = options.clock ?? systemClock;
     this.latencyMs = options.latencyMs ?? 0;
+    this.slots = new SharedSlots(this.clock);
   }
 
   /** The injected fault; setting `'none'` answers every call held by a `'hang'`. */
@@ -66,62 +60,31 @@ export class InMemorySharedStore implements SharedBackend {
   }
 
   read(key: string): Promise<SharedRead | undefined> {
-    return this.op('read', () => {
-      const v = this.live(key).value;
-      return v === undefined ? undefined : { value: v.text, ttlMs: v.expiresAt - this.clock.now() };
-    });
+    return this.op('read', () => this.slots.read(key));
   }
 
   acquire(key: string, token: string, ttlMs: number): Promise<LeaseGrant> {
-    return this.op('acquire', () => {
-      const slot = this.live(key);
-      const failures = slot.failures?.count ?? 0;
-      if (slot.lease !== undefined) {
-        return { granted: false, holder: slot.lease.token === FAILED ? 'failed' : 'loading', ttlMs: slot.lease.expiresAt - this.clock.now(), failures };
-      }
-      slot.lease = { token, expiresAt: this.clock.now() + ttlMs };
-      this.slots.set(key, slot);
-      return { granted: true, failures };
-    });
+    return this.op('acquire', () => this.slots.acquire(key, token, ttlMs));
   }
 
   fill(key: string, token: string, value: string, ttlMs: number): Promise<boolean> {
-    return this.op('fill', () => {
-      const slot = this.live(key);
-      if (slot.lease?.token !== token) return false;
-      this.slots.set(key, { value: { text: value, expiresAt: this.clock.now() + ttlMs } });
-      return true;
-    });
+    return this.op('fill', () => this.slots.fill(key, token, value, ttlMs));
   }
 
   fail(key: string, token: string, failures: number, backoffMs: number): Promise<boolean> {
-    return this.op('fail', () => {
-      const slot = this.live(key);
-      if (slot.lease?.token !== token) return false;
-      const now = this.clock.now();
-      slot.lease = { token: FAILED, expiresAt: now + backoffMs };
-      slot.failures = { count: failures, expiresAt: now + Math.max(backoffMs * 4, 60_000) };
-      return true;
-    });
+    return this.op('fail', () => this.slots.fail(key, token, failures, backoffMs));
   }
 
   release(key: string, token: string): Promise<void> {
-    return this.op('release', () => {
-      const slot = this.live(key);
-      if (slot.lease?.token === token) delete slot.lease;
-    });
+    return this.op('release', () => this.slots.release(key, token));
   }
 
   write(key: string, value: string, ttlMs: number): Promise<void> {
-    return this.op('write', () => {
-      this.slots.set(key, { value: { text: value, expiresAt: this.clock.now() + ttlMs } });
-    });
+    return this.op('write', () => this.slots.write(key, value, ttlMs));
   }
 
   remove(key: string): Promise<void> {
-    return this.op('remove', () => {
-      this.slots.delete(key);
-    });
+    return this.op('remove', () => this.slots.remove(key));
   }
 
   publish(channel: string, message: string): Promise<void> {
@@ -153,17 +116,6 @@ export class InMemorySharedStore implements SharedBackend {
   private later(fn: () => void): void {
     if (this.latencyMs > 0) this.clock.setTimer(fn, this.latencyMs);
     else void Promise.resolve().then(fn);
-  }
-
-  /** The slot of `key` with expired parts dropped (Redis expires them the same way). */
-  private live(key: string): Slot {
-    const slot = this.slots.get(key);
-    if (slot === undefined) return {};
-    const now = this.clock.now();
-    if (slot.value !== undefined && slot.value.expiresAt <= now) delete slot.value;
-    if (slot.lease !== undefined && slot.lease.expiresAt <= now) delete slot.lease;
-    if (slot.failures !== undefined && slot.failures.expiresAt <= now) delete slot.failures;
-    return slot;
   }
 
   /** One call: applied after the latency, or held by a hang, or refused by an error outage. */

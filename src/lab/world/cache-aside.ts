@@ -4,7 +4,7 @@ import { VirtualClock } from '../../time/virtual.js';
 import { simulate, type World } from '../engine.js';
 import { Recorder } from '../metrics.js';
 import { type VariantName, type VariantRun } from '../results.js';
-import { array, checkCommon, type FaultSpanDoc, type Json, num, object, type Population, type ScenarioCommon, ScenarioError, str } from '../scenario.js';
+import { array, checkCommon, type FaultSpanDoc, type Json, num, object, type Population, type ScenarioCommon, ScenarioError, spanAxis, str } from '../scenario.js';
 import { type WorldKind } from '../worlds.js';
 import { KeyPicker, poisson } from '../traffic.js';
 import { Database } from './database.js';
@@ -89,21 +89,7 @@ export const cacheAside: WorldKind<CacheAsideScenario> = {
   parse: parseCacheAside,
   run: (scenario, variant, seed, onProgress) => runCacheAside(scenario, variant, seed, onProgress),
   originCapacityQps: (scenario) => scenario.origin.capacityQps,
-  trigger: {
-    axis: 'invalid value held, s',
-    size: (scenario) => {
-      const t = scenario.faults.find((f) => f.trigger)!;
-      return t.endS - t.startS;
-    },
-    resize: (scenario, size) => {
-      // The invalid value is held `size` s; operator actions keep their offset from the trigger's end.
-      const t = scenario.faults.find((f) => f.trigger)!;
-      const shift = t.startS + size - t.endS;
-      const faults = scenario.faults.map((f) => (f.trigger ? { ...f, endS: f.startS + size } : f.startS >= t.endS ? { ...f, startS: f.startS + shift, endS: f.endS + shift } : f));
-      const lastEnd = Math.max(...faults.map((f) => f.endS));
-      return { ...scenario, faults, durationS: Math.max(scenario.durationS, Math.ceil(lastEnd + (scenario.durationS - Math.max(...scenario.faults.map((f) => f.endS))))) };
-    },
-  },
+  trigger: spanAxis('invalid value held, s'),
 };
 
 interface Request {

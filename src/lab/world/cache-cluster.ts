@@ -11,7 +11,7 @@ import { VirtualClock } from '../../time/virtual.js';
 import { simulate, type World } from '../engine.js';
 import { Recorder } from '../metrics.js';
 import { type VariantName, type VariantRun } from '../results.js';
-import { array, checkCommon, type FaultSpanDoc, type Json, num, object, type Population, type ScenarioCommon, ScenarioError, str } from '../scenario.js';
+import { array, checkCommon, type FaultSpanDoc, type Json, num, object, type Population, type ScenarioCommon, ScenarioError, spanAxis, str } from '../scenario.js';
 import { poisson } from '../traffic.js';
 import { type WorldKind } from '../worlds.js';
 import { CacheCluster } from './cache-nodes.js';
@@ -122,28 +122,7 @@ export const cacheCluster: WorldKind<CacheClusterScenario> = {
   parse: parseCacheCluster,
   run: (scenario, variant, seed, onProgress) => runCacheCluster(scenario, variant, seed, onProgress),
   originCapacityQps: (scenario) => scenario.origin.capacityQps,
-  trigger: {
-    axis: 'nodes degraded, s',
-    size: (scenario) => {
-      const t = scenario.faults.find((f) => f.trigger)!;
-      return t.endS - t.startS;
-    },
-    resize: (scenario, size) => {
-      // The first trigger lasts `size` s. Faults that started after its end keep
-      // their offset from it, the run keeps its time after it, and a fault that
-      // lasted to the run's end still does.
-      const t = scenario.faults.find((f) => f.trigger)!;
-      const shift = t.startS + size - t.endS;
-      const durationS = Math.max(scenario.durationS, Math.ceil(scenario.durationS + shift));
-      const faults = scenario.faults.map((f) => {
-        if (f === t) return { ...f, endS: f.startS + size };
-        const after = f.startS >= t.endS;
-        const endS = f.endS >= scenario.durationS ? durationS : after ? f.endS + shift : f.endS;
-        return { ...f, startS: after ? f.startS + shift : f.startS, endS };
-      });
-      return { ...scenario, faults, durationS };
-    },
-  },
+  trigger: spanAxis('nodes degraded, s'),
 };
 
 /** One client request (one attempt). */

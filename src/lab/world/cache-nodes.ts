@@ -1,4 +1,5 @@
 import { type LeaseGrant, type SharedBackend, type SharedRead } from '../../stores/backend.js';
+import { SharedSlots } from '../../stores/shared-slots.js';
 import { type Timer } from '../../time/clock.js';
 import { type VirtualClock } from '../../time/virtual.js';
 import { HashRing } from './hash-ring.js';
@@ -22,12 +23,6 @@ export interface CacheNodeShape {
   readonly maxQueue: number;
 }
 
-/** What a node keeps per key: a value, a lease (or failure marker), a failure count; each with its own expiry. */
-interface Slot {
-  value?: { text: string; expiresAt: number };
-  lease?: { token: string; expiresAt: number };
-  failures?: { count: number; expiresAt: number };
-}
 
 /** A call waiting for the node: applied atomically when served, answered `latencyMs` later. */
 interface Call {
@@ -35,8 +30,6 @@ interface Call {
   resolve(value: unknown): void;
   reject(error: Error): void;
 }
-
-const FAILED = '\0failed';
 
 /**
  * One Redis-like cache node: a single-threaded server that serves
@@ -49,7 +42,8 @@ const FAILED = '\0failed';
  * waiting calls the node refuses at once.
  */
 export class CacheNode {
-  readonly slots = new Map<string, Slot>();
+  /** What the node holds: values, leases and failure counts, with their expiries. */
+  readonly data: SharedSlots;
   private queue: (Call | undefined)[] = [];
   private head = 0;
   private factor = 1;
@@ -65,7 +59,9 @@ export class CacheNode {
     readonly id: number,
     private readonly clock: VirtualClock,
     private readonly shape: CacheNodeShape,
-  ) {}
+  ) {
+    this.data = new SharedSlots(clock);
+  }
 
   /** Calls per second this node serves now. */
   get rate(): number {
@@ -102,14 +98,14 @@ export class CacheNode {
   eject(): void {
     this.state = 'ejected';
     this.dropQueue();
-    this.slots.clear();
+    this.data.clear();
   }
 
   /** A replacement node joins where this one was: healthy, empty. */
   rejoin(): void {
     this.state = 'up';
     this.factor = 1;
-    this.slots.clear();
+    this.data.clear();
   }
 
   /** Queues `apply`; resolves with its result once served and sent back. Never throws synchronously. */
@@ -123,18 +119,6 @@ export class CacheNode {
         this.tick = this.clock.setTimer(this.serve, this.delayToNext());
       }
     });
-  }
-
-  /** The slot of `key` with expired parts dropped (Redis expires them the same way). */
-  live(key: string): Slot {
-    const slot = this.slots.get(key);
-    if (slot === undefined) return {};
-    const now = this.clock.now();
-    if (slot.value !== undefined && slot.value.expiresAt <= now) delete slot.value;
-    if (slot.lease !== undefined && slot.lease.expiresAt <= now) delete slot.lease;
-    if (slot.failures !== undefined && slot.failures.expiresAt <= now) delete slot.failures;
-    if (slot.value === undefined && slot.lease === undefined && slot.failures === undefined) this.slots.delete(key);
-    return slot;
   }
 
   /** Credit for calls accrues at `rate`; at most one tick's worth (or one call) is kept while idle. */
@@ -245,84 +229,49 @@ export class CacheCluster implements SharedBackend {
 
   /** Puts a value in place without costing a call: the steady state a run starts from. */
   preload(key: string, text: string, ttlMs: number): void {
-    this.nodeOf(key)?.slots.set(key, { value: { text, expiresAt: this.clock.now() + ttlMs } });
+    this.nodeOf(key)?.data.write(key, text, ttlMs);
   }
 
   // ------------------------------------------------- plain commands (naive)
 
   /** GET: the value's text, or undefined on a miss. */
   get(key: string): Promise<string | undefined> {
-    return this.on(key, (node) => node.live(key).value?.text);
+    return this.on(key, (node) => node.data.read(key)?.value);
   }
 
   /** SET … PX: stores `text` for `ttlMs`. */
   set(key: string, text: string, ttlMs: number): Promise<void> {
-    return this.on(key, (node) => {
-      const slot = node.live(key);
-      slot.value = { text, expiresAt: this.clock.now() + ttlMs };
-      node.slots.set(key, slot);
-    });
+    return this.on(key, (node) => node.data.write(key, text, ttlMs));
   }
 
   // ------------------------------------------------- SharedBackend (damper)
 
   read(key: string): Promise<SharedRead | undefined> {
-    return this.on(key, (node) => {
-      const v = node.live(key).value;
-      return v === undefined ? undefined : { value: v.text, ttlMs: v.expiresAt - this.clock.now() };
-    });
+    return this.on(key, (node) => node.data.read(key));
   }
 
   acquire(key: string, token: string, ttlMs: number): Promise<LeaseGrant> {
-    return this.on(key, (node): LeaseGrant => {
-      const slot = node.live(key);
-      const failures = slot.failures?.count ?? 0;
-      if (slot.lease !== undefined) {
-        return { granted: false, holder: slot.lease.token === FAILED ? 'failed' : 'loading', ttlMs: slot.lease.expiresAt - this.clock.now(), failures };
-      }
-      slot.lease = { token, expiresAt: this.clock.now() + ttlMs };
-      node.slots.set(key, slot);
-      return { granted: true, failures };
-    });
+    return this.on(key, (node) => node.data.acquire(key, token, ttlMs));
   }
 
   fill(key: string, token: string, value: string, ttlMs: number): Promise<boolean> {
-    return this.on(key, (node) => {
-      if (node.live(key).lease?.token !== token) return false;
-      node.slots.set(key, { value: { text: value, expiresAt: this.clock.now() + ttlMs } });
-      return true;
-    });
+    return this.on(key, (node) => node.data.fill(key, token, value, ttlMs));
   }
 
   fail(key: string, token: string, failures: number, backoffMs: number): Promise<boolean> {
-    return this.on(key, (node) => {
-      const slot = node.live(key);
-      if (slot.lease?.token !== token) return false;
-      const now = this.clock.now();
-      slot.lease = { token: FAILED, expiresAt: now + backoffMs };
-      slot.failures = { count: failures, expiresAt: now + Math.max(backoffMs * 4, 60_000) };
-      node.slots.set(key, slot);
-      return true;
-    });
+    return this.on(key, (node) => node.data.fail(key, token, failures, backoffMs));
   }
 
   release(key: string, token: string): Promise<void> {
-    return this.on(key, (node) => {
-      const slot = node.live(key);
-      if (slot.lease?.token === token) delete slot.lease;
-    });
+    return this.on(key, (node) => node.data.release(key, token));
   }
 
   write(key: string, value: string, ttlMs: number): Promise<void> {
-    return this.on(key, (node) => {
-      node.slots.set(key, { value: { text: value, expiresAt: this.clock.now() + ttlMs } });
-    });
+    return this.on(key, (node) => node.data.write(key, value, ttlMs));
   }
 
   remove(key: string): Promise<void> {
-    return this.on(key, (node) => {
-      node.slots.delete(key);
-    });
+    return this.on(key, (node) => node.data.remove(key));
   }
 
   publish(channel: string, message: string): Promise<void> {

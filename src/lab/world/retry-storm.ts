@@ -11,7 +11,7 @@ import { VirtualClock } from '../../time/virtual.js';
 import { simulate, type World } from '../engine.js';
 import { Recorder } from '../metrics.js';
 import { type VariantName, type VariantRun } from '../results.js';
-import { checkCommon, type FaultSpanDoc, type Json, num, object, type Population, type ScenarioCommon, ScenarioError } from '../scenario.js';
+import { checkCommon, type FaultSpanDoc, type Json, num, object, type Population, type ScenarioCommon, ScenarioError, spanAxis } from '../scenario.js';
 import { poisson } from '../traffic.js';
 import { type WorldKind } from '../worlds.js';
 
@@ -126,21 +126,7 @@ export const retryStorm: WorldKind<RetryStormScenario> = {
   parse: parseRetryStorm,
   run: (scenario, variant, seed, onProgress) => runRetryStorm(scenario, variant, seed, onProgress),
   originCapacityQps: (scenario) => (scenario.server.workers * 1000) / scenario.server.baseServiceMs,
-  trigger: {
-    axis: 'trigger held, s',
-    size: (scenario) => {
-      const t = scenario.faults.find((f) => f.trigger)!;
-      return t.endS - t.startS;
-    },
-    resize: (scenario, size) => {
-      // The first trigger is held `size` s; what started after it keeps its offset from the trigger's end.
-      const t = scenario.faults.find((f) => f.trigger)!;
-      const shift = t.startS + size - t.endS;
-      const faults = scenario.faults.map((f) => (f === t ? { ...f, endS: f.startS + size } : f.startS >= t.endS ? { ...f, startS: f.startS + shift, endS: f.endS + shift } : f));
-      const lastEnd = Math.max(...faults.map((f) => f.endS));
-      return { ...scenario, faults, durationS: Math.max(scenario.durationS, Math.ceil(lastEnd + (scenario.durationS - Math.max(...scenario.faults.map((f) => f.endS))))) };
-    },
-  },
+  trigger: spanAxis('trigger held, s'),
 };
 
 /** The server's service time for a request starting now, ms (whole, to stay on the engine's steps). */

@@ -3,7 +3,7 @@ import { VirtualClock } from '../../time/virtual.js';
 import { simulate, type World } from '../engine.js';
 import { Recorder } from '../metrics.js';
 import { type VariantName, type VariantRun } from '../results.js';
-import { array, checkCommon, type FaultSpanDoc, type Json, num, object, type Population, type ScenarioCommon, ScenarioError, str } from '../scenario.js';
+import { array, checkCommon, type FaultSpanDoc, type Json, num, object, type Population, type ScenarioCommon, ScenarioError, spanAxis, str } from '../scenario.js';
 import { KeyPicker, poisson } from '../traffic.js';
 import { type WorldKind } from '../worlds.js';
 import { Database } from './database.js';
@@ -120,23 +120,7 @@ export const webFarm: WorldKind<WebFarmScenario> = {
   parse: parseWebFarm,
   run: (scenario, variant, seed, onProgress) => runWebFarm(scenario, variant, seed, onProgress),
   originCapacityQps: (scenario) => scenario.origin.capacityQps,
-  trigger: {
-    axis: 'server hung, s',
-    size: (scenario) => {
-      const h = scenario.faults.find((f) => f.kind === 'hang-server')!;
-      return h.endS - h.startS;
-    },
-    resize: (scenario, size) => {
-      // The server hangs `size` s. Everything at or after the hang's end (the
-      // spike's end if it outlasted the hang, operator actions) keeps its offset from it.
-      const h = scenario.faults.find((f) => f.kind === 'hang-server')!;
-      const shift = h.startS + size - h.endS;
-      const move = (s: number): number => (s >= h.endS ? s + shift : s);
-      const faults = scenario.faults.map((f) => (f === h ? { ...f, endS: f.startS + size } : { ...f, startS: move(f.startS), endS: Math.max(move(f.endS), move(f.startS) + 0.001) }));
-      const tail = scenario.durationS - Math.max(...scenario.faults.map((f) => f.endS));
-      return { ...scenario, faults, durationS: Math.max(scenario.durationS, Math.ceil(Math.max(...faults.map((f) => f.endS)) + tail)) };
-    },
-  },
+  trigger: spanAxis('server hung, s', (s) => s.faults.find((f) => f.kind === 'hang-server')!),
 };
 
 interface Request {
