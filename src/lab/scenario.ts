@@ -153,6 +153,39 @@ export function spanAxis<S extends ScenarioCommon>(axis: string, pick: (scenario
   };
 }
 
+/** A fault's start or end on the timeline, ms. */
+export interface FaultEvent<F> {
+  readonly at: number;
+  readonly starts: boolean;
+  readonly fault: F;
+}
+
+/** The faults' starts and ends, in time order: what a world's `step` consumes. */
+export function faultTimeline<F extends FaultSpanDoc>(faults: readonly F[]): FaultEvent<F>[] {
+  return faults
+    .flatMap((fault) => [
+      { at: fault.startS * 1000, starts: true, fault },
+      { at: fault.endS * 1000, starts: false, fault },
+    ])
+    .sort((a, b) => a.at - b.at);
+}
+
+/** A simulated database's shape (`Database` in world/database.ts): the `origin` section of several worlds. */
+export function parseOrigin(o: Record<string, Json>, where: string): { readonly capacityQps: number; readonly workers: number; readonly maxQueue: number } {
+  const doc = object(o.origin, `${where}.origin`);
+  const at = `${where}.origin`;
+  return {
+    capacityQps: num(doc, 'capacityQps', at, { min: 1 }),
+    workers: num(doc, 'workers', at, { min: 1, integer: true, max: 10_000 }),
+    maxQueue: num(doc, 'maxQueue', at, { min: 0, integer: true }),
+  };
+}
+
+/** A cache's windows: fresh for `ttlS`, then servable stale for `staleForS` (damper). */
+export function parseCacheWindows(doc: Record<string, Json>, where: string): { readonly ttlS: number; readonly staleForS: number } {
+  return { ttlS: num(doc, 'ttlS', where, { min: 0.001 }), staleForS: num(doc, 'staleForS', where, { min: 0 }) };
+}
+
 /** When the incident's cause ended, s: recovery counts from here. */
 export function triggerEndS(scenario: ScenarioCommon): number {
   return Math.max(...scenario.faults.filter((f) => f.trigger).map((f) => f.endS));

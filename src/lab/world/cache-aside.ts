@@ -4,7 +4,7 @@ import { VirtualClock } from '../../time/virtual.js';
 import { simulate, type World } from '../engine.js';
 import { Recorder } from '../metrics.js';
 import { type VariantName, type VariantRun } from '../results.js';
-import { array, checkCommon, type FaultSpanDoc, type Json, num, object, type Population, type ScenarioCommon, ScenarioError, spanAxis, str } from '../scenario.js';
+import { array, checkCommon, type FaultSpanDoc, faultTimeline, type Json, num, object, parseCacheWindows, parseOrigin, type Population, type ScenarioCommon, ScenarioError, spanAxis, str } from '../scenario.js';
 import { type WorldKind } from '../worlds.js';
 import { KeyPicker, poisson } from '../traffic.js';
 import { Database } from './database.js';
@@ -40,7 +40,6 @@ export interface CacheAsideScenario extends ScenarioCommon {
 /** Checks a cache-aside scenario document. */
 export function parseCacheAside(o: Record<string, Json>, where: string): CacheAsideScenario {
   const at = (field: string): string => `${where}.${field}`;
-  const originDoc = object(o.origin, at('origin'));
   const cacheDoc = object(o.cache, at('cache'));
   const keysDoc = object(o.keys, at('keys'));
   const hot = array(keysDoc.hot, at('keys.hot')).map((h, i) => {
@@ -73,12 +72,8 @@ export function parseCacheAside(o: Record<string, Json>, where: string): CacheAs
   return {
     ...common,
     world: 'cache-aside',
-    origin: {
-      capacityQps: num(originDoc, 'capacityQps', at('origin'), { min: 1 }),
-      workers: num(originDoc, 'workers', at('origin'), { min: 1, integer: true, max: 10_000 }),
-      maxQueue: num(originDoc, 'maxQueue', at('origin'), { min: 0, integer: true }),
-    },
-    cache: { ttlS: num(cacheDoc, 'ttlS', at('cache'), { min: 0.001 }), staleForS: num(cacheDoc, 'staleForS', at('cache'), { min: 0 }) },
+    origin: parseOrigin(o, where),
+    cache: parseCacheWindows(cacheDoc, at('cache')),
     keys: { hot, tailCount },
     faults: common.faults as readonly Fault[],
   };
@@ -117,7 +112,7 @@ export async function runCacheAside(scenario: CacheAsideScenario, variant: Varia
   const db = new Database(clock, recorder, scenario.origin);
   const picker = new KeyPicker(scenario.keys.hot, scenario.keys.tailCount);
   const reader: Reader = variant === 'naive' ? naiveReader(clock, db, scenario) : damperReader(clock, db, scenario, picker.keys.length);
-  const timeline = schedule(scenario.faults);
+  const timeline = faultTimeline(scenario.faults);
   // The run starts in steady state, not cold: the system has served for a long
   // time, so every key is cached with a remaining freshness spread evenly over
   // the ttl. (A cold start would line all expiries up and make a herd that is
@@ -209,14 +204,4 @@ export async function runCacheAside(scenario: CacheAsideScenario, variant: Varia
   await simulate({ clock, world, durationMs: scenario.durationS * 1000, ...(onProgress === undefined ? {} : { onProgress }) });
   const series = recorder.series();
   return { series, summary: recorder.summary(scenario, series), skippedFaults: scenario.faults.flatMap((f, i) => (cancelled.has(f) ? [i] : [])) };
-}
-
-/** The faults' starts and ends, in time order. */
-function schedule(faults: readonly Fault[]): { at: number; starts: boolean; fault: Fault }[] {
-  return faults
-    .flatMap((fault) => [
-      { at: fault.startS * 1000, starts: true, fault },
-      { at: fault.endS * 1000, starts: false, fault },
-    ])
-    .sort((a, b) => a.at - b.at);
 }

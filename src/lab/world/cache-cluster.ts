@@ -11,7 +11,7 @@ import { VirtualClock } from '../../time/virtual.js';
 import { simulate, type World } from '../engine.js';
 import { Recorder } from '../metrics.js';
 import { type VariantName, type VariantRun } from '../results.js';
-import { array, checkCommon, type FaultSpanDoc, type Json, num, object, type Population, type ScenarioCommon, ScenarioError, spanAxis, str } from '../scenario.js';
+import { array, checkCommon, type FaultSpanDoc, faultTimeline, type Json, num, object, parseCacheWindows, parseOrigin, type Population, type ScenarioCommon, ScenarioError, spanAxis, str } from '../scenario.js';
 import { poisson } from '../traffic.js';
 import { type WorldKind } from '../worlds.js';
 import { CacheCluster } from './cache-nodes.js';
@@ -61,7 +61,6 @@ export function parseCacheCluster(o: Record<string, Json>, where: string): Cache
     maxQueue: num(nodesDoc, 'maxQueue', at('nodes'), { min: 0, integer: true }),
     vnodes: nodesDoc.vnodes === undefined ? 160 : num(nodesDoc, 'vnodes', at('nodes'), { min: 1, integer: true, max: 10_000 }),
   };
-  const originDoc = object(o.origin, at('origin'));
   const cacheDoc = object(o.cache, at('cache'));
   const keysDoc = object(o.keys, at('keys'));
   const durationS = num(o, 'durationS', where, { min: 1, max: 86_400 });
@@ -106,12 +105,8 @@ export function parseCacheCluster(o: Record<string, Json>, where: string): Cache
     durationS,
     nodes,
     processes: num(o, 'processes', where, { min: 1, integer: true, max: 1000 }),
-    origin: {
-      capacityQps: num(originDoc, 'capacityQps', at('origin'), { min: 1 }),
-      workers: num(originDoc, 'workers', at('origin'), { min: 1, integer: true, max: 10_000 }),
-      maxQueue: num(originDoc, 'maxQueue', at('origin'), { min: 0, integer: true }),
-    },
-    cache: { ttlS: num(cacheDoc, 'ttlS', at('cache'), { min: 0.001 }), staleForS: num(cacheDoc, 'staleForS', at('cache'), { min: 0 }) },
+    origin: parseOrigin(o, where),
+    cache: parseCacheWindows(cacheDoc, at('cache')),
     keys,
     faults: common.faults as readonly ClusterFault[],
   };
@@ -168,7 +163,7 @@ export async function runCacheCluster(scenario: CacheClusterScenario, variant: V
   const ttlMs = scenario.cache.ttlS * 1000;
   const freshness = allKeys.map(() => Math.max(1, Math.ceil(prewarm() * ttlMs)));
   const reader = variant === 'naive' ? naiveReader(clock, db, cluster, scenario, allKeys, freshness) : await damperReader(clock, db, cluster, scenario, allKeys, freshness);
-  const timeline = schedule(scenario.faults);
+  const timeline = faultTimeline(scenario.faults);
   const cancelled = new Set<ClusterFault>();
   let pending: Request[] = [];
   let nextProc = 0;
@@ -256,15 +251,6 @@ export async function runCacheCluster(scenario: CacheClusterScenario, variant: V
   return { series, summary: recorder.summary(scenario, series), skippedFaults: scenario.faults.flatMap((f, i) => (cancelled.has(f) ? [i] : [])) };
 }
 
-/** The faults' starts and ends, in time order. */
-function schedule(faults: readonly ClusterFault[]): { at: number; starts: boolean; fault: ClusterFault }[] {
-  return faults
-    .flatMap((fault) => [
-      { at: fault.startS * 1000, starts: true, fault },
-      { at: fault.endS * 1000, starts: false, fault },
-    ])
-    .sort((a, b) => a.at - b.at);
-}
 
 // ------------------------------------------------------------------ naive
 

@@ -11,7 +11,7 @@ import { VirtualClock } from '../../time/virtual.js';
 import { simulate, type World } from '../engine.js';
 import { Recorder } from '../metrics.js';
 import { type VariantName, type VariantRun } from '../results.js';
-import { checkCommon, type FaultSpanDoc, type Json, num, object, type Population, type ScenarioCommon, ScenarioError, spanAxis } from '../scenario.js';
+import { checkCommon, type FaultSpanDoc, faultTimeline, type Json, num, object, type Population, type ScenarioCommon, ScenarioError, spanAxis } from '../scenario.js';
 import { poisson } from '../traffic.js';
 import { type WorldKind } from '../worlds.js';
 
@@ -316,12 +316,7 @@ export async function runRetryStorm(scenario: RetryStormScenario, variant: Varia
     const byPopulation = new Map(scenario.clients.map((p) => [p, stack(p.timeoutMs)]));
     call = (p) => byPopulation.get(p)!;
   }
-  const timeline = scenario.faults
-    .flatMap((fault) => [
-      { at: fault.startS * 1000, starts: true, fault },
-      { at: fault.endS * 1000, starts: false, fault },
-    ])
-    .sort((a, b) => a.at - b.at);
+  const timeline = faultTimeline(scenario.faults);
   let pending: UserCall[] = [];
 
   const end = (req: UserCall, ok: boolean): void => {

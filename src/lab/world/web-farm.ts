@@ -3,7 +3,7 @@ import { VirtualClock } from '../../time/virtual.js';
 import { simulate, type World } from '../engine.js';
 import { Recorder } from '../metrics.js';
 import { type VariantName, type VariantRun } from '../results.js';
-import { array, checkCommon, type FaultSpanDoc, type Json, num, object, type Population, type ScenarioCommon, ScenarioError, spanAxis, str } from '../scenario.js';
+import { array, checkCommon, type FaultSpanDoc, faultTimeline, type Json, num, object, parseCacheWindows, parseOrigin, type Population, type ScenarioCommon, ScenarioError, spanAxis, str } from '../scenario.js';
 import { KeyPicker, poisson } from '../traffic.js';
 import { type WorldKind } from '../worlds.js';
 import { Database } from './database.js';
@@ -52,7 +52,6 @@ export function parseWebFarm(o: Record<string, Json>, where: string): WebFarmSce
   const at = (field: string): string => `${where}.${field}`;
   const serversDoc = object(o.servers, at('servers'));
   const balancerDoc = object(o.balancer, at('balancer'));
-  const originDoc = object(o.origin, at('origin'));
   const cacheDoc = object(o.cache, at('cache'));
   const keysDoc = object(o.keys, at('keys'));
   const servers = {
@@ -98,14 +97,9 @@ export function parseWebFarm(o: Record<string, Json>, where: string): WebFarmSce
     world: 'web-farm',
     servers,
     balancer,
-    origin: {
-      capacityQps: num(originDoc, 'capacityQps', at('origin'), { min: 1 }),
-      workers: num(originDoc, 'workers', at('origin'), { min: 1, integer: true, max: 10_000 }),
-      maxQueue: num(originDoc, 'maxQueue', at('origin'), { min: 0, integer: true }),
-    },
+    origin: parseOrigin(o, where),
     cache: {
-      ttlS: num(cacheDoc, 'ttlS', at('cache'), { min: 0.001 }),
-      staleForS: num(cacheDoc, 'staleForS', at('cache'), { min: 0 }),
+      ...parseCacheWindows(cacheDoc, at('cache')),
       maxLoads: num(cacheDoc, 'maxLoads', at('cache'), { min: 1, integer: true, max: 10_000 }),
       warmRate: num(cacheDoc, 'warmRate', at('cache'), { min: 0.001 }),
       warmConcurrency: num(cacheDoc, 'warmConcurrency', at('cache'), { min: 1, integer: true }),
@@ -162,12 +156,7 @@ export async function runWebFarm(scenario: WebFarmScenario, variant: VariantName
   const ttlMs = scenario.cache.ttlS * 1000;
   for (const server of servers) for (const key of keys) await server.prewarm(key, db.read(key), Math.max(1, Math.ceil(prewarm() * ttlMs)));
 
-  const timeline = scenario.faults
-    .flatMap((fault) => [
-      { at: fault.startS * 1000, starts: true, fault },
-      { at: fault.endS * 1000, starts: false, fault },
-    ])
-    .sort((a, b) => a.at - b.at);
+  const timeline = faultTimeline(scenario.faults);
   let factor = 1;
   let pending: Request[] = [];
 
