@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { Cache, type CacheOptions, InMemorySharedStore, LeaseBackoffError, SharedTierError, sleep, VirtualClock } from '../src/index.js';
+import { Cache, type CacheOptions, InMemorySharedStore, LeaseBackoffError, LoadTimeoutError, SharedTierError, sleep, VirtualClock } from '../src/index.js';
 import { decodeEnvelope, encodeEnvelope } from '../src/stores/envelope.js';
 import { track } from './helpers.js';
 
@@ -108,6 +108,19 @@ describe('shared tier: leases', () => {
     await run(c, 400);
     assert.equal(get.value, 'v:k');
     assert.equal(c.loads.n, 1);
+    await c.close();
+  });
+
+  test('a caller waiting on a lease that is never filled gets LoadTimeoutError at its load timeout', async () => {
+    const c = cluster(1, { loadTimeout: 500 });
+    await run(c, 50);
+    await Promise.all([c.store.acquire('default:k', 'stuck.1', 60_000), run(c, 5)]);
+    const get = track(c.caches[0]!.get('k', origin(c, 10)));
+    await run(c, 450);
+    assert.equal(get.settled, false);
+    await run(c, 100);
+    assert.ok(get.error instanceof LoadTimeoutError, String(get.error));
+    assert.equal(c.loads.n, 0);
     await c.close();
   });
 

@@ -220,7 +220,12 @@ export class SharedTier {
     let poll = Math.min(25, this.leasePoll);
     let seen = first;
     for (;;) {
-      if (r.signal.aborted) return this.deferred(r.signal.reason);
+      if (r.signal.aborted) {
+        // The load's hard timeout passed while waiting on another process's lease: for a
+        // caller with nothing to serve that is a timed-out load, as without a shared tier.
+        if (r.servable) return this.deferred(r.signal.reason);
+        return { kind: 'failed', error: r.signal.reason, failures: r.failures + 1, retryInMs: r.backoff(r.failures + 1) };
+      }
       seen ??= await this.lookup(r.key, r.accept);
       if (seen.kind === 'unavailable') return this.unavailable(r, seen.error);
       if (seen.kind === 'hit' && !r.early) return seen;
