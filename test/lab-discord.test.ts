@@ -46,6 +46,40 @@ describe('discord-2019, at the default seed and three others', () => {
   }
 });
 
+describe('priority shedding (issue 7): while the nodes are degraded, the origin budget sheds low priority first', () => {
+  for (const seed of SEEDS) {
+    test(`seed ${seed}: push-settings reads are shed, user-object reads are answered`, async () => {
+      const s = await discord;
+      const counts = (await bySeed.get(seed)!).variants.damper.populations;
+      assert.ok(counts !== undefined, 'the world counts per population');
+      const normal = counts['user-objects']!;
+      const low = counts['push-settings']!;
+      assert.ok(normal.requests > 0 && low.requests > 0);
+      const shedShare = (c: { requests: number; shed: number }): number => c.shed / c.requests;
+      // Some reads miss the process's memory and the cluster: the budget is called upon, and sheds low priority.
+      assert.ok(low.shed >= 100, `only ${low.shed} push-settings reads shed`);
+      assert.ok(shedShare(low) >= 5 * shedShare(normal), `shed: low ${low.shed}/${low.requests}, normal ${normal.shed}/${normal.requests}`);
+      // Normal priority keeps the objective through the degradation.
+      assert.ok(normal.good / normal.requests >= s.objective.goodputRatio, `user-objects goodput ${normal.good}/${normal.requests}`);
+      // The naive code has no budget: it sheds nothing (it fails instead).
+      const naive = (await bySeed.get(seed)!).variants.naive.populations!;
+      assert.equal(naive['user-objects']!.shed + naive['push-settings']!.shed, 0);
+    });
+  }
+
+  test('the shipped scenario bounds each process’s cache below the key count; a bad bound names its field', async () => {
+    const s = await discord;
+    const keys = Object.values(s.keys).reduce((a, b) => a + b, 0);
+    assert.ok(s.cache.processEntries !== undefined && s.cache.processEntries < keys, `processEntries ${s.cache.processEntries} of ${keys} keys`);
+    const doc = JSON.parse(JSON.stringify(s)) as Record<string, unknown> & { cache: Record<string, unknown> };
+    doc.cache.processEntries = 0;
+    assert.throws(
+      () => checkScenario(doc, 'x.json'),
+      (e: unknown) => e instanceof ScenarioError && e.message.includes('x.json.cache'),
+    );
+  });
+});
+
 describe('the collapse comes from the feedback loop, not from the script', () => {
   test('nodes degraded for 1 s: the same naive code recovers by itself; for 3 s it does not', async () => {
     const short = (await edge.get(1)!).variants.naive.summary;

@@ -67,6 +67,22 @@ export interface VariantRun {
   readonly series: Series;
   /** Indices into the scenario's faults that did not happen in this run (an operator action its health made unnecessary). */
   readonly skippedFaults: readonly number[];
+  /**
+   * Per client population, counts over the trigger's span (from its start to
+   * its end), in worlds that keep them: for the tests, not part of
+   * `results.json` or of the report.
+   */
+  readonly populations?: Readonly<Record<string, PopulationCounts>>;
+}
+
+/** What one client population saw over the trigger's span (see `VariantRun.populations`). */
+export interface PopulationCounts {
+  /** Requests (attempts) started in the span that ended. */
+  readonly requests: number;
+  /** Of those, answered with a valid value within the client's timeout. */
+  readonly good: number;
+  /** Of those, refused by the origin budget (an `OverloadedError`): shed. */
+  readonly shed: number;
 }
 
 export interface ScenarioRun {

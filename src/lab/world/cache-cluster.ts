@@ -1,5 +1,6 @@
 import { Cache } from '../../cache/cache.js';
 import { SNAPSHOT_FORMAT, SNAPSHOT_VERSION, type SnapshotEntry } from '../../cache/snapshot.js';
+import { OverloadedError } from '../../errors.js';
 import { CircuitBreaker } from '../../guard/breaker.js';
 import { pipeline } from '../../guard/guard.js';
 import { ConcurrencyLimiter } from '../../guard/limiter.js';
@@ -10,8 +11,8 @@ import { seededRandom } from '../../time/random.js';
 import { VirtualClock } from '../../time/virtual.js';
 import { simulate, type World } from '../engine.js';
 import { Recorder } from '../metrics.js';
-import { type VariantName, type VariantRun } from '../results.js';
-import { array, checkCommon, type FaultSpanDoc, faultTimeline, type Json, num, object, parseCacheWindows, parseOrigin, type Population, type ScenarioCommon, ScenarioError, spanAxis, str } from '../scenario.js';
+import { type PopulationCounts, type VariantName, type VariantRun } from '../results.js';
+import { array, checkCommon, type FaultSpanDoc, faultTimeline, type Json, num, object, parseCacheWindows, parseOrigin, type Population, type ScenarioCommon, ScenarioError, spanAxis, str, triggerEndS, triggerStartS } from '../scenario.js';
 import { poisson } from '../traffic.js';
 import { type WorldKind } from '../worlds.js';
 import { CacheCluster } from './cache-nodes.js';
@@ -42,8 +43,12 @@ export interface CacheClusterScenario extends ScenarioCommon {
   readonly processes: number;
   /** The database (MongoDB): `workers` queries at a time, each taking workers/capacityQps s; beyond `maxQueue` waiting, refused at once. */
   readonly origin: { readonly capacityQps: number; readonly workers: number; readonly maxQueue: number };
-  /** Freshness of cached values, s, and how long past it a value may be served stale (damper). */
-  readonly cache: { readonly ttlS: number; readonly staleForS: number };
+  /**
+   * Freshness of cached values, s, and how long past it a value may be served
+   * stale (damper). `processEntries`: how many keys each process's in-memory
+   * cache holds (damper; least recently used first out); default: every key.
+   */
+  readonly cache: { readonly ttlS: number; readonly staleForS: number; readonly processEntries?: number };
   /** Keys per client population: each reads its own keys (`<name>:<i>`) uniformly. */
   readonly keys: Readonly<Record<string, number>>;
   readonly faults: readonly ClusterFault[];
@@ -106,7 +111,10 @@ export function parseCacheCluster(o: Record<string, Json>, where: string): Cache
     nodes,
     processes: num(o, 'processes', where, { min: 1, integer: true, max: 1000 }),
     origin: parseOrigin(o, where),
-    cache: parseCacheWindows(cacheDoc, at('cache')),
+    cache: {
+      ...parseCacheWindows(cacheDoc, at('cache')),
+      ...(cacheDoc.processEntries === undefined ? {} : { processEntries: num(cacheDoc, 'processEntries', at('cache'), { min: 1, integer: true, max: 10_000_000 }) }),
+    },
     keys,
     faults: common.faults as readonly ClusterFault[],
   };
@@ -130,6 +138,8 @@ interface Request {
   done: boolean;
   /** A database query was made on this request's behalf (it was not answered from a cache). */
   origin: boolean;
+  /** Refused by the origin budget (damper): shed. */
+  shed: boolean;
   timeout: Timer | undefined;
 }
 
@@ -162,9 +172,13 @@ export async function runCacheCluster(scenario: CacheClusterScenario, variant: V
   const prewarm = seededRandom((seed ^ 0x2c1b_3c6d) >>> 0);
   const ttlMs = scenario.cache.ttlS * 1000;
   const freshness = allKeys.map(() => Math.max(1, Math.ceil(prewarm() * ttlMs)));
-  const reader = variant === 'naive' ? naiveReader(clock, db, cluster, scenario, allKeys, freshness) : await damperReader(clock, db, cluster, scenario, allKeys, freshness);
+  const reader = variant === 'naive' ? naiveReader(clock, db, cluster, scenario, allKeys, freshness) : await damperReader(clock, db, cluster, scenario, allKeys, freshness, seed);
   const timeline = faultTimeline(scenario.faults);
   const cancelled = new Set<ClusterFault>();
+  // Per population, over the trigger's span: requests, answered, shed (for the tests).
+  const spanFrom = triggerStartS(scenario) * 1000;
+  const spanTo = triggerEndS(scenario) * 1000;
+  const counts = new Map(scenario.clients.map((p) => [p, { requests: 0, good: 0, shed: 0 }]));
   let pending: Request[] = [];
   let nextProc = 0;
 
@@ -174,6 +188,11 @@ export async function runCacheCluster(scenario: CacheClusterScenario, variant: V
     req.timeout?.cancel();
     const now = clock.now();
     recorder.ended(req.start, now, ok, ok && !req.origin);
+    if (req.start >= spanFrom && req.start < spanTo) {
+      const c = counts.get(req.population)!;
+      c.requests++;
+      if (ok) c.good++;
+    }
     if (!ok && req.attempt < req.population.retries) {
       clock.setTimer(() => begin(req.population, req.key, req.attempt + 1), req.population.retryDelayMs);
     }
@@ -184,8 +203,12 @@ export async function runCacheCluster(scenario: CacheClusterScenario, variant: V
     recorder.started(start);
     const proc = nextProc;
     nextProc = (nextProc + 1) % scenario.processes;
-    const req: Request = { population, key, proc, attempt, start, done: false, origin: false, timeout: undefined };
-    reader.read(req).then((ok) => end(req, ok));
+    const req: Request = { population, key, proc, attempt, start, done: false, origin: false, shed: false, timeout: undefined };
+    reader.read(req).then((ok) => {
+      // Counted even when the client gave up first: the budget refused it all the same.
+      if (req.shed && start >= spanFrom && start < spanTo) counts.get(population)!.shed++;
+      end(req, ok);
+    });
     pending.push(req);
   };
 
@@ -248,7 +271,9 @@ export async function runCacheCluster(scenario: CacheClusterScenario, variant: V
     await reader.close();
   }
   const series = recorder.series();
-  return { series, summary: recorder.summary(scenario, series), skippedFaults: scenario.faults.flatMap((f, i) => (cancelled.has(f) ? [i] : [])) };
+  const populations: Record<string, PopulationCounts> = {};
+  for (const [p, c] of counts) populations[p.name] = c;
+  return { series, summary: recorder.summary(scenario, series), skippedFaults: scenario.faults.flatMap((f, i) => (cancelled.has(f) ? [i] : [])), populations };
 }
 
 
@@ -388,12 +413,13 @@ const BUDGET_SHARE = 0.4;
  * reads, so a low-priority population's loads are the first the budget sheds.
  * Nothing here is told about the scenario's faults.
  */
-async function damperReader(clock: VirtualClock, db: Database, cluster: CacheCluster, scenario: CacheClusterScenario, keys: readonly string[], freshness: readonly number[]): Promise<ClusterReader> {
+async function damperReader(clock: VirtualClock, db: Database, cluster: CacheCluster, scenario: CacheClusterScenario, keys: readonly string[], freshness: readonly number[], seed: number): Promise<ClusterReader> {
   const ttlMs = scenario.cache.ttlS * 1000;
   const staleForMs = scenario.cache.staleForS * 1000;
   const namespace = 'lab';
   // The steady state: the cluster holds every key (with the envelope damper
-  // writes), and every process holds it too, with the cluster's remaining freshness.
+  // writes), and every process holds it too (or `processEntries` of them, below),
+  // with the cluster's remaining freshness.
   const loadMs = Math.max(1, Math.round((scenario.origin.workers * 1000) / scenario.origin.capacityQps));
   const row: Row = { version: 1, valid: true };
   const text = encodeEnvelope(row, staleForMs, loadMs);
@@ -409,7 +435,7 @@ async function damperReader(clock: VirtualClock, db: Database, cluster: CacheClu
         clock,
         ttl: ttlMs,
         staleFor: staleForMs,
-        maxEntries: keys.length + 1,
+        maxEntries: scenario.cache.processEntries ?? keys.length + 1,
         validate: (r) => r.valid || 'invalid value',
         guard: pipeline(
           new RateLimiter({ rate, burst: Math.max(1, Math.ceil(rate / 4)), clock }),
@@ -419,7 +445,20 @@ async function damperReader(clock: VirtualClock, db: Database, cluster: CacheClu
         shared: { store: cluster, namespace },
       }),
   );
-  await Promise.all(caches.map((c) => c.restore({ format: SNAPSHOT_FORMAT, version: SNAPSHOT_VERSION, entries })));
+  // A process that holds fewer keys than there are holds, in steady state
+  // under uniform reads, a random subset of them: its own, drawn per process.
+  const held = (i: number): SnapshotEntry<Row>[] => {
+    const limit = scenario.cache.processEntries;
+    if (limit === undefined || limit >= entries.length) return entries;
+    const draw = seededRandom((seed ^ 0x5bd1_e995 ^ (i * 0x9e37_79b9)) >>> 0);
+    const mine = [...entries];
+    for (let j = mine.length - 1; j > 0; j--) {
+      const k = Math.floor(draw() * (j + 1));
+      [mine[j], mine[k]] = [mine[k]!, mine[j]!];
+    }
+    return mine.slice(0, limit);
+  };
+  await Promise.all(caches.map((c, i) => c.restore({ format: SNAPSHOT_FORMAT, version: SNAPSHOT_VERSION, entries: held(i) })));
   const options = new Map(scenario.clients.map((p) => [p.priority, { priority: p.priority }] as const));
   const query = async (key: string, signal: AbortSignal): Promise<Row> => {
     const outcome = await db.query(key, { signal });
@@ -437,7 +476,10 @@ async function damperReader(clock: VirtualClock, db: Database, cluster: CacheClu
         options.get(req.population.priority),
       ).then(
         (r) => r.valid,
-        () => false,
+        (error: unknown) => {
+          req.shed = error instanceof OverloadedError;
+          return false;
+        },
       );
     },
     close: async () => {
