@@ -1,14 +1,10 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
 import { test } from 'node:test';
-import { pathToFileURL } from 'node:url';
-import { chromium } from 'playwright-core';
 import { loadScenario } from '../src/lab/lab.js';
 import { VARIANTS } from '../src/lab/results.js';
 import { runSweep } from '../src/lab/sweep.js';
 import { OUTCOME_COLOURS, renderSweepReport } from '../src/lab/sweep-report.js';
+import { inChromium } from './support/browser.js';
 
 /**
  * Opens a real sweep's page (facebook-2010, 3 × 3, in worker threads) in
@@ -18,10 +14,6 @@ import { OUTCOME_COLOURS, renderSweepReport } from '../src/lab/sweep-report.js';
  * colour; axes and legend on screen; no console error. Leaves a screenshot
  * in test-output/sweep.png.
  */
-
-const CHROMIUM = '/usr/bin/chromium';
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-const SCREENSHOT = resolve('test-output', 'sweep.png');
 
 // The few DOM shapes the in-page check touches: the project compiles without lib "dom".
 interface Box {
@@ -51,37 +43,9 @@ function rgb(hex: string): string {
 }
 
 test('sweep page: both heatmaps draw in Chromium, with no console or page errors', { timeout: 120_000 }, async () => {
-  assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: install Debian's chromium (apt-get install chromium), as .ci/run does; this test does not skip`);
-
   const result = await runSweep(await loadScenario('facebook-2010'), { load: [0.25, 1.25], trigger: [0.5, 60], steps: 3 }, { seed: 1 });
-  const dir = mkdtempSync(join(tmpdir(), 'damper-sweep-report-'));
-  const profile = join(dir, 'profile');
-  const page = join(dir, 'sweep.html');
-  writeFileSync(page, renderSweepReport(result));
-
-  const context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    args: ARGS,
-    headless: true,
-    viewport: { width: 1200, height: 900 },
-    deviceScaleFactor: 1,
-    offline: true,
-  });
-  try {
-    const tab = context.pages()[0] ?? (await context.newPage());
-    const problems: string[] = [];
-    tab.on('console', (m) => {
-      if (m.type() === 'error' || m.type() === 'warning') problems.push(`console.${m.type()}: ${m.text()}`);
-    });
-    tab.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-    const requests: string[] = [];
-    tab.on('request', (r) => {
-      if (!r.url().startsWith('file:') && !r.url().startsWith('data:')) requests.push(r.url());
-    });
-
-    await tab.goto(pathToFileURL(page).href, { waitUntil: 'load' });
-
-    const maps = await tab.evaluate(() =>
+  const { result: maps, problems, requests } = await inChromium(renderSweepReport(result), 'sweep', { width: 1200, height: 900 }, (tab) =>
+    tab.evaluate(() =>
       [...document.querySelectorAll('svg.heatmap')].map((svg) => {
         // elementFromPoint sees the viewport only.
         svg.scrollIntoView();
@@ -97,40 +61,34 @@ test('sweep page: both heatmaps draw in Chromium, with no console or page errors
         const home = svg.querySelector('rect.scenario-cell')?.getBoundingClientRect() ?? null;
         return { variant: svg.dataset.variant ?? '', width: box.width, height: box.height, cells, ticks, titles, home };
       }),
-    );
+    ),
+  );
 
-    mkdirSync(resolve('test-output'), { recursive: true });
-    await tab.screenshot({ path: SCREENSHOT, fullPage: true });
-
-    assert.deepEqual(
-      maps.map((m) => m.variant),
-      [...VARIANTS],
-      'one heatmap per variant',
-    );
-    for (const m of maps) {
-      assert.ok(m.width > 300 && m.height > 300, `${m.variant}: the heatmap is ${m.width}×${m.height}px`);
-      assert.equal(m.cells.length, 9, `${m.variant}: 3 × 3 cells`);
-      for (const [i, c] of m.cells.entries()) {
-        assert.ok(c.width > 50 && c.height > 50, `${m.variant} cell ${i}: ${c.width}×${c.height}px`);
-        assert.ok(c.onTop, `${m.variant} cell ${i}: hidden under something else`);
-        assert.ok(c.text.length > 0, `${m.variant} cell ${i}: no label`);
-        if (c.outcome === 'stuck') assert.equal(c.fill, rgb(OUTCOME_COLOURS.stuck), `${m.variant} cell ${i}`);
-        else assert.notEqual(c.fill, rgb(OUTCOME_COLOURS.stuck), `${m.variant} cell ${i}`);
-      }
-      assert.equal(m.ticks.length, 6, `${m.variant}: a tick label per column and per row`);
-      assert.ok(m.ticks.every((w) => w > 5), `${m.variant}: tick labels drawn`);
-      assert.equal(m.titles.length, 2, `${m.variant}: both axis titles`);
-      assert.ok(m.titles.every((t) => t.width > 5 && t.height > 5), `${m.variant}: axis titles drawn`);
-      assert.ok(m.home !== null && m.home.width > 40, `${m.variant}: the scenario's own cell is outlined`);
+  assert.deepEqual(
+    maps.map((m) => m.variant),
+    [...VARIANTS],
+    'one heatmap per variant',
+  );
+  for (const m of maps) {
+    assert.ok(m.width > 300 && m.height > 300, `${m.variant}: the heatmap is ${m.width}×${m.height}px`);
+    assert.equal(m.cells.length, 9, `${m.variant}: 3 × 3 cells`);
+    for (const [i, c] of m.cells.entries()) {
+      assert.ok(c.width > 50 && c.height > 50, `${m.variant} cell ${i}: ${c.width}×${c.height}px`);
+      assert.ok(c.onTop, `${m.variant} cell ${i}: hidden under something else`);
+      assert.ok(c.text.length > 0, `${m.variant} cell ${i}: no label`);
+      if (c.outcome === 'stuck') assert.equal(c.fill, rgb(OUTCOME_COLOURS.stuck), `${m.variant} cell ${i}`);
+      else assert.notEqual(c.fill, rgb(OUTCOME_COLOURS.stuck), `${m.variant} cell ${i}`);
     }
-    // The page shows the contrast it exists for: naive stuck somewhere, damper in fewer cells.
-    const stuck = (v: string): number => maps.find((m) => m.variant === v)!.cells.filter((c) => c.outcome === 'stuck').length;
-    assert.ok(stuck('naive') > stuck('damper'), `naive ${stuck('naive')} stuck cells, damper ${stuck('damper')}`);
-
-    assert.deepEqual(problems, [], 'no console errors or warnings, no page errors');
-    assert.deepEqual(requests, [], 'the page loads nothing over the network');
-  } finally {
-    await context.close();
-    rmSync(dir, { recursive: true, force: true });
+    assert.equal(m.ticks.length, 6, `${m.variant}: a tick label per column and per row`);
+    assert.ok(m.ticks.every((w) => w > 5), `${m.variant}: tick labels drawn`);
+    assert.equal(m.titles.length, 2, `${m.variant}: both axis titles`);
+    assert.ok(m.titles.every((t) => t.width > 5 && t.height > 5), `${m.variant}: axis titles drawn`);
+    assert.ok(m.home !== null && m.home.width > 40, `${m.variant}: the scenario's own cell is outlined`);
   }
+  // The page shows the contrast it exists for: naive stuck somewhere, damper in fewer cells.
+  const stuck = (v: string): number => maps.find((m) => m.variant === v)!.cells.filter((c) => c.outcome === 'stuck').length;
+  assert.ok(stuck('naive') > stuck('damper'), `naive ${stuck('naive')} stuck cells, damper ${stuck('damper')}`);
+
+  assert.deepEqual(problems, [], 'no console errors or warnings, no page errors');
+  assert.deepEqual(requests, [], 'the page loads nothing over the network');
 });
