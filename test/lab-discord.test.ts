@@ -8,9 +8,8 @@ import { type CacheClusterScenario } from '../src/lab/world/cache-cluster.js';
 import { HashRing } from '../src/lab/world/hash-ring.js';
 import { checkScenario, type Scenario, worldOf } from '../src/lab/worlds.js';
 import { Cache, sleep, VirtualClock } from '../src/index.js';
+import { assertBars, SEEDS } from './support/bars.js';
 
-const SEEDS = [1, 2, 3, 4];
-const TEN_MINUTES = 600;
 
 // Simulations run in worker threads (see test/lab.test.ts), started together
 // so they share the machine's cores while the unit tests below run.
@@ -28,17 +27,10 @@ describe('discord-2019, at the default seed and three others', () => {
   for (const seed of SEEDS) {
     test(`seed ${seed}: naive stays down, damper stays up`, async () => {
       const run = await bySeed.get(seed)!;
-      const naive = run.variants.naive.summary;
       const damper = run.variants.damper.summary;
       // naive: the herd on the database outlives the degraded nodes by more than 10 minutes.
-      assert.ok(naive.recoverySeconds === null || naive.recoverySeconds > TEN_MINUTES, `naive recovered after ${naive.recoverySeconds} s`);
-      assert.ok(naive.amplification >= 10, `naive amplification ${naive.amplification}`);
-      // damper: recovered within 30 s, database within 2× of its baseline.
-      assert.equal(damper.recovered, true);
-      assert.ok(damper.recoverySeconds !== null && damper.recoverySeconds <= 30, `damper recovery ${damper.recoverySeconds} s`);
-      assert.ok(damper.amplification <= 2, `damper amplification ${damper.amplification}`);
+      assertBars(run);
       assert.equal(damper.invalidServed, 0);
-      assert.equal(naive.simulatedRequests, damper.simulatedRequests, 'both variants see the same traffic');
       // The ejection is unconditional (operators reacted to the cache nodes' dashboards): it happened in both.
       assert.deepEqual(run.variants.naive.skippedFaults, []);
       assert.deepEqual(run.variants.damper.skippedFaults, []);

@@ -10,9 +10,8 @@ import { Cpu } from '../src/lab/world/cpu.js';
 import { NaiveBalancer } from '../src/lab/world/front-door.js';
 import { type Served, type WebServer } from '../src/lab/world/web-server.js';
 import { VirtualClock } from '../src/index.js';
+import { assertBars, SEEDS, TEN_MINUTES } from './support/bars.js';
 
-const SEEDS = [1, 2, 3, 4];
-const TEN_MINUTES = 600;
 /**
  * "Goodput near zero" (docs/lab.md): over the ten minutes after the trigger
  * ends, fewer than 5 % of requests get a page in time, against the
@@ -46,15 +45,12 @@ describe('missourian-2010, at the default seed and three others', () => {
       const naive = run.variants.naive;
       const damper = run.variants.damper;
       // naive: the balancer keeps taking cold servers out; not recovered, goodput near zero.
-      assert.ok(naive.summary.recoverySeconds === null || naive.summary.recoverySeconds > TEN_MINUTES, `naive recovered after ${naive.summary.recoverySeconds} s`);
+      assertBars(run, { amplification: false });
       const after = goodputBetween(naive.series, end, end + TEN_MINUTES);
       assert.ok(after < NEAR_ZERO, `naive goodput after the trigger ${after}`);
       // damper: recovered within the objective's hold, database within 2× of baseline.
       assert.equal(damper.summary.recovered, true);
-      assert.ok(damper.summary.recoverySeconds !== null && damper.summary.recoverySeconds <= 30, `damper recovery ${damper.summary.recoverySeconds} s`);
-      assert.ok(damper.summary.amplification <= 2, `damper amplification ${damper.summary.amplification}`);
       assert.ok(goodputBetween(damper.series, end, end + TEN_MINUTES) >= 0.95);
-      assert.equal(naive.summary.simulatedRequests, damper.summary.simulatedRequests, 'both variants see the same traffic');
     });
   }
 });

@@ -7,9 +7,8 @@ import { type CacheAsideScenario } from '../src/lab/world/cache-aside.js';
 import { runIsolated } from '../src/lab/parallel.js';
 import { VirtualClock } from '../src/index.js';
 import { RealTimeInSimulationError } from '../src/time/real-time-guard.js';
+import { assertBars, SEEDS } from './support/bars.js';
 
-const SEEDS = [1, 2, 3, 4];
-const TEN_MINUTES = 600;
 
 // Simulations run in worker threads: under node --test every promise is
 // hooked for async context tracking, which made them five times slower.
@@ -21,17 +20,10 @@ describe('facebook-2010, at the default seed and three others', () => {
   for (const seed of SEEDS) {
     test(`seed ${seed}: naive stays down, damper stays up`, async () => {
       const run = await bySeed.get(seed)!;
-      const naive = run.variants.naive.summary;
       const damper = run.variants.damper.summary;
-      // naive: metastable, as in the postmortem, until operators cut traffic.
-      assert.ok(naive.recoverySeconds === null || naive.recoverySeconds > TEN_MINUTES, `naive recovered after ${naive.recoverySeconds} s`);
-      assert.ok(naive.amplification >= 10, `naive amplification ${naive.amplification}`);
-      // damper: recovered within 30 s, origin within 2× of baseline, never an invalid value.
-      assert.equal(damper.recovered, true);
-      assert.ok(damper.recoverySeconds !== null && damper.recoverySeconds <= 30, `damper recovery ${damper.recoverySeconds} s`);
-      assert.ok(damper.amplification <= 2, `damper amplification ${damper.amplification}`);
+      // naive: metastable, as in the postmortem, until operators cut traffic; damper never serves an invalid value.
+      assertBars(run);
       assert.equal(damper.invalidServed, 0);
-      assert.equal(naive.simulatedRequests, damper.simulatedRequests, 'both variants see the same traffic');
       // Operators cut traffic only where the site was down.
       const cut = run.faults.findIndex((f) => f.kind === 'operator');
       assert.deepEqual(run.variants.naive.skippedFaults, []);
