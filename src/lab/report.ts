@@ -79,14 +79,7 @@ export function renderReport(run: LabRun): string {
     })),
   };
   const scenarioWord = run.scenarios.length === 1 ? 'scenario' : 'scenarios';
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="color-scheme" content="light">
-<title>damper incident lab — seed ${run.seed}</title>
-<link rel="icon" href="data:,">
+  return `${pageHead(`damper incident lab — seed ${run.seed}`)}
 <style>
 ${inlineCss(uplotAsset('uPlot.min.css'))}
 </style>
@@ -200,6 +193,21 @@ ${faults.length > 0 ? faults.join('\n') : '<li class="none">no fault spans</li>'
 }
 
 // ---- formatting: no toLocaleString, so the bytes do not depend on the machine's locale
+
+/**
+ * The start of a self-contained page, up to its `<style>`: no favicon request
+ * (`data:`), light scheme. The title is HTML-escaped.
+ */
+export function pageHead(title: string): string {
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="color-scheme" content="light">
+<title>${esc(title)}</title>
+<link rel="icon" href="data:,">`;
+}
 
 export function num(v: number, digits: number): string {
   if (!Number.isFinite(v)) return '—';

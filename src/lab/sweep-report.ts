@@ -1,4 +1,4 @@
-import { esc, jsonIsland, num, pct } from './report.js';
+import { esc, jsonIsland, num, pageHead, pct } from './report.js';
 import { VARIANTS, type VariantName } from './results.js';
 import { type CellOutcome, type CellSummary, outcome, outcomeCounts, scenarioCell, type SweepCell, type SweepResult } from './sweep.js';
 
@@ -181,14 +181,7 @@ function renderCounts(result: SweepResult): string {
 export function renderSweepReport(result: SweepResult): string {
   const n = result.load.values.length;
   const m = result.trigger.values.length;
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="color-scheme" content="light">
-<title>damper lab sweep — ${esc(result.scenario)}, seed ${result.seed}</title>
-<link rel="icon" href="data:,">
+  return `${pageHead(`damper lab sweep — ${result.scenario}, seed ${result.seed}`)}
 <style>
 ${PAGE_CSS}
 </style>
