@@ -3,6 +3,7 @@ import { SharedSlots } from '../../stores/shared-slots.js';
 import { type Timer } from '../../time/clock.js';
 import { type VirtualClock } from '../../time/virtual.js';
 import { HashRing } from './hash-ring.js';
+import { Fifo } from './fifo.js';
 
 /** Why a cache node did not answer. One instance of each: an overload raises them by the thousand, and nobody reads a stack. */
 export class CacheNodeError extends Error {}
@@ -44,8 +45,7 @@ interface Call {
 export class CacheNode {
   /** What the node holds: values, leases and failure counts, with their expiries. */
   readonly data: SharedSlots;
-  private queue: (Call | undefined)[] = [];
-  private head = 0;
+  private readonly queue = new Fifo<Call>();
   private factor = 1;
   private credit = 1;
   private lastCredit = 0;
@@ -69,7 +69,7 @@ export class CacheNode {
   }
 
   get queued(): number {
-    return this.queue.length - this.head;
+    return this.queue.size;
   }
 
   /** The node keeps `factor` (0 < factor ≤ 1) of its throughput: its queue grows and its answers slow down. 1 restores it. */
@@ -140,7 +140,7 @@ export class CacheNode {
     this.accrue();
     const answers: { call: Call; result: unknown }[] = [];
     while (this.credit >= 1 && this.queued > 0) {
-      const call = this.dequeue()!;
+      const call = this.queue.shift()!;
       this.credit -= 1;
       this.served++;
       answers.push({ call, result: call.apply() });
@@ -155,24 +155,12 @@ export class CacheNode {
     if (this.queued > 0) this.tick = this.clock.setTimer(this.serve, this.delayToNext());
   };
 
-  private dequeue(): Call | undefined {
-    if (this.head >= this.queue.length) return undefined;
-    const call = this.queue[this.head];
-    this.queue[this.head++] = undefined;
-    if (this.head > 4096 && this.head * 2 > this.queue.length) {
-      this.queue.splice(0, this.head);
-      this.head = 0;
-    }
-    return call;
-  }
 
   private dropQueue(): void {
-    const calls = this.queue.slice(this.head);
-    this.queue = [];
-    this.head = 0;
+    const calls = this.queue.drain();
     this.tick?.cancel();
     this.tick = undefined;
-    for (const call of calls) call?.reject(DOWN);
+    for (const call of calls) call.reject(DOWN);
   }
 }
 

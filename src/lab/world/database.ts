@@ -1,6 +1,7 @@
 import { type Timer } from '../../time/clock.js';
 import { type VirtualClock } from '../../time/virtual.js';
 import { type Recorder } from '../metrics.js';
+import { Fifo } from './fifo.js';
 
 /** A row as the simulated database stores it. `valid: false` is the Facebook 2010 trigger. */
 export interface Row {
@@ -49,8 +50,7 @@ interface Job {
  */
 export class Database {
   private readonly rows = new Map<string, Row>();
-  private readonly queue: (Job | undefined)[] = [];
-  private head = 0;
+  private readonly queue = new Fifo<Job>();
   private busy = 0;
   private version = 1;
   private readonly serviceMs: number;
@@ -83,7 +83,7 @@ export class Database {
 
   /** Queries waiting for a worker. */
   get queued(): number {
-    return this.queue.length - this.head;
+    return this.queue.size;
   }
 
   /**
@@ -122,20 +122,9 @@ export class Database {
         job.settled = true;
         job.answer(this.read(job.key));
       }
-      const next = this.dequeue();
+      const next = this.queue.shift();
       if (next !== undefined) this.serve(next);
     }, this.serviceMs);
   }
 
-  private dequeue(): Job | undefined {
-    if (this.head >= this.queue.length) return undefined;
-    const job = this.queue[this.head];
-    this.queue[this.head++] = undefined;
-    // Compact now and then so the array does not grow without bound.
-    if (this.head > 4096 && this.head * 2 > this.queue.length) {
-      this.queue.splice(0, this.head);
-      this.head = 0;
-    }
-    return job;
-  }
 }

@@ -14,6 +14,7 @@ import { type VariantName, type VariantRun } from '../results.js';
 import { checkCommon, type FaultSpanDoc, faultTimeline, type Json, num, object, type Population, type ScenarioCommon, ScenarioError, spanAxis } from '../scenario.js';
 import { poisson } from '../traffic.js';
 import { type WorldKind } from '../worlds.js';
+import { Fifo } from './fifo.js';
 
 /**
  * The generic retry storm (issue 7), after Marc Brooker's "Metastability and
@@ -147,8 +148,7 @@ interface NaiveJob {
  * any other, and it counts in the load that slows service down.
  */
 class NaiveServer {
-  private readonly queue: (NaiveJob | undefined)[] = [];
-  private head = 0;
+  private readonly queue = new Fifo<NaiveJob>();
   private busy = 0;
   slowdown = 1;
 
@@ -159,7 +159,7 @@ class NaiveServer {
   ) {}
 
   private get queued(): number {
-    return this.queue.length - this.head;
+    return this.queue.size;
   }
 
   /** Takes a request; `job.done` is called with its outcome (synchronously when refused). */
@@ -180,21 +180,11 @@ class NaiveServer {
     this.clock.setTimer(() => {
       this.busy--;
       job.done?.('ok');
-      const next = this.dequeue();
+      const next = this.queue.shift();
       if (next !== undefined) this.serve(next);
     }, ms);
   }
 
-  private dequeue(): NaiveJob | undefined {
-    if (this.head >= this.queue.length) return undefined;
-    const job = this.queue[this.head];
-    this.queue[this.head++] = undefined;
-    if (this.head > 4096 && this.head * 2 > this.queue.length) {
-      this.queue.splice(0, this.head);
-      this.head = 0;
-    }
-    return job;
-  }
 }
 
 /** A user's call through the client stack: resolves true for an answer, false for a failure. */
