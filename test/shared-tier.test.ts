@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { Cache, type CacheOptions, InMemorySharedStore, LeaseBackoffError, LoadTimeoutError, SharedTierError, sleep, VirtualClock } from '../src/index.js';
+import { ArgumentError, Cache, type CacheOptions, ConfigError, InMemorySharedStore, LeaseBackoffError, LoadTimeoutError, SharedTierError, sleep, VirtualClock } from '../src/index.js';
 import { decodeEnvelope, encodeEnvelope } from '../src/stores/envelope.js';
 import { track } from './helpers.js';
 
@@ -313,6 +313,26 @@ describe('shared tier: namespaces and values that cannot be shared', () => {
     assert.ok(set.error instanceof SharedTierError);
     c.store.publish = original;
     await c.close();
+  });
+});
+
+describe('shared tier: options and shutdown', () => {
+  test('bad options are typed errors at construction, before anything is stored', () => {
+    const store = new InMemorySharedStore();
+    assert.throws(() => new Cache({ shared: {} as never }), ArgumentError);
+    assert.throws(() => new Cache({ shared: { store: { read: 1 } as never } }), ArgumentError);
+    assert.throws(() => new Cache({ shared: { store, timeout: -1 } }), ConfigError);
+    assert.throws(() => new Cache({ shared: { store, heartbeat: 0 } }), ConfigError);
+    assert.throws(() => new Cache({ shared: { store, maxValueChars: 2 } }), ConfigError);
+    assert.throws(() => new Cache({ shared: { store, namespace: 'a|b' } }), ArgumentError);
+  });
+
+  test('close() stops the heartbeat and leaves the bus: no timer is left behind', async () => {
+    const c = cluster(2);
+    await run(c, 50);
+    await Promise.all([c.close(), run(c, 10)]);
+    await run(c, 50);
+    assert.equal(c.clock.pendingTimers, 0);
   });
 });
 

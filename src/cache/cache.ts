@@ -137,7 +137,7 @@ export class Cache<V> {
             invalidate: (key, how) => this.invalidate(key, how),
             bus: (up) => this.onBus(up),
             corrupt: (key, reason) => this.events.emit('corrupt', { key, reason }),
-            error: (operation, error) => this.events.emit('sharedError', { operation, error: error as SharedTierError }),
+            error: (operation, error) => this.events.emit('sharedError', { operation, error }),
           });
   }
 

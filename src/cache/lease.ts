@@ -28,12 +28,10 @@ export class LeaseWaiters {
     });
   }
 
-  /** Wakes every waiter on `key`; true if there was one. */
-  wake(key: string): boolean {
+  /** Wakes every waiter on `key`. */
+  wake(key: string): void {
     const set = this.byKey.get(key);
-    if (set === undefined) return false;
-    for (const done of [...set]) done();
-    return true;
+    if (set !== undefined) for (const done of [...set]) done();
   }
 
   /** Wakes everyone (on close). */

@@ -63,7 +63,7 @@ export interface SharedTierHooks {
   /** A stored envelope could not be used: it is treated as a miss. */
   corrupt(key: string, reason: CorruptReason | 'invalid'): void;
   /** A call to the store failed or timed out (the breaker counts it). */
-  error(operation: string, error: DamperError): void;
+  error(operation: string, error: SharedTierError): void;
 }
 
 /** What one process asks of the shared tier for one key in flight. */
