@@ -181,7 +181,7 @@ async function sweep(ref: string, args: SweepArgs): Promise<number> {
       seed: args.seed,
       runner: args.serial ? 'serial' : 'threads',
       operators: args.operators,
-      onCell: (cell, done, total) => bar.update(done / total, `sweep: ${done}/${total} cells done (last: load ×${cell.load}, trigger ${cell.trigger})`),
+      onCell: (cell, done, total) => bar.update(done / total, `sweep: ${done}/${total} cells done (last: load ${cell.load}×, trigger ${cell.trigger})`),
     },
   );
   bar.done();

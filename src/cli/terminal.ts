@@ -1,3 +1,4 @@
+import { millis, percent, times } from '../lab/format.js';
 import { type LabRun, VARIANTS, type VariantName } from '../lab/results.js';
 import { type CellOutcome, outcome, outcomeCounts, scenarioCell, type SweepResult, vulnerableCells } from '../lab/sweep.js';
 
@@ -41,7 +42,7 @@ export function progressBar(stream: NodeJS.WriteStream, width = 30): ProgressBar
 
 /** The end-of-run table: one row per scenario and variant, then each scenario's verdict. */
 export function formatSummary(run: LabRun, speed: (scenario: string, variant: VariantName, requests: number) => number): string {
-  const header = ['scenario', 'variant', 'recovered', 'recovery s', 'origin peak', 'amplif.', 'goodput', 'errors', 'p99 ms', 'sim req/s'];
+  const header = ['scenario', 'variant', 'during: served', 'of best', 'after: recovery', 'origin peak', 'amplif.', 'goodput', 'errors', 'p99 ms', 'sim req/s'];
   const rows: string[][] = [];
   for (const s of run.scenarios) {
     for (const v of VARIANTS) {
@@ -49,13 +50,14 @@ export function formatSummary(run: LabRun, speed: (scenario: string, variant: Va
       rows.push([
         s.name,
         v,
-        m.recovered ? 'yes' : 'no',
-        m.recoverySeconds === null ? '—' : String(m.recoverySeconds),
+        percent(m.trigger.goodputRatio),
+        percent(m.trigger.efficiency),
+        m.recoverySeconds === null ? 'never' : m.operatorForced ? `${m.recoverySeconds} s, forced` : `${m.recoverySeconds} s`,
         `${m.peakOriginQps.toFixed(0)}/s`,
-        `${m.amplification.toFixed(1)}×`,
-        `${(m.goodputRatio * 100).toFixed(1)}%`,
-        `${(m.errorRate * 100).toFixed(1)}%`,
-        String(m.p99Ms),
+        times(m.amplification),
+        percent(m.goodputRatio),
+        percent(m.errorRate),
+        millis(m.p99Ms),
         `${Math.round(speed(s.name, v, m.simulatedRequests) / 1000)}k`,
       ]);
     }
@@ -63,7 +65,8 @@ export function formatSummary(run: LabRun, speed: (scenario: string, variant: Va
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]): string => cells.map((c, i) => (i < 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
   const verdicts = run.scenarios.map((s) => `${s.name}: ${s.verdict}`);
-  return [`damper lab, seed ${run.seed}`, '', line(header), line(widths.map((w) => '─'.repeat(w))), ...rows.map(line), '', ...verdicts].join('\n');
+  const legend = 'during: goodput ÷ offered over the trigger, and ÷ the best possible with the capacity left; after: seconds from the trigger\'s end to recovery ("forced": only after an operator action)';
+  return [`damper lab, seed ${run.seed}`, '', line(header), line(widths.map((w) => '─'.repeat(w))), ...rows.map(line), '', legend, '', ...verdicts].join('\n');
 }
 
 const SYMBOLS: Record<CellOutcome, string> = { quick: '·', slow: 'o', stuck: '█' };
@@ -81,8 +84,8 @@ export function formatSweepSummary(result: SweepResult): string {
   const yWidth = Math.max(...triggers.map((t) => label(t).length));
   const col = Math.max(5, ...loads.map((l) => label(l).length + 2));
   const lines = [
-    `damper lab sweep ${result.scenario}, seed ${result.seed}: ${loads.length} × ${triggers.length} cells; load ×${label(loads[0]!)}..×${label(loads[loads.length - 1]!)} across, ${result.trigger.label} ${label(triggers[0]!)}..${label(triggers[triggers.length - 1]!)} up`,
-    `· recovered within ${result.quickS} s of the trigger's end   o recovered later   █ stuck (never recovered)   ${home === null ? `(the scenario's own setting, ×${label(result.load.scenarioValue)} at ${label(result.trigger.scenarioValue)}, is outside this grid)` : "[ ] the scenario's own setting"}${result.operators ? '' : '; operator actions removed'}`,
+    `damper lab sweep ${result.scenario}, seed ${result.seed}: ${loads.length} × ${triggers.length} cells; load ${label(loads[0]!)}×..${label(loads[loads.length - 1]!)}× across, ${result.trigger.label} ${label(triggers[0]!)}..${label(triggers[triggers.length - 1]!)} up`,
+    `· recovered within ${result.quickS} s of the trigger's end   o recovered later   █ stuck (never recovered)   ${home === null ? `(the scenario's own setting, ${label(result.load.scenarioValue)}× at ${label(result.trigger.scenarioValue)}, is outside this grid)` : "[ ] the scenario's own setting"}${result.operators ? '' : '; operator actions removed'}`,
   ];
   for (const v of VARIANTS) {
     const c = outcomeCounts(result, v);
@@ -96,7 +99,7 @@ export function formatSweepSummary(result: SweepResult): string {
       lines.push(`  ${label(triggers[t]!).padStart(yWidth)} │${row.join('')}`);
     }
     lines.push(`  ${' '.repeat(yWidth)} └${'─'.repeat(col * loads.length)}`);
-    lines.push(`  ${' '.repeat(yWidth)}  ${loads.map((l) => `×${label(l)}`.padStart(Math.ceil((col + label(l).length + 1) / 2)).padEnd(col)).join('')}`);
+    lines.push(`  ${' '.repeat(yWidth)}  ${loads.map((l) => `${label(l)}×`.padStart(Math.ceil((col + label(l).length + 1) / 2)).padEnd(col)).join('')}`);
   }
   const naive = vulnerableCells(result, 'naive').length;
   const damper = vulnerableCells(result, 'damper').length;

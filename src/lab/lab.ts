@@ -2,8 +2,9 @@ import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type LabRun, type ScenarioRun, VARIANTS, type VariantName, type VariantRun } from './results.js';
-import { ScenarioError, triggerEndS } from './scenario.js';
+import { type JudgedRun, type LabRun, type ScenarioRun, VARIANTS, type VariantName } from './results.js';
+import { ScenarioError, triggerEndS, triggerStartS } from './scenario.js';
+import { judge, verdict } from './verdict.js';
 import { parseScenario, type Scenario, worldOf } from './worlds.js';
 
 /** The package's root: the nearest folder above this module with a package.json (src/, dist/ and a test build all sit below it). */
@@ -52,9 +53,9 @@ export type LabProgress = (p: { scenario: string; variant: VariantName; fraction
 /** Runs one scenario under both variants, on the same seed and traffic. */
 export async function runScenario(scenario: Scenario, seed: number, onProgress?: (variant: VariantName, fraction: number) => void): Promise<ScenarioRun> {
   const world = worldOf(scenario);
-  const variants = {} as Record<VariantName, VariantRun>;
+  const variants = {} as Record<VariantName, JudgedRun>;
   for (const variant of VARIANTS) {
-    variants[variant] = await world.run(scenario, variant, seed, onProgress === undefined ? undefined : (f) => onProgress(variant, f));
+    variants[variant] = judge(scenario, await world.run(scenario, variant, seed, onProgress === undefined ? undefined : (f) => onProgress(variant, f)));
   }
   return {
     name: scenario.name,
@@ -65,8 +66,9 @@ export async function runScenario(scenario: Scenario, seed: number, onProgress?:
     objectiveP99Ms: scenario.objective.p99Ms,
     faults: scenario.faults.map((f) => ({ label: f.label, startS: f.startS, endS: f.endS, kind: f.trigger ? 'trigger' : 'operator' })),
     triggerEndS: triggerEndS(scenario),
+    triggerStartS: triggerStartS(scenario),
     variants,
-    verdict: verdict(variants),
+    verdict: verdict(scenario, variants),
   };
 }
 
@@ -85,17 +87,4 @@ export async function runLab(refs: readonly string[], options: { seed: number; o
     );
   }
   return { seed: options.seed, scenarios: runs };
-}
-
-function verdict(v: Record<VariantName, VariantRun>): string {
-  const say = (name: VariantName): string => {
-    const s = v[name].summary;
-    const recovery = s.recoverySeconds === null ? 'never recovered' : s.recoverySeconds === 0 ? 'stayed healthy' : `recovered ${s.recoverySeconds} s after the trigger ended`;
-    return `${name} ${recovery}, origin peak ${fmt(s.amplification)}× baseline, ${fmt(s.goodputRatio * 100)}% goodput`;
-  };
-  return `${say('naive')}; ${say('damper')}.`;
-}
-
-function fmt(x: number): string {
-  return x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2);
 }

@@ -1,4 +1,4 @@
-import { type Series, type VariantSummary } from './results.js';
+import { type MeasuredSummary, type Series } from './results.js';
 import { type ScenarioCommon, triggerEndS, triggerStartS } from './scenario.js';
 
 /**
@@ -110,15 +110,11 @@ export class Recorder {
     return { offered: [...this.offered], goodput: [...this.good], errors: [...this.bad], originQps: [...this.origin], p99Ms, hitRatio };
   }
 
-  summary(scenario: ScenarioCommon, series: Series): VariantSummary {
+  summary(scenario: ScenarioCommon, series: Series): MeasuredSummary {
     const triggerStart = triggerStartS(scenario);
     const triggerEnd = triggerEndS(scenario);
     const { objective, baseline } = scenario;
-    const healthy = (s: number): boolean => {
-      const offered = series.offered[s]!;
-      const p99 = series.p99Ms[s];
-      return offered > 0 && series.goodput[s]! >= objective.goodputRatio * offered && p99 !== null && p99 !== undefined && p99 <= objective.p99Ms;
-    };
+    const healthy = (s: number): boolean => healthySecond(objective, series, s);
     // Recovery: the first second from the trigger's end that starts `holdS` healthy seconds in a row.
     let recoverySeconds: number | null = null;
     let run = 0;
@@ -155,7 +151,18 @@ export class Recorder {
   }
 }
 
+/**
+ * A second is healthy when something was offered, goodput reached the
+ * objective's share of it, and the p99 of the requests that ended in it was
+ * within the objective.
+ */
+export function healthySecond(objective: ScenarioCommon['objective'], series: Series, s: number): boolean {
+  const offered = series.offered[s]!;
+  const p99 = series.p99Ms[s];
+  return offered > 0 && series.goodput[s]! >= objective.goodputRatio * offered && p99 !== null && p99 !== undefined && p99 <= objective.p99Ms;
+}
+
 /** Four decimals: enough for any chart, and stable across platforms' float printing. */
-function round(x: number): number {
+export function round(x: number): number {
   return Math.round(x * 10_000) / 10_000;
 }

@@ -25,14 +25,24 @@ export interface Series {
   hitRatio: (number | null)[];
 }
 
-/** The summary of one variant of one scenario (DESIGN.md, "The lab's contract"). */
-export interface VariantSummary {
+/** A run's series with what it is judged against. */
+export interface JudgedSeries extends Series {
+  /**
+   * What an ideal policy could have answered that second with the capacity
+   * the faults left (src/lab/best-possible.ts): never more than offered.
+   */
+  bestGoodput: number[];
+}
+
+/** What a world measures of one variant's run; the lab adds the judgement (`VariantSummary`). */
+export interface MeasuredSummary {
   /** Healthy again after the trigger ended (see `recoverySeconds`). */
   recovered: boolean;
   /**
    * Seconds from the trigger's end until the start of the first window of
-   * `healthyHoldSeconds` in which every second is healthy (goodput ≥ 95 % of
-   * offered, p99 within the objective); null if that never happens.
+   * `objective.holdS` seconds in which every second is healthy (goodput ≥
+   * the objective's share of offered, p99 within the objective); null if
+   * that never happens.
    */
   recoverySeconds: number | null;
   /** Mean origin queries/s over the baseline window before the trigger. */
@@ -53,6 +63,32 @@ export interface VariantSummary {
   simulatedRequests: number;
 }
 
+/** Goodput over the trigger window, against what was offered and what was possible. */
+export interface TriggerWindow {
+  /** Goodput ÷ offered, from the first trigger's start to the last one's end. */
+  goodputRatio: number;
+  /** Best possible goodput ÷ offered over the same window: what the capacity left allowed. */
+  bestGoodputRatio: number;
+  /** Goodput ÷ best possible (at most 1): how much of what could be served was. */
+  efficiency: number;
+}
+
+/**
+ * The summary of one variant of one scenario (DESIGN.md, "The lab's
+ * contract"): what the world measured, how it did during the trigger against
+ * the best possible, and whether it recovered only because operators acted.
+ */
+export interface VariantSummary extends MeasuredSummary {
+  /**
+   * Recovered only after an operator action: one that happened to this
+   * variant (it was not skipped as unnecessary) and began after the trigger
+   * ended and before the recovery. Such a recovery is the operators', not the
+   * system's.
+   */
+  operatorForced: boolean;
+  trigger: TriggerWindow;
+}
+
 /** A time span on the scenario's timeline, shaded in the report. */
 export interface FaultSpan {
   readonly label: string;
@@ -62,8 +98,9 @@ export interface FaultSpan {
   readonly kind: 'trigger' | 'operator';
 }
 
+/** One variant's run as a world returns it: measured, not yet judged. */
 export interface VariantRun {
-  readonly summary: VariantSummary;
+  readonly summary: MeasuredSummary;
   readonly series: Series;
   /** Indices into the scenario's faults that did not happen in this run (an operator action its health made unnecessary). */
   readonly skippedFaults: readonly number[];
@@ -85,6 +122,12 @@ export interface PopulationCounts {
   readonly shed: number;
 }
 
+/** One variant's run with its judgement: the full summary, and the best possible beside its series. */
+export interface JudgedRun extends VariantRun {
+  readonly summary: VariantSummary;
+  readonly series: JudgedSeries;
+}
+
 export interface ScenarioRun {
   readonly name: string;
   readonly title: string;
@@ -97,7 +140,9 @@ export interface ScenarioRun {
   readonly faults: readonly FaultSpan[];
   /** When the trigger ended, s: recovery counts from here. */
   readonly triggerEndS: number;
-  readonly variants: Readonly<Record<VariantName, VariantRun>>;
+  /** When the trigger began, s: the trigger window runs from here to `triggerEndS`. */
+  readonly triggerStartS: number;
+  readonly variants: Readonly<Record<VariantName, JudgedRun>>;
   /** One line saying what happened, for the report and the terminal. */
   readonly verdict: string;
 }

@@ -1,0 +1,124 @@
+import type { CacheClusterScenario } from './world/cache-cluster.js';
+import type { RetryStormScenario } from './world/retry-storm.js';
+import type { WebFarmScenario } from './world/web-farm.js';
+import type { Scenario } from './worlds.js';
+
+/**
+ * The best possible goodput, per simulated second: what an ideal policy could
+ * have answered with the capacity the scenario's faults left, given what was
+ * offered. A variant's goodput is judged against it during the trigger
+ * (`trigger.efficiency`), so "damper served half the requests" reads as
+ * "damper served 95 % of what could be served" when half the capacity was
+ * gone, and as a miss when it was not.
+ *
+ * It depends on the scenario alone (capacity, fault timeline) and on the
+ * offered series, never on what a variant did: both variants are held to the
+ * same bound. Each world's formula is written beside it and in docs/lab.md.
+ * Capacity is averaged over each second in `SAMPLES` steps, so a fault that
+ * starts mid-second counts for its part of that second.
+ */
+
+const SAMPLES = 10;
+
+/** Requests/s an ideal policy could answer at instant `t` (s), given `offered` requests/s then. */
+type Bound = (t: number, offered: number) => number;
+
+/** The best possible goodput of each second of `offered`. */
+export function bestGoodput(scenario: Scenario, offered: readonly number[]): number[] {
+  const bound = boundOf(scenario);
+  return offered.map((o, s) => {
+    let sum = 0;
+    for (let i = 0; i < SAMPLES; i++) sum += Math.min(o, bound(s + (i + 0.5) / SAMPLES, o));
+    return round(sum / SAMPLES);
+  });
+}
+
+function boundOf(scenario: Scenario): Bound {
+  switch (scenario.world) {
+    case 'cache-aside':
+      // Every key starts cached and the cache tier answers in no time with no
+      // limit: an ideal policy serves the last known good value of every key
+      // (an invalid write is refused), so everything offered can be answered.
+      return () => Infinity;
+    case 'cache-cluster':
+      return clusterBound(scenario);
+    case 'web-farm':
+      return farmBound(scenario);
+    case 'retry-storm':
+      return stormBound(scenario);
+  }
+}
+
+/** Faults of `scenario` active at `t` (s). */
+function active<F extends { readonly startS: number; readonly endS: number }>(faults: readonly F[], t: number): F[] {
+  return faults.filter((f) => f.startS <= t && t < f.endS);
+}
+
+/**
+ * cache-cluster: a read of a key the process holds in memory needs nothing
+ * else (a share `processEntries / keys` of reads). The rest need a cache
+ * node, whose share of them is even over the nodes in the ring (the ring's
+ * virtual nodes make it so, within a few per cent) and which answers up to
+ * its capacity left (`capacityOps × factor` while degraded, 0 while failed,
+ * none while ejected: its keys move to the others); what the nodes cannot
+ * answer, the database can, up to its capacity. Refreshes are left out: an
+ * ideal policy refreshes within spare capacity or serves stale.
+ */
+function clusterBound(scenario: CacheClusterScenario): Bound {
+  const keys = Object.values(scenario.keys).reduce((a, b) => a + b, 0);
+  const held = Math.min(1, (scenario.cache.processEntries ?? keys) / keys);
+  return (t, offered) => {
+    const faults = active(scenario.faults, t);
+    const capacity = Array.from({ length: scenario.nodes.count }, (): number | null => scenario.nodes.capacityOps);
+    for (const f of faults) {
+      for (const n of f.nodes) {
+        if (f.kind === 'eject-nodes') capacity[n] = null;
+        else if (f.kind === 'fail-nodes') capacity[n] = 0;
+        else if (capacity[n] !== null) capacity[n] = capacity[n]! * f.factor;
+      }
+    }
+    const inRing = capacity.filter((c): c is number => c !== null);
+    const needNode = offered * (1 - held);
+    const perNode = inRing.length === 0 ? 0 : needNode / inRing.length;
+    const byNodes = inRing.reduce((sum, c) => sum + Math.min(perNode, c), 0);
+    return offered * held + byNodes + Math.min(needNode - byNodes, scenario.origin.capacityQps);
+  };
+}
+
+/**
+ * web-farm: each server that is not hung answers cached pages at
+ * `cores × 1000 / hitMs` per second (its CPU, the bottleneck; its workers
+ * allow more). An ideal policy serves a page past its ttl stale and renders
+ * it again within spare capacity, so renders are left out; so is a restarted
+ * server's cold cache (an ideal balancer sends its traffic to the warm one
+ * while it warms).
+ */
+function farmBound(scenario: WebFarmScenario): Bound {
+  const perServer = (scenario.servers.cores * 1000) / scenario.servers.hitMs;
+  return (t) => {
+    const hung = new Set(active(scenario.faults, t).flatMap((f) => (f.kind === 'hang-server' ? [f.server] : [])));
+    return (scenario.servers.count - hung.size) * perServer;
+  };
+}
+
+/**
+ * retry-storm: service time grows with the requests the server holds, so
+ * throughput is highest when it holds just enough to keep every worker busy
+ * and queues nothing: `workers × 1000 / (baseServiceMs × (1 + k × workers) ×
+ * slowdown)` per second. If even that service time is longer than the users'
+ * shortest timeout, no answer arrives in time: 0.
+ */
+function stormBound(scenario: RetryStormScenario): Bound {
+  const { workers, baseServiceMs, slowdownPerInFlight } = scenario.server;
+  const patience = Math.min(...scenario.clients.map((c) => c.timeoutMs));
+  return (t) => {
+    const slowdown = active(scenario.faults, t).reduce((x, f) => (f.kind === 'server-slowdown' ? x * f.factor : x), 1);
+    const serviceMs = baseServiceMs * (1 + slowdownPerInFlight * workers) * slowdown;
+    return serviceMs > patience ? 0 : (workers * 1000) / serviceMs;
+  };
+}
+
+/** Four decimals, as every other series value: stable across platforms' float printing. */
+function round(x: number): number {
+  return Math.round(x * 10_000) / 10_000;
+}

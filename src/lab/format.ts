@@ -1,0 +1,24 @@
+/**
+ * How the lab writes numbers for people (the terminal, the report, the
+ * verdicts): one notation per kind, so `1.2×` never stands beside `×1.25`.
+ * Nothing here reads the locale: the same run prints the same text.
+ */
+
+/** A ratio to a reference, as `1.2×`, and whole from 10 on (`65×`): a tenth of 65 says nothing. */
+export function times(x: number): string {
+  return `${x >= 10 ? x.toFixed(0) : x.toFixed(1)}×`;
+}
+
+/** A share in [0, 1] as a percentage: `99.7%`, `100%`, `0%`, and `<0.1%` or `>99.9%` rather than a rounded 0 or 100 that is not. */
+export function percent(ratio: number): string {
+  if (ratio <= 0) return '0%';
+  if (ratio >= 1) return '100%';
+  if (ratio < 0.001) return '<0.1%';
+  if (ratio > 0.999) return '>99.9%';
+  return `${(ratio * 100).toFixed(1)}%`;
+}
+
+/** A latency in ms as measured: the engine steps whole ms, so 0 means "within the same millisecond", written `<1`. */
+export function millis(ms: number): string {
+  return ms < 1 ? '<1' : String(Math.round(ms));
+}
