@@ -33,6 +33,20 @@ export function bestGoodput(scenario: Scenario, offered: readonly number[]): num
   });
 }
 
+/**
+ * The origin's capacity each second, queries/s: the line drawn on the
+ * report's origin chart. The database's capacity is fixed; the retry-storm
+ * server's (the origin there) is its best throughput, which a slowdown cuts.
+ */
+export function originCapacity(scenario: Scenario, seconds: number): number[] {
+  const at = (t: number): number => (scenario.world === 'retry-storm' ? stormThroughput(scenario, t) : scenario.origin.capacityQps);
+  return Array.from({ length: seconds }, (_, s) => {
+    let sum = 0;
+    for (let i = 0; i < SAMPLES; i++) sum += at(s + (i + 0.5) / SAMPLES);
+    return round(sum / SAMPLES);
+  });
+}
+
 function boundOf(scenario: Scenario): Bound {
   switch (scenario.world) {
     case 'cache-aside':
@@ -109,13 +123,20 @@ function farmBound(scenario: WebFarmScenario): Bound {
  * shortest timeout, no answer arrives in time: 0.
  */
 function stormBound(scenario: RetryStormScenario): Bound {
-  const { workers, baseServiceMs, slowdownPerInFlight } = scenario.server;
   const patience = Math.min(...scenario.clients.map((c) => c.timeoutMs));
-  return (t) => {
-    const slowdown = active(scenario.faults, t).reduce((x, f) => (f.kind === 'server-slowdown' ? x * f.factor : x), 1);
-    const serviceMs = baseServiceMs * (1 + slowdownPerInFlight * workers) * slowdown;
-    return serviceMs > patience ? 0 : (workers * 1000) / serviceMs;
-  };
+  return (t) => (stormServiceMs(scenario, t) > patience ? 0 : stormThroughput(scenario, t));
+}
+
+/** The retry-storm server's service time at `t` (s) when it holds one request per worker, ms. */
+function stormServiceMs(scenario: RetryStormScenario, t: number): number {
+  const { workers, baseServiceMs, slowdownPerInFlight } = scenario.server;
+  const slowdown = active(scenario.faults, t).reduce((x, f) => (f.kind === 'server-slowdown' ? x * f.factor : x), 1);
+  return baseServiceMs * (1 + slowdownPerInFlight * workers) * slowdown;
+}
+
+/** The retry-storm server's best throughput at `t` (s), requests/s. */
+function stormThroughput(scenario: RetryStormScenario, t: number): number {
+  return (scenario.server.workers * 1000) / stormServiceMs(scenario, t);
 }
 
 /** Four decimals, as every other series value: stable across platforms' float printing. */

@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type JudgedRun, type LabRun, type ScenarioRun, VARIANTS, type VariantName } from './results.js';
 import { ScenarioError, triggerEndS, triggerStartS } from './scenario.js';
+import { originCapacity } from './best-possible.js';
 import { judge, verdict } from './verdict.js';
 import { parseScenario, type Scenario, worldOf } from './worlds.js';
 
@@ -63,6 +64,8 @@ export async function runScenario(scenario: Scenario, seed: number, onProgress?:
     description: scenario.description,
     durationS: scenario.durationS,
     originCapacityQps: world.originCapacityQps(scenario),
+    originCapacity: originCapacity(scenario, Math.ceil(scenario.durationS)),
+    cached: world.cached,
     objectiveP99Ms: scenario.objective.p99Ms,
     faults: scenario.faults.map((f) => ({ label: f.label, startS: f.startS, endS: f.endS, kind: f.trigger ? 'trigger' : 'operator' })),
     triggerEndS: triggerEndS(scenario),

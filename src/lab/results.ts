@@ -133,8 +133,12 @@ export interface ScenarioRun {
   readonly title: string;
   readonly description: string;
   readonly durationS: number;
-  /** The origin's capacity in queries/s, drawn as a line on the origin chart. */
+  /** The origin's healthy capacity in queries/s. */
   readonly originCapacityQps: number;
+  /** The origin's capacity each second, queries/s (a slowdown cuts it): the line on the origin chart. */
+  readonly originCapacity: readonly number[];
+  /** The world has a cache, so a hit ratio means something (the report draws it only then). */
+  readonly cached: boolean;
   /** The latency objective for "healthy", ms. */
   readonly objectiveP99Ms: number;
   readonly faults: readonly FaultSpan[];

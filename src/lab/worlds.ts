@@ -17,8 +17,10 @@ export interface WorldKind<S extends ScenarioCommon & { readonly world: string }
   parse(doc: Record<string, Json>, where: string): S;
   /** Runs one variant of the scenario at `seed`. Same scenario and seed, same result. */
   run(scenario: S, variant: VariantName, seed: number, onProgress?: (fraction: number) => void): Promise<VariantRun>;
-  /** The origin's capacity, drawn as a line on the report's origin chart. */
+  /** The origin's healthy capacity, queries/s. */
   originCapacityQps(scenario: S): number;
+  /** Whether the system has a cache: without one, the report draws no hit ratio. */
+  readonly cached: boolean;
   /**
    * The sweep's trigger axis (`damper lab sweep --trigger C..D`): what it
    * measures (`axis`, e.g. "invalid value held, s"), the scenario's own size on

@@ -84,6 +84,7 @@ export const cacheAside: WorldKind<CacheAsideScenario> = {
   parse: parseCacheAside,
   run: (scenario, variant, seed, onProgress) => runCacheAside(scenario, variant, seed, onProgress),
   originCapacityQps: (scenario) => scenario.origin.capacityQps,
+  cached: true,
   trigger: spanAxis('invalid value held, s'),
 };
 

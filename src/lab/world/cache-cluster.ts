@@ -125,6 +125,7 @@ export const cacheCluster: WorldKind<CacheClusterScenario> = {
   parse: parseCacheCluster,
   run: (scenario, variant, seed, onProgress) => runCacheCluster(scenario, variant, seed, onProgress),
   originCapacityQps: (scenario) => scenario.origin.capacityQps,
+  cached: true,
   trigger: spanAxis('nodes degraded, s'),
 };
 

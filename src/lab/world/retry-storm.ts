@@ -127,6 +127,7 @@ export const retryStorm: WorldKind<RetryStormScenario> = {
   parse: parseRetryStorm,
   run: (scenario, variant, seed, onProgress) => runRetryStorm(scenario, variant, seed, onProgress),
   originCapacityQps: (scenario) => (scenario.server.workers * 1000) / scenario.server.baseServiceMs,
+  cached: false,
   trigger: spanAxis('trigger held, s'),
 };
 

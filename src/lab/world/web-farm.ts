@@ -114,6 +114,7 @@ export const webFarm: WorldKind<WebFarmScenario> = {
   parse: parseWebFarm,
   run: (scenario, variant, seed, onProgress) => runWebFarm(scenario, variant, seed, onProgress),
   originCapacityQps: (scenario) => scenario.origin.capacityQps,
+  cached: true,
   trigger: spanAxis('server hung, s', (s) => s.faults.find((f) => f.kind === 'hang-server')!),
 };
 
