@@ -5,7 +5,8 @@ import { parseArgs } from 'node:util';
 import { DamperError } from '../errors.js';
 import { formatDemo, runDemo } from '../lab/demo.js';
 import { renderReport } from '../lab/report.js';
-import { resultsJson, type VariantName } from '../lab/results.js';
+import { resultsJson, VARIANTS, type VariantName } from '../lab/results.js';
+import { seriesCsv, seriesFile } from '../lab/series-csv.js';
 import { WORKERS } from '../lab/parallel.js';
 import { MAX_STEPS, runSweep, sweepJson } from '../lab/sweep.js';
 import { renderSweepReport } from '../lab/sweep-report.js';
@@ -23,11 +24,12 @@ import { formatSummary, formatSweepSummary, progressBar } from './terminal.js';
 const USAGE = `usage: damper <command> [options]
 
 commands:
-  lab [SCENARIO…] [--seed N] [--out DIR] [--json]
+  lab [SCENARIO…] [--seed N] [--out DIR] [--json] [--series]
         replay incidents (all shipped ones by default; a SCENARIO is a shipped
         name such as facebook-2010, or a path to a scenario file), naive vs
         damper, in virtual time; writes DIR/report.html and DIR/results.json
-        (DIR defaults to lab-out); --json also prints results.json
+        (DIR defaults to lab-out); --json also prints results.json; --series
+        also writes each run's per-second series to DIR/series/*.csv
   lab sweep SCENARIO --load A..B --trigger C..D [--steps N] [--seed N]
         [--out DIR] [--operators] [--serial] [--json]
         the vulnerable region: replays SCENARIO over a grid of offered load
@@ -61,6 +63,7 @@ async function main(argv: string[]): Promise<number> {
         steps: { type: 'string' },
         operators: { type: 'boolean' },
         serial: { type: 'boolean' },
+        series: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' },
       },
@@ -87,6 +90,7 @@ async function main(argv: string[]): Promise<number> {
       if (values[flag] !== undefined) throw new UsageError(`--${flag} is an option of lab sweep only`);
     }
   }
+  if (values.series !== undefined && (command !== 'lab' || isSweep)) throw new UsageError('--series is an option of lab only');
   switch (command) {
     case 'lab':
       if (isSweep) {
@@ -106,7 +110,7 @@ async function main(argv: string[]): Promise<number> {
           json: values.json === true,
         });
       }
-      return lab(rest, seed, values.out ?? 'lab-out', values.json === true);
+      return lab(rest, seed, values.out ?? 'lab-out', { json: values.json === true, series: values.series === true });
     case 'demo': {
       if (rest.length > 0) throw new UsageError(`demo takes no arguments, got: ${rest.join(' ')}`);
       if (values.out !== undefined) throw new UsageError('demo takes no --out');
@@ -121,7 +125,7 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-async function lab(scenarios: string[], seed: number, out: string, json: boolean): Promise<number> {
+async function lab(scenarios: string[], seed: number, out: string, { json, series }: { json: boolean; series: boolean }): Promise<number> {
   const elapsed = stopwatch();
   const bar = progressBar(process.stderr);
   // Wall time per variant run, for the speed column: when each one started and ended.
@@ -144,6 +148,10 @@ async function lab(scenarios: string[], seed: number, out: string, json: boolean
     await mkdir(dir, { recursive: true });
     await writeFile(join(dir, 'results.json'), results);
     await writeFile(join(dir, 'report.html'), renderReport(run));
+    if (series) {
+      await mkdir(join(dir, 'series'), { recursive: true });
+      for (const s of run.scenarios) for (const v of VARIANTS) await writeFile(join(dir, seriesFile(s, v)), seriesCsv(s, v));
+    }
   } catch (error) {
     throw new UsageError(`cannot write the report to ${dir}: ${(error as Error).message}`);
   }

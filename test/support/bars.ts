@@ -5,19 +5,28 @@ import { type ScenarioRun } from '../../src/lab/results.js';
 export const SEEDS = [1, 2, 3, 4];
 export const TEN_MINUTES = 600;
 
+/** damper's share of the best possible goodput during the trigger, in every shipped scenario at every seed (issue 11). */
+export const TRIGGER_EFFICIENCY = 0.9;
+
 /**
- * The lab's bars (issues 3 and 7), the same for every shipped scenario:
- * naive is not healthy again 10 simulated minutes after the trigger ends and,
- * unless `amplification: false` (a world where goodput stands in for it),
- * its origin peak is ≥ 10× baseline; damper is healthy within 30 s with its
- * origin within 2× of baseline; both saw the same traffic.
+ * The lab's bars (issues 3, 7 and 11), the same for every shipped scenario:
+ * naive is stuck — not healthy again by itself: it never recovers, or only
+ * once operators act (and the run says so, `operatorForced`), and then not
+ * within 10 simulated minutes of the trigger's end — and, unless
+ * `amplification: false` (a world where goodput stands in for it), its
+ * origin peak is ≥ 10× baseline; damper serves at least 90 % of the best
+ * possible during the trigger, is healthy within 30 s of its end with no
+ * operator's help, with its origin within 2× of baseline; both saw the same
+ * traffic.
  */
 export function assertBars(run: ScenarioRun, options: { amplification?: boolean } = {}): void {
   const naive = run.variants.naive.summary;
   const damper = run.variants.damper.summary;
-  assert.ok(naive.recoverySeconds === null || naive.recoverySeconds > TEN_MINUTES, `naive recovered after ${naive.recoverySeconds} s`);
+  assert.ok(naive.recoverySeconds === null || (naive.operatorForced && naive.recoverySeconds > TEN_MINUTES), `naive recovered after ${naive.recoverySeconds} s (operatorForced: ${naive.operatorForced})`);
   if (options.amplification !== false) assert.ok(naive.amplification >= 10, `naive amplification ${naive.amplification}`);
+  assert.ok(damper.trigger.efficiency >= TRIGGER_EFFICIENCY, `damper served ${damper.trigger.efficiency} of the best possible during the trigger`);
   assert.equal(damper.recovered, true);
+  assert.equal(damper.operatorForced, false, 'damper recovered by itself');
   assert.ok(damper.recoverySeconds !== null && damper.recoverySeconds <= 30, `damper recovery ${damper.recoverySeconds} s`);
   assert.ok(damper.amplification <= 2, `damper amplification ${damper.amplification}`);
   assert.equal(naive.simulatedRequests, damper.simulatedRequests, 'both variants see the same traffic');

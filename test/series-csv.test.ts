@@ -1,0 +1,48 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { seriesCsv, seriesFile } from '../src/lab/series-csv.js';
+import { labRunFixture } from './fixtures/lab-run.js';
+
+describe('--series: a run analysable outside the lab', () => {
+  test('one row per second, with the best possible, the origin capacity and the requests in flight', () => {
+    const run = labRunFixture().scenarios[1]!;
+    const lines = seriesCsv(run, 'naive').trimEnd().split('\n');
+    assert.equal(lines[0], 'second,offered,goodput,best_goodput,errors,origin_qps,origin_capacity_qps,p99_ms,in_flight');
+    assert.equal(lines.length, run.durationS + 1);
+    const s = run.variants.naive.series;
+    const rows = lines.slice(1).map((l) => l.split(','));
+    // In flight: what was started and has not ended, summed up to that second.
+    let open = 0;
+    for (let t = 0; t < run.durationS; t++) {
+      open += s.offered[t]! - s.goodput[t]! - s.errors[t]!;
+      assert.equal(Number(rows[t]![8]), open);
+      assert.equal(Number(rows[t]![3]), s.bestGoodput[t]);
+      assert.equal(Number(rows[t]![6]), run.originCapacity[t]);
+      assert.equal(rows[t]![7], s.p99Ms[t] === null ? '' : String(s.p99Ms[t]), 'no p99: an empty cell');
+    }
+    assert.ok(s.p99Ms.includes(null), 'the fixture has seconds with no p99');
+    assert.equal(seriesFile(run, 'damper'), 'series/retry-storm.damper.csv');
+  });
+
+  test('damper lab --series writes every scenario × variant next to results.json', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'damper-series-'));
+    const file = join(dir, 'short.json');
+    const doc = JSON.parse(readFileSync('scenarios/retry-storm.json', 'utf8')) as Record<string, unknown>;
+    writeFileSync(file, JSON.stringify({ ...doc, name: 'short', durationS: 160 }));
+    const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'lab', file, '--series', '--out', dir], { encoding: 'utf8', timeout: 120_000 });
+    assert.equal(r.status, 0, r.stderr);
+    for (const v of ['naive', 'damper']) {
+      const csv = readFileSync(join(dir, 'series', `short.${v}.csv`), 'utf8').trimEnd().split('\n');
+      assert.equal(csv.length, 161);
+      // The slowdown (120–150 s) halves what the server can do: the best possible says so.
+      assert.ok(Number(csv[1 + 130]!.split(',')[3]) < 100);
+    }
+    const again = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'lab', '--series', 'sweep'], { encoding: 'utf8', timeout: 120_000 });
+    assert.equal(again.status, 2);
+    assert.match(again.stderr, /--series is an option of lab only/);
+  });
+});
