@@ -41,6 +41,9 @@ function shortened(s: Scenario, afterS: number): Scenario {
 // The grids start at once and share the cores through the pool in parallel.ts.
 const sweeps = new Map(GRIDS.map(({ scenario, grid }) => [scenario, loadScenario(scenario).then((s) => runSweep(s, grid, { seed: 1 }))]));
 
+// The slowdown's factor resized instead of its length (--trigger-size).
+const sizeSweep = loadScenario('retry-storm').then((s) => runSweep(s, { load: [0.99, 1], trigger: [1.5, 4], triggerAxis: 'size', steps: 2 }, { seed: 1 }));
+
 describe('the vulnerable region, per shipped scenario', () => {
   test('every shipped scenario has a grid here', async () => {
     assert.deepEqual([...GRIDS.map((g) => g.scenario)].sort(), await shippedScenarios());
@@ -204,5 +207,36 @@ describe('damper lab sweep command', () => {
     assert.match(r.stdout, /vulnerable region \(stuck cells\): naive \d\/4 \(\d+ %\), damper \d\/4/);
     assert.match(r.stdout, /^naive: \d of 4 cells stuck/m);
     assert.match(r.stderr, /sweep: 4\/4 cells done/);
+  });
+});
+
+describe('--trigger-size: how hard the trigger hits, not how long (OSDI 2022 varies the capacity drop)', () => {
+  test('every shipped world reads and resizes its main trigger’s magnitude, timeline unchanged', async () => {
+    const expected: Record<string, number> = { 'facebook-2010': 0.25, 'discord-2019': 0.99, 'missourian-2010': 1.43, 'retry-storm': 4 };
+    for (const name of await shippedScenarios()) {
+      const s = await loadScenario(name);
+      const axis = worldOf(s).triggerSize;
+      assert.equal(Number(axis.size(s).toFixed(6)), expected[name], name);
+      const resized = cellScenario(s, 1, name === 'discord-2019' ? 0.5 : 0.1, true, 'size');
+      assert.equal(Number(axis.size(resized).toFixed(6)), name === 'discord-2019' ? 0.5 : 0.1, name);
+      assert.deepEqual(resized.faults.map((f) => [f.startS, f.endS]), s.faults.map((f) => [f.startS, f.endS]), `${name}: the timeline stays`);
+    }
+  });
+
+  test('a size the trigger cannot take is refused, naming it', async () => {
+    const fb = await loadScenario('facebook-2010');
+    assert.throws(() => cellScenario(fb, 1, 2, true, 'size'), /invalid key's share must be above 0 and at most/);
+    const discord = await loadScenario('discord-2019');
+    assert.throws(() => cellScenario(discord, 1, 1.5, true, 'size'), /share of throughput lost must be above 0 and below 1/);
+  });
+
+  test('retry-storm: a mild slowdown recovers, a hard one of the same length is stuck (naive)', { timeout: 600_000 }, async () => {
+    const result = await sizeSweep;
+    assert.equal(result.trigger.label, worldOf(await loadScenario('retry-storm')).triggerSize.axis);
+    const naive = (factor: number) => result.cells.find((c) => c.load === 1 && c.trigger === factor)!.variants.naive;
+    // ×1.5 leaves 265 requests/s for 200 offered; ×4 leaves 99.
+    assert.notEqual(naive(1.5).recoverySeconds, null);
+    assert.equal(naive(4).recoverySeconds, null);
+    assert.ok(result.cells.every((c) => c.variants.damper.recoverySeconds !== null), 'damper recovers in every cell');
   });
 });

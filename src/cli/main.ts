@@ -8,7 +8,7 @@ import { renderReport } from '../lab/report.js';
 import { resultsJson, VARIANTS, type VariantName } from '../lab/results.js';
 import { seriesCsv, seriesFile } from '../lab/series-csv.js';
 import { WORKERS } from '../lab/parallel.js';
-import { MAX_STEPS, runSweep, sweepJson } from '../lab/sweep.js';
+import { MAX_STEPS, runSweep, sweepJson, type TriggerAxisKind } from '../lab/sweep.js';
 import { renderSweepReport } from '../lab/sweep-report.js';
 import { loadScenario, runLab } from '../lab/lab.js';
 import { stopwatch } from '../time/stopwatch.js';
@@ -30,11 +30,12 @@ commands:
         damper, in virtual time; writes DIR/report.html and DIR/results.json
         (DIR defaults to lab-out); --json also prints results.json; --series
         also writes each run's per-second series to DIR/series/*.csv
-  lab sweep SCENARIO --load A..B --trigger C..D [--steps N] [--seed N]
-        [--out DIR] [--operators] [--serial] [--json]
+  lab sweep SCENARIO --load A..B (--trigger C..D | --trigger-size C..D)
+        [--steps N] [--seed N] [--out DIR] [--operators] [--serial] [--json]
         the vulnerable region: replays SCENARIO over a grid of offered load
-        (A..B × its client rates) × trigger size (C..D, in the unit of its
-        world's trigger, e.g. seconds an invalid value is held), N values per
+        (A..B × its client rates) × trigger (--trigger: how long, in the unit
+        of its world's trigger, e.g. seconds an invalid value is held;
+        --trigger-size: how hard, e.g. a slowdown's factor), N values per
         axis (default 5, 2 to ${MAX_STEPS}), both variants per cell, one worker per
         core; writes DIR/sweep.html (a heatmap per variant) and DIR/sweep.json.
         Operator actions are removed unless --operators; --serial runs the
@@ -60,6 +61,7 @@ async function main(argv: string[]): Promise<number> {
         json: { type: 'boolean' },
         load: { type: 'string' },
         trigger: { type: 'string' },
+        'trigger-size': { type: 'string' },
         steps: { type: 'string' },
         operators: { type: 'boolean' },
         serial: { type: 'boolean' },
@@ -86,7 +88,7 @@ async function main(argv: string[]): Promise<number> {
   const seed = parseSeed(values.seed);
   const isSweep = command === 'lab' && rest[0] === 'sweep';
   if (!isSweep) {
-    for (const flag of ['load', 'trigger', 'steps', 'operators', 'serial'] as const) {
+    for (const flag of ['load', 'trigger', 'trigger-size', 'steps', 'operators', 'serial'] as const) {
       if (values[flag] !== undefined) throw new UsageError(`--${flag} is an option of lab sweep only`);
     }
   }
@@ -98,10 +100,12 @@ async function main(argv: string[]): Promise<number> {
         if (scenario === undefined) throw new UsageError('lab sweep needs a SCENARIO (a shipped name such as facebook-2010, or a scenario file)');
         if (extra.length > 0) throw new UsageError(`lab sweep takes one SCENARIO, got also: ${extra.join(' ')}`);
         if (values.load === undefined) throw new UsageError('lab sweep needs --load A..B (offered load, × the scenario’s client rates, e.g. --load 0.5..1.5)');
-        if (values.trigger === undefined) throw new UsageError('lab sweep needs --trigger C..D (trigger size, in the unit of the scenario’s trigger, e.g. --trigger 5..60)');
+        const size = values['trigger-size'];
+        if (values.trigger !== undefined && size !== undefined) throw new UsageError('lab sweep takes --trigger or --trigger-size, not both');
+        if (values.trigger === undefined && size === undefined) throw new UsageError('lab sweep needs --trigger C..D (how long the trigger lasts, in the unit of the scenario’s trigger, e.g. --trigger 5..60) or --trigger-size C..D (how hard it hits, e.g. --trigger-size 2..8)');
         return sweep(scenario, {
           load: parseRange('--load', values.load),
-          trigger: parseRange('--trigger', values.trigger),
+          ...(size === undefined ? { trigger: parseRange('--trigger', values.trigger!), triggerAxis: 'duration' } : { trigger: parseRange('--trigger-size', size), triggerAxis: 'size' }),
           steps: parseSteps(values.steps),
           seed,
           out: values.out ?? 'lab-out',
@@ -167,6 +171,7 @@ async function lab(scenarios: string[], seed: number, out: string, { json, serie
 interface SweepArgs {
   readonly load: readonly [number, number];
   readonly trigger: readonly [number, number];
+  readonly triggerAxis: TriggerAxisKind;
   readonly steps: number;
   readonly seed: number;
   readonly out: string;
@@ -184,7 +189,7 @@ async function sweep(ref: string, args: SweepArgs): Promise<number> {
   bar.update(0, `sweep: ${cells} cells on ${workers} ${workers === 1 ? 'thread' : 'threads'}`);
   const result = await runSweep(
     scenario,
-    { load: args.load, trigger: args.trigger, steps: args.steps },
+    { load: args.load, trigger: args.trigger, triggerAxis: args.triggerAxis, steps: args.steps },
     {
       seed: args.seed,
       runner: args.serial ? 'serial' : 'threads',

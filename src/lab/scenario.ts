@@ -153,6 +153,37 @@ export function spanAxis<S extends ScenarioCommon>(axis: string, pick: (scenario
   };
 }
 
+/**
+ * A trigger's magnitude axis (`damper lab sweep --trigger-size A..B`): how
+ * hard the trigger hits, not how long — OSDI'22's experiments vary the
+ * capacity drop. `pick` finds the fault to resize (the world's main
+ * trigger), `get` reads its size and `set` returns it resized; the timeline
+ * stays as it is. A scenario without such a fault, or a size the fault cannot
+ * take, is a ScenarioError.
+ */
+export function sizeAxis<S extends ScenarioCommon, F extends S['faults'][number]>(
+  axis: string,
+  pick: (scenario: S) => F | undefined,
+  get: (fault: F, scenario: S) => number,
+  set: (scenario: S, fault: F, size: number) => S,
+): TriggerAxis<S> {
+  const fault = (scenario: S): F => {
+    const f = pick(scenario);
+    if (f === undefined) throw new ScenarioError(scenario.name, `has no trigger whose size is "${axis}"`);
+    return f;
+  };
+  return {
+    axis,
+    size: (scenario) => get(fault(scenario), scenario),
+    resize: (scenario, size) => set(scenario, fault(scenario), size),
+  };
+}
+
+/** The scenario with `fault` replaced by `resized`. */
+export function replaceFault<S extends ScenarioCommon>(scenario: S, fault: S['faults'][number], resized: S['faults'][number]): S {
+  return { ...scenario, faults: scenario.faults.map((f) => (f === fault ? resized : f)) };
+}
+
 /** A fault's start or end on the timeline, ms. */
 export interface FaultEvent<F> {
   readonly at: number;

@@ -1,7 +1,7 @@
 import { runScenario } from './lab.js';
 import { runSummariesIsolated } from './parallel.js';
 import { VARIANTS, type VariantName, type VariantSummary } from './results.js';
-import { triggerEndS } from './scenario.js';
+import { type TriggerAxis, triggerEndS } from './scenario.js';
 import { scaleLoad, type Scenario, worldOf } from './worlds.js';
 
 /**
@@ -68,8 +68,14 @@ export interface SweepResult {
 export interface SweepGrid {
   /** Offered load range, × the scenario's client rates: [from, to]. */
   readonly load: readonly [number, number];
-  /** Trigger size range, in the unit of the world's trigger axis: [from, to]. */
+  /** Trigger range, in the unit of the world's trigger axis: [from, to]. */
   readonly trigger: readonly [number, number];
+  /**
+   * Which of the trigger's sizes the up axis resizes: how long it lasts
+   * (`duration`, the default: `trigger`) or how hard it hits (`size`, a factor
+   * or a share: `triggerSize`).
+   */
+  readonly triggerAxis?: TriggerAxisKind;
   /** Values per axis (≥ 2): the grid has steps × steps cells. */
   readonly steps: number;
 }
@@ -86,6 +92,15 @@ export interface SweepOptions {
 
 export const MAX_STEPS = 12;
 
+/** The sweep's two kinds of trigger axis: how long the trigger lasts, or how hard it hits. */
+export type TriggerAxisKind = 'duration' | 'size';
+
+/** The world's axis of that kind. */
+function axisOf(scenario: Scenario, kind: TriggerAxisKind): TriggerAxis<Scenario> {
+  const world = worldOf(scenario);
+  return kind === 'duration' ? world.trigger : world.triggerSize;
+}
+
 /** `steps` evenly spaced values from `from` to `to`, both included, rounded to 6 significant digits so they print cleanly. */
 export function axisValues(from: number, to: number, steps: number): number[] {
   return Array.from({ length: steps }, (_, i) => (i === steps - 1 ? to : Number((from + ((to - from) * i) / (steps - 1)).toPrecision(6))));
@@ -101,11 +116,10 @@ export function checkGrid(grid: SweepGrid): void {
 }
 
 /** The scenario one cell runs: operator actions removed (unless kept), load scaled, trigger resized. */
-export function cellScenario(base: Scenario, load: number, trigger: number, operators = false): Scenario {
-  const world = worldOf(base);
+export function cellScenario(base: Scenario, load: number, trigger: number, operators = false, axis: TriggerAxisKind = 'duration'): Scenario {
   // The same world's scenario with fewer faults (the spread loses which member of the union it is).
   const kept = operators ? base : ({ ...base, faults: base.faults.filter((f) => f.trigger) } as Scenario);
-  return world.trigger.resize(scaleLoad(kept, load), trigger);
+  return axisOf(base, axis).resize(scaleLoad(kept, load), trigger);
 }
 
 /** What a sweep keeps of a variant's summary. */
@@ -122,11 +136,11 @@ export function outcome(cell: CellSummary, quickS: number): CellOutcome {
 /** Runs the grid and collects every cell's summaries. */
 export async function runSweep(base: Scenario, grid: SweepGrid, options: SweepOptions): Promise<SweepResult> {
   checkGrid(grid);
-  const world = worldOf(base);
+  const axis = grid.triggerAxis ?? 'duration';
   const operators = options.operators ?? false;
   const loads = axisValues(grid.load[0], grid.load[1], grid.steps);
   const triggers = axisValues(grid.trigger[0], grid.trigger[1], grid.steps);
-  const specs = triggers.flatMap((trigger) => loads.map((load) => ({ load, trigger, scenario: cellScenario(base, load, trigger, operators) })));
+  const specs = triggers.flatMap((trigger) => loads.map((load) => ({ load, trigger, scenario: cellScenario(base, load, trigger, operators, axis) })));
   let done = 0;
   const runCell = async (spec: (typeof specs)[number]): Promise<SweepCell> => {
     const summaries =
@@ -155,7 +169,7 @@ export async function runSweep(base: Scenario, grid: SweepGrid, options: SweepOp
     quickS: 2 * base.objective.holdS,
     baseRate: base.clients.reduce((sum, c) => sum + c.rate, 0),
     load: { label: 'offered load, × the scenario’s client rates', values: loads, scenarioValue: 1 },
-    trigger: { label: world.trigger.axis, values: triggers, scenarioValue: world.trigger.size(base) },
+    trigger: { label: axisOf(base, axis).axis, values: triggers, scenarioValue: axisOf(base, axis).size(base) },
     cells,
   };
 }

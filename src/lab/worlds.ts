@@ -28,6 +28,8 @@ export interface WorldKind<S extends ScenarioCommon & { readonly world: string }
    * moved so that what followed the trigger still follows it).
    */
   readonly trigger: TriggerAxis<S>;
+  /** The sweep's trigger-size axis (`--trigger-size A..B`): the main trigger's magnitude (a factor, a share), its timeline unchanged. */
+  readonly triggerSize: TriggerAxis<S>;
 }
 
 /**

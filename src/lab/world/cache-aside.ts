@@ -4,7 +4,7 @@ import { VirtualClock } from '../../time/virtual.js';
 import { simulate, type World } from '../engine.js';
 import { Recorder } from '../metrics.js';
 import { type VariantName, type VariantRun } from '../results.js';
-import { array, checkCommon, type FaultSpanDoc, faultTimeline, type Json, num, object, parseCacheWindows, parseOrigin, type Population, type ScenarioCommon, ScenarioError, spanAxis, str } from '../scenario.js';
+import { array, checkCommon, type FaultSpanDoc, faultTimeline, type Json, num, object, parseCacheWindows, parseOrigin, type Population, type ScenarioCommon, ScenarioError, sizeAxis, spanAxis, str } from '../scenario.js';
 import { type WorldKind } from '../worlds.js';
 import { KeyPicker, poisson } from '../traffic.js';
 import { Database } from './database.js';
@@ -86,6 +86,16 @@ export const cacheAside: WorldKind<CacheAsideScenario> = {
   originCapacityQps: (scenario) => scenario.origin.capacityQps,
   cached: true,
   trigger: spanAxis('invalid value held, s'),
+  triggerSize: sizeAxis(
+    "invalid key's share of reads",
+    (s) => s.faults.find((f) => f.kind === 'invalid-value'),
+    (f, s) => s.keys.hot.find((h) => h.key === f.key)!.share,
+    (s, f, share) => {
+      const others = s.keys.hot.reduce((sum, h) => (h.key === f.key ? sum : sum + h.share), 0);
+      if (!(share > 0 && share + others <= 1)) throw new ScenarioError(`${s.name}: keys.hot`, `the invalid key's share must be above 0 and at most ${Number((1 - others).toFixed(6))} (the other hot keys hold ${Number(others.toFixed(6))}), got ${share}`);
+      return { ...s, keys: { ...s.keys, hot: s.keys.hot.map((h) => (h.key === f.key ? { ...h, share } : h)) } };
+    },
+  ),
 };
 
 interface Request {

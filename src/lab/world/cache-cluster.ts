@@ -12,7 +12,7 @@ import { VirtualClock } from '../../time/virtual.js';
 import { simulate, type World } from '../engine.js';
 import { Recorder } from '../metrics.js';
 import { type PopulationCounts, type VariantName, type VariantRun } from '../results.js';
-import { array, checkCommon, type FaultSpanDoc, faultTimeline, type Json, num, object, parseCacheWindows, parseOrigin, type Population, type ScenarioCommon, ScenarioError, spanAxis, str, triggerEndS, triggerStartS } from '../scenario.js';
+import { array, checkCommon, type FaultSpanDoc, faultTimeline, type Json, num, object, parseCacheWindows, parseOrigin, type Population, type ScenarioCommon, ScenarioError, replaceFault, sizeAxis, spanAxis, str, triggerEndS, triggerStartS } from '../scenario.js';
 import { poisson } from '../traffic.js';
 import { type WorldKind } from '../worlds.js';
 import { CacheCluster } from './cache-nodes.js';
@@ -127,6 +127,15 @@ export const cacheCluster: WorldKind<CacheClusterScenario> = {
   originCapacityQps: (scenario) => scenario.origin.capacityQps,
   cached: true,
   trigger: spanAxis('nodes degraded, s'),
+  triggerSize: sizeAxis(
+    'throughput lost by the degraded nodes, share',
+    (s) => s.faults.find((f) => f.kind === 'degrade-nodes'),
+    (f) => 1 - f.factor,
+    (s, f, lost) => {
+      if (!(lost > 0 && lost < 1)) throw new ScenarioError(`${s.name}: degrade-nodes`, `the share of throughput lost must be above 0 and below 1, got ${lost}`);
+      return replaceFault(s, f, { ...f, factor: 1 - lost });
+    },
+  ),
 };
 
 /** One client request (one attempt). */

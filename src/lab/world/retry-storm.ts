@@ -11,7 +11,7 @@ import { VirtualClock } from '../../time/virtual.js';
 import { simulate, type World } from '../engine.js';
 import { Recorder } from '../metrics.js';
 import { type VariantName, type VariantRun } from '../results.js';
-import { checkCommon, type FaultSpanDoc, faultTimeline, type Json, num, object, type Population, type ScenarioCommon, ScenarioError, spanAxis } from '../scenario.js';
+import { checkCommon, type FaultSpanDoc, faultTimeline, type Json, num, object, type Population, type ScenarioCommon, ScenarioError, replaceFault, sizeAxis, spanAxis } from '../scenario.js';
 import { poisson } from '../traffic.js';
 import { type WorldKind } from '../worlds.js';
 import { Fifo } from './fifo.js';
@@ -129,6 +129,12 @@ export const retryStorm: WorldKind<RetryStormScenario> = {
   originCapacityQps: (scenario) => (scenario.server.workers * 1000) / scenario.server.baseServiceMs,
   cached: false,
   trigger: spanAxis('trigger held, s'),
+  triggerSize: sizeAxis(
+    'trigger factor, × (slowdown or load)',
+    (s) => s.faults.find((f) => f.trigger),
+    (f) => f.factor,
+    (s, f, factor) => replaceFault(s, f, { ...f, factor }),
+  ),
 };
 
 /** The server's service time for a request starting now, ms (whole, to stay on the engine's steps). */

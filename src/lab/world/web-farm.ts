@@ -3,7 +3,7 @@ import { VirtualClock } from '../../time/virtual.js';
 import { simulate, type World } from '../engine.js';
 import { Recorder } from '../metrics.js';
 import { type VariantName, type VariantRun } from '../results.js';
-import { array, checkCommon, type FaultSpanDoc, faultTimeline, type Json, num, object, parseCacheWindows, parseOrigin, type Population, type ScenarioCommon, ScenarioError, spanAxis, str } from '../scenario.js';
+import { array, checkCommon, type FaultSpanDoc, faultTimeline, type Json, num, object, parseCacheWindows, parseOrigin, type Population, type ScenarioCommon, ScenarioError, replaceFault, sizeAxis, spanAxis, str } from '../scenario.js';
 import { KeyPicker, poisson } from '../traffic.js';
 import { type WorldKind } from '../worlds.js';
 import { Database } from './database.js';
@@ -116,6 +116,12 @@ export const webFarm: WorldKind<WebFarmScenario> = {
   originCapacityQps: (scenario) => scenario.origin.capacityQps,
   cached: true,
   trigger: spanAxis('server hung, s', (s) => s.faults.find((f) => f.kind === 'hang-server')!),
+  triggerSize: sizeAxis(
+    'traffic spike, × the clients’ rates',
+    (s) => s.faults.find((f) => f.kind === 'traffic-spike'),
+    (f) => f.factor,
+    (s, f, factor) => replaceFault(s, f, { ...f, factor }),
+  ),
 };
 
 interface Request {
