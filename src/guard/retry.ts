@@ -8,7 +8,7 @@ import { onAbort } from './abort.js';
 import { RetryBudget } from './budget.js';
 import { isNeverRetried, retryAfterOf } from './classify.js';
 import { effectiveDeadline, scopedSignal } from './deadline.js';
-import { callContext, type CallOptions, type Guard, type GuardContext } from './guard.js';
+import { callContext, type CallOptions, type Guard, type GuardContext, startTask } from './guard.js';
 
 /** Options for {@link Retry}. */
 export interface RetryOptions {
@@ -308,12 +308,7 @@ export class Retry implements Guard {
         if (abandoned) this.abandonedRunning--;
         assert(this.abandonedRunning >= 0, 'an abandoned task settles once');
       };
-      let pending: Promise<T>;
-      try {
-        pending = task(scoped.signal);
-      } catch (error) {
-        pending = Promise.reject(error);
-      }
+      const pending = startTask(task, scoped.signal);
       // After walkAway these settle nothing (the promise has settled): a late answer or failure is swallowed here.
       pending.then(
         (value) => {
