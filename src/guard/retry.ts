@@ -280,10 +280,9 @@ export class Retry implements Guard {
     const byDeadline = deadline !== undefined && deadline <= timeoutAt;
     const at = Math.min(timeoutAt, deadline ?? Infinity);
     return new Promise<T>((resolve, reject) => {
-      let running = true;
+      // Once the task settles, the timer is cancelled and the listeners removed: walkAway runs at most once, and only before.
       let abandoned = false;
       const walkAway = (): void => {
-        if (!running || abandoned) return;
         abandoned = true;
         // The timer's reason, or the caller's abort (a hard timeout, a deadline signal, a user who left).
         const reason = scoped.timedOut ? scoped.signal.reason : new AbortedError(`attempt for key "${context.key}" aborted`, context.signal.reason);
@@ -302,7 +301,6 @@ export class Retry implements Guard {
       // An outer deadline signal that stands for this one is used as is (see scopedSignal), and never calls walkAway: watch it here.
       const unsubscribe = scoped.signal === context.signal ? onAbort(context.signal, walkAway) : NOOP;
       const settled = (): void => {
-        running = false;
         scoped.dispose();
         unsubscribe();
         if (abandoned) this.abandonedRunning--;
