@@ -21,7 +21,7 @@ export { AimdLimit, type AimdOptions, GradientLimit, type GradientOptions, type 
 export { ConcurrencyLimiter, type ConcurrencyLimiterOptions, type ShedDelays } from './guard/limiter.js';
 export { type Priority, priorityRank } from './guard/priority.js';
 export { RateLimiter, type RateLimiterOptions } from './guard/rate.js';
-export { Retry, type RetryEvents, type RetryOptions } from './guard/retry.js';
+export { Retry, type RetryEvents, type RetryOptions, type RetryStats } from './guard/retry.js';
 export { AdaptiveThrottle, type AdaptiveThrottleEvents, type AdaptiveThrottleOptions } from './guard/throttle.js';
 export { type LeaseGrant, type SharedBackend, type SharedRead } from './stores/backend.js';
 export { InMemorySharedStore, type InMemorySharedStoreOptions } from './stores/in-memory-shared.js';

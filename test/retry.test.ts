@@ -261,7 +261,7 @@ describe('Retry', () => {
     assert.equal(clock.pendingTimers, 0);
   });
 
-  test('attemptTimeout aborts a hung attempt with LoadTimeoutError, which is retried; attempts never overlap', async () => {
+  test('attemptTimeout aborts a hung attempt with LoadTimeoutError, which is retried; a task that honours its signal never overlaps its retry', async () => {
     const clock = new VirtualClock();
     const retry = new Retry({ clock, attemptTimeout: 100, baseDelay: 10, maxAttempts: 3 });
     let running = 0;
@@ -285,6 +285,133 @@ describe('Retry', () => {
     assert.equal(calls, 3);
     assert.equal(peak, 1);
     assert.equal(clock.pendingTimers, 0);
+  });
+
+  describe('an attempt ends for the caller at its timeout, whatever the task does', () => {
+    /** A task that ignores its signal and settles `after` ms later (issue 11: the lab's server answers at 3.0 s). */
+    function deaf(clock: Clock, after: number, outcome: (n: number) => { ok: string } | { error: Error } = (n) => ({ ok: `late ${n}` })) {
+      const starts: number[] = [];
+      const fn = (): Promise<string> => {
+        const n = starts.push(clock.now());
+        return new Promise((resolve, reject) => {
+          clock.setTimer(() => {
+            const o = outcome(n);
+            if ('ok' in o) resolve(o.ok);
+            else reject(o.error);
+          }, after);
+        });
+      };
+      return { fn, starts };
+    }
+
+    test('attemptTimeout 2.8 s, an answer at 3.0 s: the caller has LoadTimeoutError at 2.8 s, the late answer is dropped', async () => {
+      const clock = new VirtualClock();
+      const retry = new Retry({ clock, attemptTimeout: 2_800, maxAttempts: 1 });
+      const seen: { attempt: number; reason: unknown; at: number }[] = [];
+      retry.on('abandoned', (e) => seen.push({ attempt: e.attempt, reason: e.reason, at: clock.now() }));
+      const t = deaf(clock, 3_000);
+      const p = track(retry.execute(t.fn, { key: 'k' }));
+      await clock.advance(2_799);
+      assert.equal(p.settled, false);
+      await clock.advance(1);
+      assert.ok(p.error instanceof LoadTimeoutError, String(p.error));
+      assert.equal(clock.now(), 2_800);
+      assert.deepEqual(seen.map((e) => [e.attempt, e.at]), [[1, 2_800]]);
+      assert.ok(seen[0]!.reason instanceof LoadTimeoutError);
+      assert.deepEqual(retry.stats, { abandoned: 1, abandonedRunning: 1 });
+      await clock.advance(200);
+      assert.ok(p.error instanceof LoadTimeoutError, 'the answer at 3.0 s never reaches the caller');
+      assert.deepEqual(retry.stats, { abandoned: 1, abandonedRunning: 0 });
+      assert.equal(clock.pendingTimers, 0);
+    });
+
+    test("a late failure is swallowed, and a late answer is never returned in place of a later attempt's", async () => {
+      const unhandled: unknown[] = [];
+      const onUnhandled = (reason: unknown): void => void unhandled.push(reason);
+      process.on('unhandledRejection', onUnhandled);
+      try {
+        const clock = new VirtualClock();
+        const q = track(new Retry({ clock, attemptTimeout: 2_800, maxAttempts: 1 }).execute(deaf(clock, 3_000, () => ({ error: new Error('late failure') })).fn));
+        await clock.runUntilIdle();
+        assert.ok(q.error instanceof LoadTimeoutError);
+
+        // Attempt 1 answers at 3.0 s, while attempt 2 (started at 2.8 s) is still running: the caller gets attempt 2's answer.
+        const retry = new Retry({ clock, attemptTimeout: 2_800, baseDelay: 0, maxAttempts: 2 });
+        const t = deaf(clock, 1_000, () => ({ ok: 'answer of attempt 2' }));
+        let first = true;
+        const fn = (): Promise<string> => {
+          if (!first) return t.fn();
+          first = false;
+          return deaf(clock, 3_000, () => ({ ok: 'late answer of attempt 1' })).fn();
+        };
+        const start = clock.now();
+        const p = track(retry.execute(fn));
+        await clock.runUntilIdle();
+        assert.equal(p.value, 'answer of attempt 2');
+        assert.deepEqual(t.starts, [start + 2_800]);
+        await new Promise((resolve) => setImmediate(resolve));
+        assert.deepEqual(unhandled, []);
+      } finally {
+        process.off('unhandledRejection', onUnhandled);
+      }
+    });
+
+    test('a retry beside an abandoned attempt still running is drawn from the budget: none when it is spent', async () => {
+      const clock = new VirtualClock();
+      const budget = new RetryBudget({ clock, ratio: 0, minPerSecond: 0 });
+      const retry = new Retry({ clock, budget, attemptTimeout: 2_800, baseDelay: 0, maxAttempts: 3 });
+      let exhausted = 0;
+      retry.on('budgetExhausted', () => exhausted++);
+      const t = deaf(clock, 3_000);
+      const p = track(retry.execute(t.fn));
+      await clock.advance(2_800);
+      assert.ok(p.error instanceof LoadTimeoutError);
+      assert.equal(t.starts.length, 1, 'no free retry stacked onto the attempt the dependency still runs');
+      assert.equal(exhausted, 1);
+
+      // With room in the budget the retry runs beside it, and is counted as a retry.
+      const roomy = new RetryBudget({ clock, ratio: 0, minPerSecond: 1 });
+      const r2 = new Retry({ clock, budget: roomy, attemptTimeout: 2_800, baseDelay: 0, maxAttempts: 2 });
+      const u = deaf(clock, 3_000);
+      const q = track(r2.execute(u.fn));
+      await clock.advance(2_800);
+      assert.equal(u.starts.length, 2);
+      assert.equal(roomy.retries, 1);
+      assert.deepEqual(r2.stats, { abandoned: 1, abandonedRunning: 1 });
+      await clock.advance(2_800);
+      assert.ok(q.error instanceof LoadTimeoutError);
+      assert.deepEqual(r2.stats, { abandoned: 2, abandonedRunning: 1 }, 'attempt 1 answered at 3.0 s; attempt 2 still runs');
+      await clock.runUntilIdle();
+      assert.deepEqual(r2.stats, { abandoned: 2, abandonedRunning: 0 });
+    });
+
+    test('the deadline, an inherited deadline signal and a hard timeout on the signal end the attempt on time too', async () => {
+      const clock = new VirtualClock();
+      const retry = new Retry({ clock, maxAttempts: 1 });
+      const a = track(retry.execute(deaf(clock, 3_000).fn, { deadline: 1_000 }));
+      await clock.advance(1_000);
+      assert.ok(a.error instanceof DeadlineExceededError, String(a.error));
+
+      // A deadline carried by the signal alone (deadlineSignal, no DeadlineGuard to answer for it).
+      const scoped = deadlineSignal(clock, callContext({ deadline: clock.now() + 700 }));
+      const b = track(retry.execute(deaf(clock, 3_000).fn, { signal: scoped.signal }));
+      await clock.advance(700);
+      assert.ok(b.settled, 'answered at the inherited deadline');
+      assert.ok(b.error instanceof AbortedError && b.error.cause instanceof DeadlineExceededError, String(b.error));
+      scoped.dispose();
+
+      // The cache's hard timeout aborts the load's signal at its deadline.
+      const ac = new AbortController();
+      const deadline = clock.now() + 500;
+      clock.setTimer(() => ac.abort(new LoadTimeoutError('k', 500, 'load')), 500);
+      const c = track(retry.execute(deaf(clock, 3_000).fn, { signal: ac.signal, deadline }));
+      await clock.advance(500);
+      assert.ok(c.error instanceof AbortedError && c.error.cause instanceof LoadTimeoutError, String(c.error));
+      assert.deepEqual(retry.stats, { abandoned: 3, abandonedRunning: 3 });
+      await clock.runUntilIdle();
+      assert.deepEqual(retry.stats, { abandoned: 3, abandonedRunning: 0 });
+      assert.equal(clock.pendingTimers, 0);
+    });
   });
 
   test("a server's retryAfterMs is waited for, at least", async () => {

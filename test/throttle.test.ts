@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { BreakerOpenError, ConfigError, OverloadedError } from '../src/errors.js';
+import { BreakerOpenError, ConfigError, LoadTimeoutError, OverloadedError } from '../src/errors.js';
+import { Retry } from '../src/guard/retry.js';
 import { AdaptiveThrottle } from '../src/guard/throttle.js';
 import { type Clock } from '../src/time/clock.js';
 import { VirtualClock } from '../src/time/virtual.js';
@@ -214,6 +215,57 @@ describe('AdaptiveThrottle', () => {
       }),
       { numRuns: 100 },
     );
+  });
+
+  describe('calls in flight are not refusals', () => {
+    /** A healthy backend that answers every call `latency` ms after it arrives. */
+    const answerAfter = (clock: Clock, latency: number) => (): Promise<string> => new Promise((resolve) => clock.setTimer(() => resolve('ok'), latency));
+
+    test('cold start: a healthy backend at 1.7 s latency, a call every 32 ms, is never throttled in the first 4 s (issue 11: ~80 were; 76 here)', async () => {
+      const clock = new VirtualClock({ seed: 11 });
+      const t = new AdaptiveThrottle({ clock });
+      const backend = answerAfter(clock, 1_700);
+      const outcomes: Promise<'ok' | 'error' | 'local'>[] = [];
+      for (let ms = 0; ms < 4_000; ms += 32) {
+        outcomes.push(call(t, backend));
+        await clock.advance(32);
+      }
+      await clock.runUntilIdle();
+      const results = await Promise.all(outcomes);
+      assert.equal(results.filter((r) => r === 'local').length, 0);
+      assert.equal(results.filter((r) => r === 'ok').length, 125);
+      assert.equal(t.requests, 125, 'each call counted once, when it answered');
+      assert.equal(t.accepts, 125);
+    });
+
+    test('a backend that stops answering is throttled once its calls time out (LoadTimeoutError, thrown or on the signal)', async () => {
+      const clock = new VirtualClock({ seed: 12 });
+      const hang = (): Promise<never> => new Promise(() => {});
+      // The timeout inside the throttle (a Retry's attemptTimeout) ends a call the backend never answers.
+      const inner = new Retry({ clock, attemptTimeout: 1_000, maxAttempts: 1 });
+      const t = new AdaptiveThrottle({ clock });
+      let local = 0;
+      for (let ms = 0; ms < 10_000; ms += 50) {
+        void call(t, () => inner.execute(hang)).then((r) => void (r === 'local' && local++));
+        await clock.advance(50);
+      }
+      assert.equal(t.accepts, 0);
+      assert.ok(t.probability > 0.9, `p = ${t.probability}`);
+      assert.ok(local > 100, `${local} of 200 rejected locally`);
+
+      // The cache's hard timeout aborts the load's signal with LoadTimeoutError: a failure too, the task honouring it or not.
+      const u = new AdaptiveThrottle({ clock });
+      for (let i = 0; i < 10; i++) {
+        const ac = new AbortController();
+        clock.setTimer(() => ac.abort(new LoadTimeoutError('k', 1_000, 'load')), 1_000);
+        void call(u, () => new Promise((_, reject) => ac.signal.addEventListener('abort', () => reject(new Error('cancelled')))), ac.signal);
+      }
+      assert.equal(u.requests, 0, 'in flight: not counted yet');
+      await clock.advance(1_000);
+      assert.equal(u.requests, 10);
+      assert.equal(u.accepts, 0);
+      near(u.probability, 10 / 11);
+    });
   });
 
   test('bad configuration is a ConfigError', () => {

@@ -5,7 +5,7 @@ import { Events } from '../events.js';
 import { type Clock } from '../time/clock.js';
 import { systemClock } from '../time/system.js';
 import { Backoff } from './backoff.js';
-import { type CallOptions, callContext, type Guard, type GuardContext } from './guard.js';
+import { type CallOptions, callContext, type Guard, type GuardContext, startTask } from './guard.js';
 
 /** Where a {@link CircuitBreaker} is. */
 export type BreakerState = 'closed' | 'open' | 'half-open';
@@ -510,12 +510,7 @@ export class CircuitBreaker implements Guard {
         reject(error);
       }, this.probeTimeout);
       caller.addEventListener('abort', onAbort, { once: true });
-      let p: Promise<T>;
-      try {
-        p = task(controller.signal);
-      } catch (error) {
-        p = Promise.reject(error);
-      }
+      const p = startTask(task, controller.signal);
       p.then(
         (value) => {
           if (!finish()) return;

@@ -1,4 +1,4 @@
-import { AbortedError, BreakerOpenError, DeadlineExceededError, OverloadedError, ValidationError } from '../errors.js';
+import { AbortedError, BreakerOpenError, DeadlineExceededError, LoadTimeoutError, OverloadedError, ValidationError } from '../errors.js';
 
 /**
  * How the guards read an error they did not raise. They check the class and
@@ -41,6 +41,17 @@ export function isOverloadSignal(error: unknown): boolean {
   if (typeof error !== 'object' || error === null) return false;
   const { status, statusCode } = error as { status?: unknown; statusCode?: unknown };
   return status === 429 || status === 503 || statusCode === 429 || statusCode === 503;
+}
+
+/**
+ * A load got no answer in its time: a `LoadTimeoutError` of phase `load` (a
+ * `Retry`'s `attemptTimeout`, the cache's hard timeout), or code `LOAD_TIMEOUT`
+ * from another copy of damper. Phase `wait` is a caller who stopped waiting on
+ * a shared load that goes on: not an outcome of the load.
+ */
+export function isLoadTimeout(error: unknown): boolean {
+  if (error instanceof LoadTimeoutError) return error.phase === 'load';
+  return errorCode(error) === 'LOAD_TIMEOUT';
 }
 
 /**

@@ -3,7 +3,7 @@ import { systemClock } from '../time/system.js';
 import { duration } from '../config.js';
 import { AbortedError, DeadlineExceededError } from '../errors.js';
 import { onAbort } from './abort.js';
-import { callContext, type CallOptions, type Guard, type GuardContext } from './guard.js';
+import { callContext, type CallOptions, type Guard, type GuardContext, startTask } from './guard.js';
 
 /**
  * Deadlines that flow through every attempt, queue wait and loader. A deadline
@@ -164,12 +164,7 @@ export class DeadlineGuard implements Guard {
       );
       const { signal } = scoped;
       const done = (): void => scoped.dispose();
-      let pending: Promise<T>;
-      try {
-        pending = task(signal);
-      } catch (error) {
-        pending = Promise.reject(error);
-      }
+      const pending = startTask(task, signal);
       pending.then(
         (value) => {
           done();

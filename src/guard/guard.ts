@@ -35,6 +35,21 @@ export interface Guard {
   run<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext): Promise<T>;
 }
 
+/**
+ * Starts `task` on `signal`, a synchronous throw turned into a rejection, so
+ * a guard that answers its caller from the task's settlement has one path for
+ * both and a throwing task cannot leave the caller's promise unsettled.
+ *
+ * @internal
+ */
+export function startTask<T>(task: (signal: AbortSignal) => Promise<T>, signal: AbortSignal): Promise<T> {
+  try {
+    return task(signal);
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
 /** Options for calling a guard around any async function (see {@link guarded}). */
 export interface CallOptions {
   key?: string;

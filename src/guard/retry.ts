@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { type Clock, MAX_TIMER_MS } from '../time/clock.js';
 import { systemClock } from '../time/system.js';
 import { duration, integer, optionalFunction, or, ordered } from '../config.js';
@@ -7,7 +8,7 @@ import { onAbort } from './abort.js';
 import { RetryBudget } from './budget.js';
 import { isNeverRetried, retryAfterOf } from './classify.js';
 import { effectiveDeadline, scopedSignal } from './deadline.js';
-import { callContext, type CallOptions, type Guard, type GuardContext } from './guard.js';
+import { callContext, type CallOptions, type Guard, type GuardContext, startTask } from './guard.js';
 
 /** Options for {@link Retry}. */
 export interface RetryOptions {
@@ -34,9 +35,11 @@ export interface RetryOptions {
   retryOn?: (error: unknown) => boolean;
   /**
    * Longest one attempt may run, ms: its signal is aborted then, and the
-   * attempt fails with `LoadTimeoutError` (a retryable error). Default: none.
-   * A retry is only started when a whole `attemptTimeout` fits before the
-   * caller's deadline.
+   * attempt fails for the caller with `LoadTimeoutError` (a retryable error)
+   * at that instant, whether or not the task stops: its later answer is
+   * dropped (see {@link Retry}, "abandoned attempts"). Default: none. A retry
+   * is only started when a whole `attemptTimeout` fits before the caller's
+   * deadline.
    */
   attemptTimeout?: number;
   /**
@@ -55,7 +58,28 @@ export interface RetryEvents {
   retry: (event: { key: string; attempt: number; delay: number; error: unknown }) => void;
   /** A retryable failure was not retried because the shared {@link RetryBudget} was spent. */
   budgetExhausted: (event: { key: string; attempt: number; error: unknown }) => void;
+  /**
+   * Attempt `attempt` ended for the caller (its `attemptTimeout`, the deadline,
+   * or an abort of the caller's signal: `reason` says which) while its task
+   * was still running: the dependency may still be doing work nobody waits for.
+   */
+  abandoned: (event: { key: string; attempt: number; reason: unknown }) => void;
 }
+
+/** What a {@link Retry} has abandoned (for metrics and tests). */
+export interface RetryStats {
+  /** Attempts that ended for the caller while their task was still running, since the guard was made. */
+  readonly abandoned: number;
+  /**
+   * Of those, the ones whose task has not settled yet. A task that honours its
+   * signal leaves this moments after its abort; one that ignores it stays
+   * until it settles, so a level that stays up names a driver that ignores
+   * its signal, and is load on the dependency that no caller waits for.
+   */
+  readonly abandonedRunning: number;
+}
+
+const NOOP = (): void => {};
 
 /**
  * Retries a failed call with capped exponential backoff and full jitter, under
@@ -90,10 +114,29 @@ export interface RetryEvents {
  * - The backoff wait ends at once, with `AbortedError`, when the caller aborts,
  *   and leaves no timer behind.
  *
- * Attempts never overlap: an attempt that times out is aborted and its
- * settlement awaited before the next starts, so a retry never adds concurrency
- * against a slow dependency. (A task that ignores its signal delays the call;
- * put a `DeadlineGuard` outside to answer the caller on time regardless.)
+ * **Abandoned attempts.** An attempt ends for the caller at its
+ * `attemptTimeout` or the deadline (or when the caller's signal aborts), at
+ * that instant, whatever the task does: its signal is aborted, and a task
+ * that ignores it (many drivers do) can no longer hold the caller past the
+ * limit the caller set (issue 11: a 2.8 s `attemptTimeout` answered at
+ * 3.0–3.1 s). The task's later answer or failure is swallowed, never returned,
+ * not even to a later attempt of the same call. Such an attempt is counted
+ * (`abandoned` event, {@link stats}) until its task settles.
+ * A retry that follows it may run beside it at the dependency; it is drawn
+ * from the budget like every retry, no exemption and no extra charge. Why: the
+ * budget bounds the attempts a dependency receives (at most `(1 + ratio) ×
+ * requests + floor` per window) and that bound holds whether or not they
+ * overlap; refusing to retry until the abandoned task settles would hand the
+ * call's fate to the task's driver (the wait this rule removes), and charging
+ * more would make the bound depend on which drivers honour their signal.
+ * What overlaps is bounded too: one call has at most `maxAttempts` tasks
+ * running. A task that honours its signal settles moments after its abort, so
+ * with such tasks attempts do not overlap.
+ *
+ * Without `attemptTimeout` and without a deadline, the attempt is the task
+ * itself, on the caller's own signal: the success path costs no timer and no
+ * allocation, and a caller who must not wait on a task that ignores an abort
+ * gives the call a deadline.
  */
 export class Retry implements Guard {
   readonly maxAttempts: number;
@@ -105,6 +148,8 @@ export class Retry implements Guard {
   private readonly retryOn: ((error: unknown) => boolean) | undefined;
   private readonly clock: Clock;
   private readonly events = new Events<RetryEvents>();
+  private abandonedTotal = 0;
+  private abandonedRunning = 0;
 
   constructor(options: RetryOptions = {}) {
     this.maxAttempts = integer('maxAttempts', or(options.maxAttempts, 3), 1);
@@ -127,6 +172,11 @@ export class Retry implements Guard {
 
   off<K extends keyof RetryEvents>(event: K, listener: RetryEvents[K]): void {
     this.events.off(event, listener);
+  }
+
+  /** Attempts abandoned so far, and how many of their tasks still run (see {@link RetryStats}). */
+  get stats(): RetryStats {
+    return { abandoned: this.abandonedTotal, abandonedRunning: this.abandonedRunning };
   }
 
   /** Runs `fn` with retries, outside any cache. */
@@ -157,7 +207,7 @@ export class Retry implements Guard {
         }
       }
       try {
-        return await this.attempt(task, context, deadline);
+        return await this.attempt(task, context, deadline, attempt);
       } catch (error) {
         lastError = error;
         failed = true;
@@ -170,6 +220,8 @@ export class Retry implements Guard {
       const nextNeed = this.expectedDuration ?? this.attemptTimeout ?? 0;
       const start = this.clock.now() + delay;
       if (deadline !== undefined && (start >= deadline || start + nextNeed > deadline)) throw lastError;
+      // Also when the attempt that failed was abandoned and its task still runs:
+      // the budget bounds the attempts the dependency gets, overlapping or not.
       if (!this.budget.tryRetry()) {
         if (this.events.has('budgetExhausted')) this.events.emit('budgetExhausted', { key, attempt, error: lastError });
         throw lastError;
@@ -216,22 +268,63 @@ export class Retry implements Guard {
     }
   }
 
-  /** One attempt, its signal aborted at the earlier of the deadline and `attemptTimeout`. */
-  private async attempt<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext, deadline: number | undefined): Promise<T> {
+  /**
+   * One attempt, its signal aborted at the earlier of the deadline and
+   * `attemptTimeout`; it ends for the caller then (or when the caller's signal
+   * aborts), whether or not the task has settled. Settles exactly once: by the
+   * task, or by {@link abandon} when the signal aborts first.
+   */
+  private attempt<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext, deadline: number | undefined, n: number): Promise<T> {
     if (this.attemptTimeout === undefined && deadline === undefined) return task(context.signal);
     const timeoutAt = this.attemptTimeout === undefined ? Infinity : this.clock.now() + this.attemptTimeout;
     const byDeadline = deadline !== undefined && deadline <= timeoutAt;
     const at = Math.min(timeoutAt, deadline ?? Infinity);
-    const scoped = scopedSignal(this.clock, context.signal, at, () =>
-      byDeadline ? new DeadlineExceededError(`attempt for key "${context.key}" passed the deadline`) : new LoadTimeoutError(context.key, this.attemptTimeout ?? 0, 'load'),
-    );
-    try {
-      return await task(scoped.signal);
-    } catch (error) {
-      // The timer's reason, not whatever the task made of its abort (a DOM AbortError, a fetch failure).
-      throw scoped.timedOut ? scoped.signal.reason : error;
-    } finally {
-      scoped.dispose();
-    }
+    return new Promise<T>((resolve, reject) => {
+      // Once the task settles, the timer is cancelled and the listeners removed: walkAway runs at most once, and only before.
+      let abandoned = false;
+      const walkAway = (): void => {
+        abandoned = true;
+        // The timer's reason, or the caller's abort (a hard timeout, a deadline signal, a user who left).
+        const reason = scoped.timedOut ? scoped.signal.reason : new AbortedError(`attempt for key "${context.key}" aborted`, context.signal.reason);
+        this.abandon(context.key, n, reason);
+        reject(reason);
+      };
+      const scoped = scopedSignal(
+        this.clock,
+        context.signal,
+        at,
+        () => (byDeadline ? new DeadlineExceededError(`attempt for key "${context.key}" passed the deadline`) : new LoadTimeoutError(context.key, this.attemptTimeout ?? 0, 'load')),
+        walkAway,
+      );
+      // `run` checked the signal and the deadline just before, with no await between.
+      assert(!scoped.signal.aborted, 'an attempt starts with time left and its caller still there');
+      // An outer deadline signal that stands for this one is used as is (see scopedSignal), and never calls walkAway: watch it here.
+      const unsubscribe = scoped.signal === context.signal ? onAbort(context.signal, walkAway) : NOOP;
+      const settled = (): void => {
+        scoped.dispose();
+        unsubscribe();
+        if (abandoned) this.abandonedRunning--;
+        assert(this.abandonedRunning >= 0, 'an abandoned task settles once');
+      };
+      const pending = startTask(task, scoped.signal);
+      // After walkAway these settle nothing (the promise has settled): a late answer or failure is swallowed here.
+      pending.then(
+        (value) => {
+          settled();
+          resolve(value);
+        },
+        (error: unknown) => {
+          settled();
+          // The timer's reason, not whatever the task made of its abort (a DOM AbortError, a fetch failure).
+          reject(scoped.timedOut ? scoped.signal.reason : error);
+        },
+      );
+    });
+  }
+
+  private abandon(key: string, attempt: number, reason: unknown): void {
+    this.abandonedTotal++;
+    this.abandonedRunning++;
+    if (this.events.has('abandoned')) this.events.emit('abandoned', { key, attempt, reason });
   }
 }

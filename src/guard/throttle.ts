@@ -1,9 +1,10 @@
 import { type Clock } from '../time/clock.js';
 import { systemClock } from '../time/system.js';
 import { between, duration, integer, optionalFunction, or } from '../config.js';
+import assert from 'node:assert/strict';
 import { ConfigError, OverloadedError } from '../errors.js';
 import { Events } from '../events.js';
-import { isAbort, isOverloadSignal } from './classify.js';
+import { isAbort, isLoadTimeout, isOverloadSignal } from './classify.js';
 import { callContext, type CallOptions, type Guard, type GuardContext } from './guard.js';
 import { RollingWindow } from './window.js';
 
@@ -26,13 +27,18 @@ export interface AdaptiveThrottleOptions {
   /** Buckets the window is kept in. Default 10. */
   buckets?: number;
   /**
-   * Whether a failure means the backend refused the request (overload, breaker
-   * open, unavailable) rather than accepted and answered it. Default:
-   * `OverloadedError`, `BreakerOpenError`, an error whose `code` is
-   * `OVERLOADED`, `BREAKER_OPEN`, `UNAVAILABLE` or `RESOURCE_EXHAUSTED`, or
-   * whose numeric `status`/`statusCode` is 429 or 503. Any other error (a 404,
-   * a bug, a timeout) counts as accepted: slow is not refused (principle 5),
-   * and it is the limiter's job to answer slowness.
+   * Whether a failure means the backend did not take the request (refused it:
+   * overload, breaker open, unavailable; or never answered it in time) rather
+   * than accepted and answered it. Default: `OverloadedError`,
+   * `BreakerOpenError`, an error whose `code` is `OVERLOADED`, `BREAKER_OPEN`,
+   * `UNAVAILABLE` or `RESOURCE_EXHAUSTED`, or whose numeric
+   * `status`/`statusCode` is 429 or 503; and a load timeout (`LoadTimeoutError`
+   * of phase `load`, or code `LOAD_TIMEOUT`), thrown or the reason the call's
+   * signal aborted. Any other error (a 404, a bug) counts as accepted. Slow is
+   * not refused (principle 5): a call that answers late but within its
+   * timeout is accepted, and it is the limiter's job to answer slowness; a
+   * call that timed out got no answer, and counting it is what lets the
+   * throttle engage against a backend that stops answering at all.
    */
   isRejection?: (error: unknown) => boolean;
   clock?: Clock;
@@ -44,10 +50,11 @@ export interface AdaptiveThrottleEvents {
   throttled: (event: { key: string; probability: number }) => void;
 }
 
-const REQUESTS = 0;
-const ACCEPTS = 1;
-const LOCAL = 2;
-const REJECTED = 3;
+// Every call is counted once, when its outcome is known, in exactly one field:
+// the window's requests are their sum, so they are not stored.
+const ACCEPTS = 0;
+const LOCAL = 1;
+const REJECTED = 2;
 
 /**
  * Client-side adaptive throttling (Google SRE book, "Handling Overload"): when
@@ -63,16 +70,30 @@ const REJECTED = 3;
  * (DESIGN.md, principle 3), where Discord 2019's herd had none, and rejection
  * costs the backend nothing (principle 4: fail fast, serve stale).
  *
+ * **Calls in flight are not refusals: a call is counted when it settles**,
+ * not when it starts. Counted at its start, a call weighed on `requests` for
+ * its whole latency before its accept could arrive, so a healthy backend that
+ * is merely slow looked like one refusing work: at 1.7 s latency about 80
+ * calls were rejected locally in the first 4 s of a cold start, before the
+ * backend had refused anything (issue 11). Counted at settlement, a call's
+ * request and its outcome land in the same bucket, together. (Subtracting the
+ * calls in flight from `requests` instead would need a count kept beside the
+ * window, which drifts from it when a call outlives the bucket its request
+ * was counted in.) Against a backend that stops answering entirely nothing is
+ * lost: its calls end at their timeout (a `Retry`'s `attemptTimeout`, the
+ * cache's hard timeout, a driver's own), a timeout counts as not accepted
+ * (see `isRejection`), and the throttle engages one timeout later.
+ *
  * One departure from the book, for principle 3: calls the throttle rejected
- * itself count as requests only while the window still holds a refusal from
- * the backend. In the book's formula, after a total outage those local
- * rejections keep the probability near 1 after the backend heals, and only
+ * itself count as requests only while the window still holds a refusal (or a
+ * timeout) from the backend. In the book's formula, after a total outage those
+ * local rejections keep the probability near 1 after the backend heals, and only
  * the trickle of calls let through can earn it back: several windows of
  * self-inflicted failure after the trigger is gone. Here, once the backend has
  * refused nothing for one window, the throttle lets everything through.
  *
- * A call the caller aborted counts for nothing: it says nothing about the
- * backend. Randomness is drawn from the clock (principle 8).
+ * A call the caller aborted counts for nothing, whenever it settles: it says
+ * nothing about the backend. Randomness is drawn from the clock (principle 8).
  */
 export class AdaptiveThrottle implements Guard {
   readonly k: number;
@@ -89,9 +110,9 @@ export class AdaptiveThrottle implements Guard {
     this.buckets = integer('buckets', or(options.buckets, 10), 1);
     if (this.buckets > 1000) throw new ConfigError(`buckets must be at most 1000, got ${this.buckets}`);
     optionalFunction('isRejection', options.isRejection);
-    this.isRejection = options.isRejection ?? isOverloadSignal;
+    this.isRejection = options.isRejection ?? defaultIsRejection;
     this.clock = options.clock ?? systemClock;
-    this.counts = new RollingWindow(this.clock, this.window / this.buckets, this.buckets, 4);
+    this.counts = new RollingWindow(this.clock, this.window / this.buckets, this.buckets, 3);
   }
 
   /** Subscribes to an event; returns a function that unsubscribes. */
@@ -103,10 +124,10 @@ export class AdaptiveThrottle implements Guard {
     this.events.off(event, listener);
   }
 
-  /** Calls counted in the window (local rejections only while the backend refused something in it). */
+  /** Calls that settled in the window (local rejections only while the backend refused something in it). */
   get requests(): number {
-    const all = this.counts.sum(REQUESTS);
-    return this.counts.sum(REJECTED) > 0 ? all : all - this.counts.sum(LOCAL);
+    const refused = this.counts.sum(REJECTED);
+    return this.counts.sum(ACCEPTS) + refused + (refused > 0 ? this.counts.sum(LOCAL) : 0);
   }
 
   /** Calls the backend accepted in the window. */
@@ -117,7 +138,10 @@ export class AdaptiveThrottle implements Guard {
   /** The probability the next call is rejected locally. */
   get probability(): number {
     const requests = this.requests;
-    return Math.max(0, (requests - this.k * this.accepts) / (requests + 1));
+    const p = Math.max(0, (requests - this.k * this.accepts) / (requests + 1));
+    // Below 1 however bad the window: some calls always reach the backend, so recovery can be seen.
+    assert(p >= 0 && p < 1, 'a throttle never rejects every call');
+    return p;
   }
 
   /** Runs `fn` under the throttle, outside any cache. */
@@ -127,7 +151,6 @@ export class AdaptiveThrottle implements Guard {
 
   async run<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext): Promise<T> {
     const p = this.probability;
-    const epoch = this.counts.add(REQUESTS);
     if (p > 0 && this.clock.random() < p) {
       this.counts.add(LOCAL);
       if (this.events.has('throttled')) this.events.emit('throttled', { key: context.key, probability: p });
@@ -137,13 +160,28 @@ export class AdaptiveThrottle implements Guard {
     try {
       value = await task(context.signal);
     } catch (error) {
-      if (context.signal.aborted || isAbort(error)) this.counts.addAt(epoch, REQUESTS, -1);
-      else if (this.safeIsRejection(error)) this.counts.add(REJECTED);
-      else this.counts.add(ACCEPTS);
+      this.settled(context.signal, error);
       throw error;
     }
-    this.counts.add(ACCEPTS);
+    // An answer after a load timeout aborted the call came too late for its caller.
+    if (context.signal.aborted) this.settled(context.signal, undefined);
+    else this.counts.add(ACCEPTS);
     return value;
+  }
+
+  /**
+   * Counts a call that reached the backend and did not simply succeed.
+   * Past a load timeout, whatever the task made of it, the cause is the
+   * timeout; any other abort is the caller's and says nothing about the
+   * backend, so it counts for nothing.
+   */
+  private settled(signal: AbortSignal, error: unknown): void {
+    let cause = error;
+    if (signal.aborted) {
+      if (!isLoadTimeout(signal.reason)) return;
+      cause = signal.reason;
+    } else if (isAbort(error)) return;
+    this.counts.add(this.safeIsRejection(cause) ? REJECTED : ACCEPTS);
   }
 
   private safeIsRejection(error: unknown): boolean {
@@ -153,4 +191,9 @@ export class AdaptiveThrottle implements Guard {
       return true;
     }
   }
+}
+
+/** The default `isRejection`: a refusal for overload, or a load that got no answer in time. */
+function defaultIsRejection(error: unknown): boolean {
+  return isOverloadSignal(error) || isLoadTimeout(error);
 }

@@ -59,22 +59,11 @@ export class RollingWindow {
     return ((epoch % this.slots) + this.slots) % this.slots;
   }
 
-  /** Adds `delta` to `field` in the current bucket; returns the bucket's index, for {@link addAt}. */
-  add(field: number, delta = 1): number {
+  /** Adds `delta` to `field` in the current bucket. */
+  add(field: number, delta = 1): void {
     const e = this.current();
     this.counts[this.slotOf(e) * this.fields + field]! += delta;
     this.totals[field]! += delta;
-    return e;
-  }
-
-  /** Adds `delta` to `field` in bucket `epoch` if the ring still holds it (to take back an event). */
-  addAt(epoch: number, field: number, delta: number): void {
-    const e = this.current();
-    if (epoch > e || epoch <= e - this.slots) return;
-    const i = this.slotOf(epoch) * this.fields + field;
-    const next = Math.max(0, this.counts[i]! + delta);
-    this.totals[field]! += next - this.counts[i]!;
-    this.counts[i] = next;
   }
 
   /** Sum of `field` over the `n` most recent buckets (current included); all of the ring by default. */
