@@ -15,6 +15,10 @@ export const SCENARIO_SCHEMAS = {
 
 export type WorldName = keyof typeof SCENARIO_SCHEMAS;
 
+export function isWorldName(name: string): name is WorldName {
+  return Object.hasOwn(SCENARIO_SCHEMAS, name);
+}
+
 /** Any scenario file: `world` picks the schema; an unknown world is one problem that lists the known ones. */
 export const scenarioSchema = tagged('world', 'world', [cacheAsideSchema, cacheClusterSchema, retryStormSchema, webFarmSchema]).meta({
   title: 'damper scenario',
