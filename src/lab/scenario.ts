@@ -4,7 +4,8 @@ import { DamperError } from '../errors.js';
  * A scenario is data: a JSON file that describes a system (its clients, its
  * cache, its origin…, per its `world`) and a timeline of faults. It says nothing about how a
  * variant behaves: naive and damper are code, and react to the same world.
- * The format is documented in docs/scenarios.md.
+ * The format is documented in docs/lab.md ("Scenario files") and checked
+ * by the schemas in src/lab/schema/.
  */
 
 /** One thing wrong with a scenario file: the path of its field (`clients[0].rate`; empty for the file as a whole) and what is wrong. */
