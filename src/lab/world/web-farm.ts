@@ -44,6 +44,9 @@ export interface WebFarmScenario extends ScenarioCommon {
   readonly faults: readonly WebFarmFault[];
 }
 
+/** The name of server `i` (0-based), as a `hang-server` fault names it: part of the scenario format, so it lives with the schema. */
+export { serverId };
+
 /** Checks a web-farm scenario document. */
 export function parseWebFarm(o: Record<string, Json>, where: string): WebFarmScenario {
   return check(webFarmSchema, o, where);
