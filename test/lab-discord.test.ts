@@ -9,6 +9,7 @@ import { HashRing } from '../src/lab/world/hash-ring.js';
 import { checkScenario, type Scenario, worldOf } from '../src/lab/worlds.js';
 import { Cache, sleep, VirtualClock } from '../src/index.js';
 import { assertBars, SEEDS } from './support/bars.js';
+import { scenarioDoc } from './support/scenario-doc.js';
 
 
 // Simulations run in worker threads (see test/lab.test.ts), started together
@@ -63,11 +64,11 @@ describe('priority shedding (issue 7): while the nodes are degraded, the origin 
     const s = await discord;
     const keys = Object.values(s.keys).reduce((a, b) => a + b, 0);
     assert.ok(s.cache.processEntries !== undefined && s.cache.processEntries < keys, `processEntries ${s.cache.processEntries} of ${keys} keys`);
-    const doc = JSON.parse(JSON.stringify(s)) as Record<string, unknown> & { cache: Record<string, unknown> };
+    const doc = scenarioDoc('discord-2019') as Record<string, unknown> & { cache: Record<string, unknown> };
     doc.cache.processEntries = 0;
     assert.throws(
       () => checkScenario(doc, 'x.json'),
-      (e: unknown) => e instanceof ScenarioError && e.message.includes('x.json.cache'),
+      (e: unknown) => e instanceof ScenarioError && e.message === 'x.json: cache.processEntries: must be ≥ 1, got 0',
     );
   });
 });
@@ -283,17 +284,22 @@ describe('scenario files of the cache-cluster world', () => {
   test('the shipped scenario parses, and a bad node index names its field', async () => {
     const s = await discord;
     assert.equal(s.world, 'cache-cluster');
-    const doc = JSON.parse(JSON.stringify(s)) as Record<string, unknown> & { faults: Record<string, unknown>[] };
+    const doc = scenarioDoc('discord-2019') as Record<string, unknown> & { faults: Record<string, unknown>[] };
     doc.faults[0]!.nodes = [1, 99];
     assert.throws(
       () => checkScenario(doc, 'x.json'),
-      (e: unknown) => e instanceof ScenarioError && e.message.includes('x.json.faults[0].nodes[1]'),
+      (e: unknown) => e instanceof ScenarioError && e.message === 'x.json: faults[0].nodes[1]: must be a node index from 0 to 11, got 99',
     );
     doc.faults[0]!.nodes = [1];
     doc.keys = { 'user-objects': 10 };
     assert.throws(
       () => checkScenario(doc, 'x.json'),
-      (e: unknown) => e instanceof ScenarioError && e.message.includes('x.json.keys.push-settings'),
+      (e: unknown) => e instanceof ScenarioError && e.message === 'x.json: keys.push-settings: missing (keys per client population)',
+    );
+    doc.keys = { 'user-objects': 10, 'push-settings': 10, 'push-setings': 10 };
+    assert.throws(
+      () => checkScenario(doc, 'x.json'),
+      (e: unknown) => e instanceof ScenarioError && e.message === 'x.json: keys.push-setings: names no client population',
     );
   });
 

@@ -11,6 +11,7 @@ import { NaiveBalancer } from '../src/lab/world/front-door.js';
 import { type Served, type WebServer } from '../src/lab/world/web-server.js';
 import { VirtualClock } from '../src/index.js';
 import { assertBars, SEEDS, TEN_MINUTES } from './support/bars.js';
+import { scenarioDoc } from './support/scenario-doc.js';
 
 /**
  * "Goodput near zero" (docs/lab.md): over the ten minutes after the trigger
@@ -81,8 +82,8 @@ describe('scenario file', () => {
   });
 
   test('names the fault and field at fault', async () => {
-    const text = JSON.stringify({ ...(await missourian), faults: [{ kind: 'hang-server', server: 'web9', startS: 1, endS: 2, label: 'x' }] });
-    assert.throws(() => parseScenario(text), /faults\[0\]\.server: "web9" is not a server/);
+    const text = JSON.stringify({ ...scenarioDoc('missourian-2010'), faults: [{ kind: 'hang-server', server: 'web9', startS: 1, endS: 2, label: 'x' }] });
+    assert.throws(() => parseScenario(text), { code: 'SCENARIO', message: 'scenario: faults[0].server: "web9" is not a server (known: web1, web2)' });
   });
 });
 

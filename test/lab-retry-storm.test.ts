@@ -6,6 +6,7 @@ import { ScenarioError } from '../src/lab/scenario.js';
 import { checkScenario } from '../src/lab/worlds.js';
 import { retryStorm, type RetryStormScenario } from '../src/lab/world/retry-storm.js';
 import { assertBars, SEEDS, TEN_MINUTES } from './support/bars.js';
+import { scenarioDoc } from './support/scenario-doc.js';
 
 
 async function shipped(): Promise<RetryStormScenario> {
@@ -56,7 +57,7 @@ describe('the collapse comes from the retry loop, not from the script', () => {
 });
 
 describe('retry-storm scenario files', () => {
-  const doc = async (): Promise<Record<string, unknown>> => JSON.parse(JSON.stringify(await shipped())) as Record<string, unknown>;
+  const doc = async (): Promise<Record<string, unknown>> => scenarioDoc('retry-storm');
 
   test('the shipped scenario judges recovery 10 minutes after its trigger', async () => {
     const s = await shipped();
@@ -72,11 +73,12 @@ describe('retry-storm scenario files', () => {
       change(d);
       assert.throws(() => checkScenario(d, 'rs.json'), (e) => e instanceof ScenarioError && where.test(e.message));
     };
-    await bad((d) => ((d.server as Record<string, unknown>).workers = 0), /rs\.json\.server\.workers: must be ≥ 1/);
-    await bad((d) => delete (d.client as Record<string, unknown>).attemptTimeoutMs, /rs\.json\.client\.attemptTimeoutMs: must be a number/);
-    await bad((d) => ((d.clients as Record<string, unknown>[])[0]!.retries = 2), /rs\.json\.clients\[0\]\.retries: must be 0/);
-    await bad((d) => ((d.faults as Record<string, unknown>[])[0]!.kind = 'invalid-value'), /rs\.json\.faults\[0\]\.kind: unknown fault kind/);
-    await bad((d) => delete (d.faults as Record<string, unknown>[])[0]!.factor, /rs\.json\.faults\[0\]\.factor: must be a number/);
+    await bad((d) => ((d.server as Record<string, unknown>).workers = 0), /rs\.json: server\.workers: must be ≥ 1, got 0/);
+    await bad((d) => delete (d.client as Record<string, unknown>).attemptTimeoutMs, /rs\.json: client\.attemptTimeoutMs: missing/);
+    await bad((d) => ((d.clients as Record<string, unknown>[])[0]!.retries = 2), /rs\.json: clients\[0\]\.retries: must be 0/);
+    await bad((d) => ((d.faults as Record<string, unknown>[])[0]!.kind = 'invalid-value'), /rs\.json: faults\[0\]\.kind: unknown fault kind "invalid-value" \(known: load-spike, server-slowdown\)/);
+    await bad((d) => delete (d.faults as Record<string, unknown>[])[0]!.factor, /rs\.json: faults\[0\]\.factor: missing/);
+    await bad((d) => ((d.client as Record<string, unknown>).backoff = { kind: 'fixed', delayMs: 5 }), /rs\.json: client\.retryDelayMs: give backoff or retryDelayMs, not both/);
   });
 
   test('resizing the trigger moves what follows it and keeps the time after it', async () => {

@@ -14,6 +14,8 @@ const mutate = (change: (doc: Record<string, unknown>) => void): string => {
   change(doc);
   return JSON.stringify(doc);
 };
+const clients = (doc: Record<string, unknown>) => doc.clients as Record<string, unknown>[];
+const faults = (doc: Record<string, unknown>) => doc.faults as Record<string, unknown>[];
 
 describe('scenario files', () => {
   test('every shipped scenario parses', async () => {
@@ -23,15 +25,29 @@ describe('scenario files', () => {
   });
 
   const bad: [string, (doc: Record<string, unknown>) => void, RegExp][] = [
-    ['a missing field', (d) => delete d.origin, /scenario\.origin: must be an object/],
-    ['a negative rate', (d) => ((d.clients as Record<string, unknown>[])[0]!.rate = -5), /clients\[0\]\.rate: must be ≥ 0/],
-    ['an unknown fault kind', (d) => ((d.faults as Record<string, unknown>[])[0]!.kind = 'meteor'), /faults\[0\]\.kind: unknown fault kind "meteor"/],
-    ['a fault that ends before it starts', (d) => ((d.faults as Record<string, unknown>[])[0]!.endS = 1), /faults\[0\]: endS \(1\) must be after startS/],
-    ['an invalid value for a key nobody reads', (d) => ((d.faults as Record<string, unknown>[])[0]!.key = 'nope'), /faults\[0\]\.key: "nope" is not one of keys\.hot/],
-    ['shares over 1', (d) => ((d.keys as { hot: { share: number }[] }).hot[0]!.share = 0.9), /keys\.hot: shares add up to/],
-    ['no trigger', (d) => (d.faults = []), /faults: needs a trigger/],
-    ['an unknown world', (d) => (d.world = 'mars'), /world: unknown world "mars"/],
-    ['a bad priority', (d) => ((d.clients as Record<string, unknown>[])[0]!.priority = 'urgent'), /priority: must be one of/],
+    ['a missing field', (d) => delete d.origin, /^scenario: origin: missing$/],
+    ['a negative rate', (d) => (clients(d)[0]!.rate = -5), /^scenario: clients\[0\]\.rate: must be ≥ 0, got -5$/],
+    ['a string for a number', (d) => ((d.origin as Record<string, unknown>).workers = 'x'), /^scenario: origin\.workers: must be a number, got "x"$/],
+    ['a fraction for a whole number', (d) => ((d.origin as Record<string, unknown>).workers = 2.5), /^scenario: origin\.workers: must be an integer, got 2\.5$/],
+    ['an object for a string', (d) => (d.title = { text: 'x' }), /^scenario: title: must be a non-empty string, got an object$/],
+    ['a typo in a field name', (d) => (clients(d)[0]!.retires = 2), /^scenario: clients\[0\]\.retires: unknown field \(did you mean retries\?\)$/],
+    ['a field no world has', (d) => ((d.origin as Record<string, unknown>).color = 'red'), /^scenario: origin\.color: unknown field \(known: capacityQps, workers, maxQueue\)$/],
+    ['an unknown fault kind', (d) => (faults(d)[0]!.kind = 'meteor'), /^scenario: faults\[0\]\.kind: unknown fault kind "meteor" \(known: invalid-value, cut-traffic\)$/],
+    ['a fault with no kind', (d) => delete faults(d)[0]!.kind, /^scenario: faults\[0\]\.kind: missing \(known: invalid-value, cut-traffic\)$/],
+    ['a fault that ends before it starts', (d) => (faults(d)[0]!.endS = 1), /^scenario: faults\[0\]\.endS: must be after startS \(\d+\), got 1$/],
+    ['a fault past the end of the run', (d) => (faults(d)[0]!.endS = 5000), /^scenario: faults\[0\]\.endS: must be ≤ durationS \(\d+\), got 5000$/],
+    ['a ramp longer than the run', (d) => (faults(d)[1]!.rampS = 5000), /^scenario: faults\[1\]\.rampS: must be ≤ durationS \(\d+\), got 5000$/],
+    ['an invalid value for a key nobody reads', (d) => (faults(d)[0]!.key = 'nope'), /^scenario: faults\[0\]\.key: "nope" is not one of keys\.hot$/],
+    ['a trigger given to a fault kind whose trigger is fixed', (d) => (faults(d)[0]!.trigger = true), /^scenario: faults\[0\]\.trigger: unknown field/],
+    ['shares over 1', (d) => ((d.keys as { hot: { share: number }[] }).hot[0]!.share = 0.9), /^scenario: keys\.hot: shares add up to [\d.]+, more than 1$/],
+    ['shares under 1 with no tail', (d) => ((d.keys as Record<string, unknown>).tailCount = 0), /^scenario: keys: hot shares must add up to 1 when tailCount is 0$/],
+    ['a baseline that ends before it starts', (d) => (d.baseline = { fromS: 50, toS: 20 }), /^scenario: baseline\.toS: must be after fromS \(50\), got 20$/],
+    ['no trigger', (d) => (d.faults = []), /^scenario: faults: needs a trigger$/],
+    ['no clients', (d) => (d.clients = []), /^scenario: clients: needs at least one population$/],
+    ['an unknown world', (d) => (d.world = 'mars'), /^scenario: world: unknown world "mars" \(known: cache-aside, cache-cluster, retry-storm, web-farm\)$/],
+    ['a bad priority', (d) => (clients(d)[0]!.priority = 'urgent'), /^scenario: clients\[0\]\.priority: must be one of "critical", "normal", "low", "background", got "urgent"$/],
+    ['a bad when', (d) => (faults(d)[1]!.when = 'sometimes'), /^scenario: faults\[1\]\.when: must be one of "always", "unhealthy", got "sometimes"$/],
+    ['not an object', (d) => (d.objective = [1]), /^scenario: objective: must be an object, got an array$/],
   ];
   for (const [what, change, message] of bad) {
     test(`${what} is a ScenarioError naming the field`, () => {
@@ -39,9 +55,108 @@ describe('scenario files', () => {
     });
   }
 
+  test('every problem at once, one line each; the file and the field apart', () => {
+    const text = mutate((d) => {
+      clients(d)[0]!.rate = -5;
+      d.zork = 1;
+    });
+    let error: unknown;
+    try {
+      parseScenario(text, 'my.scenarios/fb.json');
+    } catch (e) {
+      error = e;
+    }
+    assert.ok(error instanceof ScenarioError);
+    assert.equal(error.file, 'my.scenarios/fb.json');
+    assert.deepEqual(
+      error.problems.map((p) => p.field),
+      ['clients[0].rate', 'zork'],
+    );
+    const known = '$schema, name, title, description, source, scaling, durationS, baseline, objective, clients, faults, world, origin, cache, keys, network';
+    assert.equal(error.message, `my.scenarios/fb.json: clients[0].rate: must be ≥ 0, got -5\nmy.scenarios/fb.json: zork: unknown field (known: ${known})`);
+  });
+
+  test('a rule across fields waits for the fields it reads: one mistake, one problem', () => {
+    // durationS is out of range: the faults are not also reported as past its end.
+    assert.throws(() => parseScenario(mutate((d) => (d.durationS = 0))), (e) => e instanceof ScenarioError && e.message === 'scenario: durationS: must be ≥ 1, got 0');
+  });
+
+  test('a "$schema" field, for an editor, is accepted and dropped', () => {
+    const s = parseScenario(mutate((d) => (d.$schema = './scenario.schema.json')));
+    assert.ok(!('$schema' in s));
+  });
+
   test('text that is not JSON is a ScenarioError', () => {
     assert.throws(() => parseScenario('{ nope', 'x.json'), (e) => e instanceof ScenarioError && /x\.json: not valid JSON/.test(e.message));
   });
+});
+
+describe('the parsed value is what the hand-written parser returned', () => {
+  // test/fixtures/parsed-scenarios.json: the output of the parser before the
+  // schemas (commit 26026a9), plus the fields added since (each population's
+  // and the retry-storm client's `backoff`, `network`), so simulations do not change.
+  const fixture = JSON.parse(readFileSync('test/fixtures/parsed-scenarios.json', 'utf8')) as Record<string, unknown>;
+  test('for every shipped scenario', async () => {
+    const names = await shippedScenarios();
+    assert.deepEqual(Object.keys(fixture).sort(), names.map((n) => `${n}.json`));
+    for (const name of names) assert.deepStrictEqual(await loadScenario(name), fixture[`${name}.json`], name);
+  });
+});
+
+describe("a client's backoff", () => {
+  const population = (fields: Record<string, unknown>) => parseScenario(mutate((d) => Object.assign(clients(d)[0]!, fields))).clients[0]!;
+
+  test('is none by default, and the old retryDelayMs is a fixed backoff', () => {
+    assert.deepEqual([population({}).backoff, population({}).retryDelayMs], [{ kind: 'none' }, 0]);
+    assert.deepEqual([population({ retryDelayMs: 250 }).backoff, population({ retryDelayMs: 250 }).retryDelayMs], [{ kind: 'fixed', delayMs: 250 }, 250]);
+    const fixed = population({ backoff: { kind: 'fixed', delayMs: 40 } });
+    assert.deepEqual([fixed.backoff, fixed.retryDelayMs], [{ kind: 'fixed', delayMs: 40 }, 40]);
+    for (const kind of ['exponential', 'full-jitter'] as const) {
+      const p = population({ retries: 3, backoff: { kind, baseMs: 10, maxMs: 1000 } });
+      assert.deepEqual([p.backoff, p.retryDelayMs], [{ kind, baseMs: 10, maxMs: 1000 }, 0]);
+    }
+  });
+
+  const badBackoff: [string, Record<string, unknown>, string][] = [
+    ['both forms', { retryDelayMs: 5, backoff: { kind: 'none' } }, 'clients[0].retryDelayMs: give backoff or retryDelayMs, not both (retryDelayMs: 5 is backoff { "kind": "fixed", "delayMs": 5 })'],
+    ['a cap below the base', { backoff: { kind: 'exponential', baseMs: 100, maxMs: 50 } }, 'clients[0].backoff.maxMs: must be ≥ baseMs (100), got 50'],
+    ['a zero base', { backoff: { kind: 'full-jitter', baseMs: 0, maxMs: 50 } }, 'clients[0].backoff.baseMs: must be ≥ 1, got 0'],
+    ['a cap over ten minutes', { backoff: { kind: 'exponential', baseMs: 1, maxMs: 600_001 } }, 'clients[0].backoff.maxMs: must be ≤ 600000, got 600001'],
+    ['a fraction of a ms', { backoff: { kind: 'fixed', delayMs: 1.5 } }, 'clients[0].backoff.delayMs: must be an integer, got 1.5'],
+    ['an unknown kind', { backoff: { kind: 'linear' } }, 'clients[0].backoff.kind: unknown backoff kind "linear" (known: none, fixed, exponential, full-jitter)'],
+    ['a field of another kind', { backoff: { kind: 'fixed', delayMs: 1, maxMs: 5 } }, 'clients[0].backoff.maxMs: unknown field (known: kind, delayMs)'],
+  ];
+  for (const [what, fields, problem] of badBackoff) {
+    test(`${what} is a ScenarioError naming the field`, () => {
+      assert.throws(() => population(fields), (e) => e instanceof ScenarioError && e.message === `scenario: ${problem}`);
+    });
+  }
+});
+
+describe('the network', () => {
+  const network = (value: unknown) => parseScenario(mutate((d) => (d.network = value))).network;
+
+  test('adds no delay by default', () => {
+    assert.deepEqual(parseScenario(shipped).network, { hopDelay: { kind: 'constant', ms: 0 } });
+  });
+
+  test('hop delays: constant, exponential, lognormal', () => {
+    for (const hopDelay of [{ kind: 'constant', ms: 2 }, { kind: 'exponential', meanMs: 1.5 }, { kind: 'lognormal', medianMs: 1, sigma: 0.5 }]) assert.deepEqual(network({ hopDelay }), { hopDelay });
+  });
+
+  const badNetwork: [unknown, string][] = [
+    [{ hopDelay: { kind: 'lognormal', medianMs: 1, sigma: 0 } }, 'network.hopDelay.sigma: must be > 0, got 0'],
+    [{ hopDelay: { kind: 'lognormal', medianMs: 1, sigma: 6 } }, 'network.hopDelay.sigma: must be ≤ 5, got 6'],
+    [{ hopDelay: { kind: 'constant', ms: -1 } }, 'network.hopDelay.ms: must be ≥ 0, got -1'],
+    [{ hopDelay: { kind: 'pareto' } }, 'network.hopDelay.kind: unknown delay kind "pareto" (known: constant, exponential, lognormal)'],
+    [{}, 'network.hopDelay: missing'],
+    [{ hopdelay: { kind: 'constant', ms: 0 }, hopDelay: { kind: 'constant', ms: 0 } }, 'network.hopdelay: unknown field (did you mean hopDelay?)'],
+  ];
+  for (const [value, problem] of badNetwork) {
+    test(problem, () => {
+      assert.throws(() => network(value), (e) => e instanceof ScenarioError && e.message === `scenario: ${problem}`);
+    });
+  }
 });
 
 describe('damper lab command', () => {

@@ -11,6 +11,7 @@ import { WORKERS } from '../lab/parallel.js';
 import { MAX_STEPS, runSweep, sweepJson, type TriggerAxisKind } from '../lab/sweep.js';
 import { renderSweepReport } from '../lab/sweep-report.js';
 import { loadScenario, runLab } from '../lab/lab.js';
+import { isWorldName, SCENARIO_SCHEMAS, scenarioJsonSchema } from '../lab/schema/index.js';
 import { stopwatch } from '../time/stopwatch.js';
 import { formatSummary, formatSweepSummary, progressBar } from './terminal.js';
 
@@ -40,6 +41,11 @@ commands:
         core; writes DIR/sweep.html (a heatmap per variant) and DIR/sweep.json.
         Operator actions are removed unless --operators; --serial runs the
         cells one after another in one thread
+  lab schema [WORLD]
+        prints the JSON Schema (draft 2020-12) of a WORLD's scenario files
+        (cache-aside, cache-cluster, retry-storm, web-farm), or of any
+        scenario file, for an editor: damper lab schema > scenario.schema.json,
+        then "$schema": "./scenario.schema.json" in the file
   demo [--seed N] [--json]
         a naive cache-aside loop and damper, side by side, under a failing database
 
@@ -87,6 +93,20 @@ async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = positionals;
   const seed = parseSeed(values.seed);
   const isSweep = command === 'lab' && rest[0] === 'sweep';
+  if (command === 'lab' && rest[0] === 'schema') {
+    for (const flag of ['seed', 'out', 'json'] as const) {
+      if (values[flag] !== undefined) throw new UsageError(`lab schema takes no --${flag}: it prints the JSON Schema`);
+    }
+    const [, world, ...extra] = rest;
+    if (extra.length > 0) throw new UsageError(`lab schema takes at most one WORLD, got also: ${extra.join(' ')}`);
+    if (world !== undefined && !isWorldName(world)) {
+      // A wrong name, not wrong usage: one line, like an unknown scenario.
+      process.stderr.write(`damper: lab schema: unknown world "${world}" (known: ${Object.keys(SCENARIO_SCHEMAS).join(', ')})\n`);
+      return 2;
+    }
+    process.stdout.write(`${JSON.stringify(scenarioJsonSchema(world), null, 2)}\n`);
+    return 0;
+  }
   if (!isSweep) {
     for (const flag of ['load', 'trigger', 'trigger-size', 'steps', 'operators', 'serial'] as const) {
       if (values[flag] !== undefined) throw new UsageError(`--${flag} is an option of lab sweep only`);

@@ -4,18 +4,60 @@ import { DamperError } from '../errors.js';
  * A scenario is data: a JSON file that describes a system (its clients, its
  * cache, its origin…, per its `world`) and a timeline of faults. It says nothing about how a
  * variant behaves: naive and damper are code, and react to the same world.
- * The format is documented in docs/scenarios.md.
+ * The format is documented in docs/lab.md ("Scenario files") and checked
+ * by the schemas in src/lab/schema/.
  */
 
-/** A scenario file that cannot be used, with the path of the offending field. */
+/** One thing wrong with a scenario file: the path of its field (`clients[0].rate`; empty for the file as a whole) and what is wrong. */
+export interface ScenarioProblem {
+  readonly field: string;
+  readonly problem: string;
+}
+
+/**
+ * A scenario file that cannot be used: every problem found in it, one line
+ * each, `<file>: <field>: <problem>` (`my.json: clients[0].rate: must be ≥ 0,
+ * got -5`). The file and the field are kept apart: a file's path may hold dots.
+ */
 export class ScenarioError extends DamperError {
-  constructor(where: string, message: string) {
-    super('SCENARIO', `${where}: ${message}`);
+  readonly file: string;
+  readonly problems: readonly ScenarioProblem[];
+
+  constructor(file: string, problems: string | readonly ScenarioProblem[]) {
+    const list = typeof problems === 'string' ? [{ field: '', problem: problems }] : problems;
+    if (list.length === 0) throw new Error('damper: a ScenarioError needs a problem');
+    super('SCENARIO', list.map((p) => [file, p.field, p.problem].filter((part) => part !== '').join(': ')).join('\n'));
+    this.file = file;
+    this.problems = list;
   }
 }
 
 export type Priority = 'critical' | 'normal' | 'low' | 'background';
-const PRIORITIES: readonly Priority[] = ['critical', 'normal', 'low', 'background'];
+
+/**
+ * How a client waits before its retry n (1, 2, …) after a failure or a
+ * timeout: not at all, a fixed delay, or an exponential one, capped at
+ * `maxMs` (`min(maxMs, baseMs × 2^(n−1))`), which `full-jitter` draws
+ * uniformly from [0, that] so that clients that failed together do not retry
+ * together.
+ */
+export type Backoff =
+  | { readonly kind: 'none' }
+  | { readonly kind: 'fixed'; readonly delayMs: number }
+  | { readonly kind: 'exponential'; readonly baseMs: number; readonly maxMs: number }
+  | { readonly kind: 'full-jitter'; readonly baseMs: number; readonly maxMs: number };
+
+/** A delay drawn at random for each use: always `ms`, exponential with mean `meanMs`, or lognormal with median `medianMs` and shape `sigma`. */
+export type Delay =
+  | { readonly kind: 'constant'; readonly ms: number }
+  | { readonly kind: 'exponential'; readonly meanMs: number }
+  | { readonly kind: 'lognormal'; readonly medianMs: number; readonly sigma: number };
+
+/** The network between a world's parts. */
+export interface Network {
+  /** Added to each hop, one part of the world calling another (client to server, server to database…), drawn per hop. */
+  readonly hopDelay: Delay;
+}
 
 /** An open-loop client population: arrivals do not slow down when the system does. */
 export interface Population {
@@ -26,7 +68,9 @@ export interface Population {
   readonly timeoutMs: number;
   /** Further attempts after a failure or timeout. */
   readonly retries: number;
-  /** Wait before each retry, ms. */
+  /** How long to wait before each retry. */
+  readonly backoff: Backoff;
+  /** `backoff`'s delay when it is fixed, else 0, ms: the field worlds read before `backoff`. */
   readonly retryDelayMs: number;
   readonly priority: Priority;
 }
@@ -61,6 +105,8 @@ export interface ScenarioCommon {
   readonly objective: { readonly p99Ms: number; readonly goodputRatio: number; readonly holdS: number };
   readonly clients: readonly Population[];
   readonly faults: readonly FaultSpanDoc[];
+  /** The network between the world's parts; by default it adds no delay. */
+  readonly network: Network;
 }
 
 export type Json = unknown;
@@ -72,52 +118,6 @@ export function parseJson(text: string, where: string): Json {
   } catch (error) {
     throw new ScenarioError(where, `not valid JSON (${(error as Error).message})`);
   }
-}
-
-/**
- * Checks the fields every scenario has. Faults are checked for their span and
- * label here; `fault` (the world's) checks the rest of each and says whether
- * it is a trigger. At least one trigger is required.
- */
-export function checkCommon(
-  o: Record<string, Json>,
-  where: string,
-  fault: (doc: Record<string, Json>, span: { kind: string; startS: number; endS: number; label: string }, where: string) => FaultSpanDoc,
-): ScenarioCommon {
-  const durationS = num(o, 'durationS', where, { min: 1, max: 86_400 });
-  const at = (field: string): string => `${where}.${field}`;
-  const baselineDoc = object(o.baseline, at('baseline'));
-  const baseline = { fromS: num(baselineDoc, 'fromS', at('baseline'), { min: 0 }), toS: num(baselineDoc, 'toS', at('baseline'), { min: 0 }) };
-  if (baseline.toS <= baseline.fromS) throw new ScenarioError(at('baseline'), 'toS must be after fromS');
-  const objectiveDoc = object(o.objective, at('objective'));
-  const clients = array(o.clients, at('clients')).map((c, i) => population(c, at(`clients[${i}]`)));
-  if (clients.length === 0) throw new ScenarioError(at('clients'), 'needs at least one population');
-  const faults = array(o.faults, at('faults')).map((f, i) => {
-    const w = at(`faults[${i}]`);
-    const fo = object(f, w);
-    const kind = str(fo, 'kind', w);
-    const startS = num(fo, 'startS', w, { min: 0, max: durationS });
-    const endS = num(fo, 'endS', w, { min: 0, max: durationS });
-    if (endS <= startS) throw new ScenarioError(w, `endS (${endS}) must be after startS (${startS})`);
-    return fault(fo, { kind, startS, endS, label: str(fo, 'label', w) }, w);
-  });
-  if (!faults.some((f) => f.trigger)) throw new ScenarioError(at('faults'), 'needs a trigger');
-  return {
-    name: str(o, 'name', where),
-    title: str(o, 'title', where),
-    description: str(o, 'description', where),
-    source: str(o, 'source', where),
-    scaling: str(o, 'scaling', where),
-    durationS,
-    baseline,
-    objective: {
-      p99Ms: num(objectiveDoc, 'p99Ms', at('objective'), { min: 1 }),
-      goodputRatio: num(objectiveDoc, 'goodputRatio', at('objective'), { min: 0, max: 1 }),
-      holdS: num(objectiveDoc, 'holdS', at('objective'), { min: 1, integer: true }),
-    },
-    clients,
-    faults,
-  };
 }
 
 /** A world's trigger axis for the sweep: what it measures, a scenario's size on it, and the scenario resized. */
@@ -201,22 +201,6 @@ export function faultTimeline<F extends FaultSpanDoc>(faults: readonly F[]): Fau
     .sort((a, b) => a.at - b.at);
 }
 
-/** A simulated database's shape (`Database` in world/database.ts): the `origin` section of several worlds. */
-export function parseOrigin(o: Record<string, Json>, where: string): { readonly capacityQps: number; readonly workers: number; readonly maxQueue: number } {
-  const doc = object(o.origin, `${where}.origin`);
-  const at = `${where}.origin`;
-  return {
-    capacityQps: num(doc, 'capacityQps', at, { min: 1 }),
-    workers: num(doc, 'workers', at, { min: 1, integer: true, max: 10_000 }),
-    maxQueue: num(doc, 'maxQueue', at, { min: 0, integer: true }),
-  };
-}
-
-/** A cache's windows: fresh for `ttlS`, then servable stale for `staleForS` (damper). */
-export function parseCacheWindows(doc: Record<string, Json>, where: string): { readonly ttlS: number; readonly staleForS: number } {
-  return { ttlS: num(doc, 'ttlS', where, { min: 0.001 }), staleForS: num(doc, 'staleForS', where, { min: 0 }) };
-}
-
 /** When the incident's cause ended, s: recovery counts from here. */
 export function triggerEndS(scenario: ScenarioCommon): number {
   return Math.max(...scenario.faults.filter((f) => f.trigger).map((f) => f.endS));
@@ -225,50 +209,4 @@ export function triggerEndS(scenario: ScenarioCommon): number {
 /** When the incident's cause began, s. */
 export function triggerStartS(scenario: ScenarioCommon): number {
   return Math.min(...scenario.faults.filter((f) => f.trigger).map((f) => f.startS));
-}
-
-export function population(doc: Json, where: string): Population {
-  const o = object(doc, where);
-  const priority = o.priority === undefined ? 'normal' : str(o, 'priority', where);
-  if (!PRIORITIES.includes(priority as Priority)) throw new ScenarioError(`${where}.priority`, `must be one of ${PRIORITIES.join(', ')}, got "${priority}"`);
-  return {
-    name: str(o, 'name', where),
-    rate: num(o, 'rate', where, { min: 0, max: 1_000_000 }),
-    timeoutMs: num(o, 'timeoutMs', where, { min: 1, integer: true, max: 600_000 }),
-    retries: o.retries === undefined ? 0 : num(o, 'retries', where, { min: 0, integer: true, max: 10 }),
-    retryDelayMs: o.retryDelayMs === undefined ? 0 : num(o, 'retryDelayMs', where, { min: 0, integer: true, max: 600_000 }),
-    priority: priority as Priority,
-  };
-}
-
-export function object(v: Json, where: string): Record<string, Json> {
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new ScenarioError(where, `must be an object, got ${kindOf(v)}`);
-  return v as Record<string, Json>;
-}
-
-export function array(v: Json, where: string): Json[] {
-  if (!Array.isArray(v)) throw new ScenarioError(where, `must be an array, got ${kindOf(v)}`);
-  return v;
-}
-
-export function str(o: Record<string, Json>, field: string, where: string): string {
-  const v = o[field];
-  if (typeof v !== 'string' || v.length === 0) throw new ScenarioError(`${where}.${field}`, `must be a non-empty string, got ${kindOf(v)}`);
-  return v;
-}
-
-export function num(o: Record<string, Json>, field: string, where: string, range: { min?: number; max?: number; integer?: boolean }): number {
-  const v = o[field];
-  if (typeof v !== 'number' || !Number.isFinite(v)) throw new ScenarioError(`${where}.${field}`, `must be a number, got ${kindOf(v)}`);
-  if (range.integer === true && !Number.isInteger(v)) throw new ScenarioError(`${where}.${field}`, `must be an integer, got ${v}`);
-  if (range.min !== undefined && v < range.min) throw new ScenarioError(`${where}.${field}`, `must be ≥ ${range.min}, got ${v}`);
-  if (range.max !== undefined && v > range.max) throw new ScenarioError(`${where}.${field}`, `must be ≤ ${range.max}, got ${v}`);
-  return v;
-}
-
-function kindOf(v: Json): string {
-  if (v === null) return 'null';
-  if (Array.isArray(v)) return 'an array';
-  if (typeof v === 'string') return JSON.stringify(v);
-  return typeof v === 'object' ? 'an object' : String(v);
 }

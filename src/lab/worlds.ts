@@ -1,5 +1,7 @@
 import { type VariantName, type VariantRun } from './results.js';
-import { type Json, object, parseJson, type ScenarioCommon, ScenarioError, str, type TriggerAxis } from './scenario.js';
+import { type Json, parseJson, type ScenarioCommon, type TriggerAxis } from './scenario.js';
+import { scenarioSchema } from './schema/index.js';
+import { check } from './schema/problems.js';
 import { cacheAside, type CacheAsideScenario } from './world/cache-aside.js';
 import { cacheCluster, type CacheClusterScenario } from './world/cache-cluster.js';
 import { retryStorm, type RetryStormScenario } from './world/retry-storm.js';
@@ -63,10 +65,7 @@ export function parseScenario(text: string, where = 'scenario'): Scenario {
   return checkScenario(parseJson(text, where), where);
 }
 
+/** Checks a scenario document against the schema of its `world` (src/lab/schema/); every problem is a ScenarioError naming its field. */
 export function checkScenario(doc: Json, where = 'scenario'): Scenario {
-  const o = object(doc, where);
-  const world = str(o, 'world', where);
-  const kind = (WORLDS as Record<string, AnyWorld>)[world];
-  if (kind === undefined) throw new ScenarioError(`${where}.world`, `unknown world "${world}" (known: ${Object.keys(WORLDS).join(', ')})`);
-  return kind.parse(o, where);
+  return check(scenarioSchema, doc, where);
 }

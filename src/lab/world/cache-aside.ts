@@ -4,7 +4,9 @@ import { VirtualClock } from '../../time/virtual.js';
 import { simulate, type World } from '../engine.js';
 import { Recorder } from '../metrics.js';
 import { type VariantName, type VariantRun } from '../results.js';
-import { array, checkCommon, type FaultSpanDoc, faultTimeline, type Json, num, object, parseCacheWindows, parseOrigin, type Population, type ScenarioCommon, ScenarioError, sizeAxis, spanAxis, str } from '../scenario.js';
+import { type FaultSpanDoc, faultTimeline, type Json, type Population, type ScenarioCommon, ScenarioError, sizeAxis, spanAxis } from '../scenario.js';
+import { cacheAsideSchema } from '../schema/cache-aside.js';
+import { check } from '../schema/problems.js';
 import { type WorldKind } from '../worlds.js';
 import { KeyPicker, poisson } from '../traffic.js';
 import { Database } from './database.js';
@@ -39,44 +41,7 @@ export interface CacheAsideScenario extends ScenarioCommon {
 
 /** Checks a cache-aside scenario document. */
 export function parseCacheAside(o: Record<string, Json>, where: string): CacheAsideScenario {
-  const at = (field: string): string => `${where}.${field}`;
-  const cacheDoc = object(o.cache, at('cache'));
-  const keysDoc = object(o.keys, at('keys'));
-  const hot = array(keysDoc.hot, at('keys.hot')).map((h, i) => {
-    const ho = object(h, at(`keys.hot[${i}]`));
-    return { key: str(ho, 'key', at(`keys.hot[${i}]`)), share: num(ho, 'share', at(`keys.hot[${i}]`), { min: 0, max: 1 }) };
-  });
-  const hotShare = hot.reduce((sum, h) => sum + h.share, 0);
-  if (hotShare > 1 + 1e-9) throw new ScenarioError(at('keys.hot'), `shares add up to ${hotShare}, more than 1`);
-  const tailCount = num(keysDoc, 'tailCount', at('keys'), { min: 0, integer: true, max: 10_000_000 });
-  if (tailCount === 0 && hotShare < 1 - 1e-9) throw new ScenarioError(at('keys'), 'hot shares must add up to 1 when tailCount is 0');
-  const hotKeys = new Set(hot.map((h) => h.key));
-  const durationS = num(o, 'durationS', where, { min: 1, max: 86_400 });
-  const common = checkCommon(o, where, (fo, span, w): Fault => {
-    switch (span.kind) {
-      case 'invalid-value': {
-        const key = str(fo, 'key', w);
-        if (!hotKeys.has(key)) throw new ScenarioError(`${w}.key`, `"${key}" is not one of keys.hot`);
-        return { ...span, kind: 'invalid-value', key, trigger: true };
-      }
-      case 'cut-traffic': {
-        const when = fo.when === undefined ? 'always' : str(fo, 'when', w);
-        if (when !== 'always' && when !== 'unhealthy') throw new ScenarioError(`${w}.when`, `must be "always" or "unhealthy", got "${when}"`);
-        const rampS = fo.rampS === undefined ? 0 : num(fo, 'rampS', w, { min: 0, max: durationS });
-        return { ...span, kind: 'cut-traffic', when, rampS, trigger: false };
-      }
-      default:
-        throw new ScenarioError(`${w}.kind`, `unknown fault kind "${span.kind}" (known: invalid-value, cut-traffic)`);
-    }
-  });
-  return {
-    ...common,
-    world: 'cache-aside',
-    origin: parseOrigin(o, where),
-    cache: parseCacheWindows(cacheDoc, at('cache')),
-    keys: { hot, tailCount },
-    faults: common.faults as readonly Fault[],
-  };
+  return check(cacheAsideSchema, o, where);
 }
 
 /** The cache-aside world, for the registry in worlds.ts. */
@@ -92,7 +57,7 @@ export const cacheAside: WorldKind<CacheAsideScenario> = {
     (f, s) => s.keys.hot.find((h) => h.key === f.key)!.share,
     (s, f, share) => {
       const others = s.keys.hot.reduce((sum, h) => (h.key === f.key ? sum : sum + h.share), 0);
-      if (!(share > 0 && share + others <= 1)) throw new ScenarioError(`${s.name}: keys.hot`, `the invalid key's share must be above 0 and at most ${Number((1 - others).toFixed(6))} (the other hot keys hold ${Number(others.toFixed(6))}), got ${share}`);
+      if (!(share > 0 && share + others <= 1)) throw new ScenarioError(s.name, [{ field: 'keys.hot', problem: `the invalid key's share must be above 0 and at most ${Number((1 - others).toFixed(6))} (the other hot keys hold ${Number(others.toFixed(6))}), got ${share}` }]);
       return { ...s, keys: { ...s.keys, hot: s.keys.hot.map((h) => (h.key === f.key ? { ...h, share } : h)) } };
     },
   ),

@@ -12,7 +12,9 @@ import { VirtualClock } from '../../time/virtual.js';
 import { simulate, type World } from '../engine.js';
 import { Recorder } from '../metrics.js';
 import { type PopulationCounts, type VariantName, type VariantRun } from '../results.js';
-import { array, checkCommon, type FaultSpanDoc, faultTimeline, type Json, num, object, parseCacheWindows, parseOrigin, type Population, type ScenarioCommon, ScenarioError, replaceFault, sizeAxis, spanAxis, str, triggerEndS, triggerStartS } from '../scenario.js';
+import { type FaultSpanDoc, faultTimeline, type Json, type Population, type ScenarioCommon, replaceFault, ScenarioError, sizeAxis, spanAxis, triggerEndS, triggerStartS } from '../scenario.js';
+import { cacheClusterSchema } from '../schema/cache-cluster.js';
+import { check } from '../schema/problems.js';
 import { poisson } from '../traffic.js';
 import { type WorldKind } from '../worlds.js';
 import { CacheCluster } from './cache-nodes.js';
@@ -56,68 +58,7 @@ export interface CacheClusterScenario extends ScenarioCommon {
 
 /** Checks a cache-cluster scenario document. */
 export function parseCacheCluster(o: Record<string, Json>, where: string): CacheClusterScenario {
-  const at = (field: string): string => `${where}.${field}`;
-  const nodesDoc = object(o.nodes, at('nodes'));
-  const nodeCount = num(nodesDoc, 'count', at('nodes'), { min: 1, integer: true, max: 1000 });
-  const nodes = {
-    count: nodeCount,
-    capacityOps: num(nodesDoc, 'capacityOps', at('nodes'), { min: 1 }),
-    latencyMs: num(nodesDoc, 'latencyMs', at('nodes'), { min: 0, integer: true, max: 10_000 }),
-    maxQueue: num(nodesDoc, 'maxQueue', at('nodes'), { min: 0, integer: true }),
-    vnodes: nodesDoc.vnodes === undefined ? 160 : num(nodesDoc, 'vnodes', at('nodes'), { min: 1, integer: true, max: 10_000 }),
-  };
-  const cacheDoc = object(o.cache, at('cache'));
-  const keysDoc = object(o.keys, at('keys'));
-  const durationS = num(o, 'durationS', where, { min: 1, max: 86_400 });
-  const nodeList = (fo: Record<string, Json>, w: string): number[] => {
-    if (fo.nodes === undefined) {
-      const count = num(fo, 'count', w, { min: 1, integer: true, max: nodeCount });
-      return Array.from({ length: count }, (_, i) => i);
-    }
-    const list = array(fo.nodes, `${w}.nodes`).map((n, i) => {
-      if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n >= nodeCount) throw new ScenarioError(`${w}.nodes[${i}]`, `must be a node index from 0 to ${nodeCount - 1}, got ${JSON.stringify(n)}`);
-      return n;
-    });
-    if (list.length === 0) throw new ScenarioError(`${w}.nodes`, 'needs at least one node');
-    if (new Set(list).size !== list.length) throw new ScenarioError(`${w}.nodes`, 'names a node twice');
-    return list;
-  };
-  const common = checkCommon(o, where, (fo, span, w): ClusterFault => {
-    switch (span.kind) {
-      case 'degrade-nodes':
-        return { ...span, kind: 'degrade-nodes', nodes: nodeList(fo, w), factor: num(fo, 'factor', w, { min: 0.0001, max: 1 }), trigger: true };
-      case 'fail-nodes':
-        return { ...span, kind: 'fail-nodes', nodes: nodeList(fo, w), trigger: true };
-      case 'eject-nodes': {
-        const when = fo.when === undefined ? 'always' : str(fo, 'when', w);
-        if (when !== 'always' && when !== 'unhealthy') throw new ScenarioError(`${w}.when`, `must be "always" or "unhealthy", got "${when}"`);
-        if (fo.trigger !== undefined && typeof fo.trigger !== 'boolean') throw new ScenarioError(`${w}.trigger`, 'must be true or false');
-        return { ...span, kind: 'eject-nodes', nodes: nodeList(fo, w), when, trigger: fo.trigger === true };
-      }
-      default:
-        throw new ScenarioError(`${w}.kind`, `unknown fault kind "${span.kind}" (known: degrade-nodes, fail-nodes, eject-nodes)`);
-    }
-  });
-  const keys: Record<string, number> = {};
-  for (const [i, p] of common.clients.entries()) {
-    if (keys[p.name] !== undefined) throw new ScenarioError(at(`clients[${i}].name`), `"${p.name}" is used twice`);
-    keys[p.name] = num(keysDoc, p.name, at('keys'), { min: 1, integer: true, max: 1_000_000 });
-  }
-  for (const name of Object.keys(keysDoc)) if (keys[name] === undefined) throw new ScenarioError(at(`keys.${name}`), 'names no client population');
-  return {
-    ...common,
-    world: 'cache-cluster',
-    durationS,
-    nodes,
-    processes: num(o, 'processes', where, { min: 1, integer: true, max: 1000 }),
-    origin: parseOrigin(o, where),
-    cache: {
-      ...parseCacheWindows(cacheDoc, at('cache')),
-      ...(cacheDoc.processEntries === undefined ? {} : { processEntries: num(cacheDoc, 'processEntries', at('cache'), { min: 1, integer: true, max: 10_000_000 }) }),
-    },
-    keys,
-    faults: common.faults as readonly ClusterFault[],
-  };
+  return check(cacheClusterSchema, o, where);
 }
 
 /** The cache-cluster world, for the registry in worlds.ts. */
@@ -132,7 +73,7 @@ export const cacheCluster: WorldKind<CacheClusterScenario> = {
     (s) => s.faults.find((f) => f.kind === 'degrade-nodes'),
     (f) => 1 - f.factor,
     (s, f, lost) => {
-      if (!(lost > 0 && lost < 1)) throw new ScenarioError(`${s.name}: degrade-nodes`, `the share of throughput lost must be above 0 and below 1, got ${lost}`);
+      if (!(lost > 0 && lost < 1)) throw new ScenarioError(s.name, [{ field: `faults[${s.faults.indexOf(f)}].factor`, problem: `the share of throughput lost must be above 0 and below 1, got ${lost}` }]);
       return replaceFault(s, f, { ...f, factor: 1 - lost });
     },
   ),

@@ -11,7 +11,9 @@ import { VirtualClock } from '../../time/virtual.js';
 import { simulate, type World } from '../engine.js';
 import { Recorder } from '../metrics.js';
 import { type VariantName, type VariantRun } from '../results.js';
-import { checkCommon, type FaultSpanDoc, faultTimeline, type Json, num, object, type Population, type ScenarioCommon, ScenarioError, replaceFault, sizeAxis, spanAxis } from '../scenario.js';
+import { type Backoff, type FaultSpanDoc, faultTimeline, type Json, type Population, type ScenarioCommon, replaceFault, sizeAxis, spanAxis } from '../scenario.js';
+import { check } from '../schema/problems.js';
+import { retryStormSchema } from '../schema/retry-storm.js';
 import { poisson } from '../traffic.js';
 import { type WorldKind } from '../worlds.js';
 import { Fifo } from './fifo.js';
@@ -79,47 +81,14 @@ export interface RetryStormScenario extends ScenarioCommon {
   readonly world: 'retry-storm';
   /** The server; see the module's comment for the service-time model. */
   readonly server: { readonly workers: number; readonly baseServiceMs: number; readonly slowdownPerInFlight: number; readonly maxQueue: number };
-  /** The client stack between users and the server: tiers, the innermost's attempt timeout, retries per tier. */
-  readonly client: { readonly layers: number; readonly attemptTimeoutMs: number; readonly retries: number; readonly retryDelayMs: number };
+  /** The client stack between users and the server: tiers, the innermost's attempt timeout, retries per tier and the wait before each (`retryDelayMs`: `backoff`'s delay when it is fixed, else 0). */
+  readonly client: { readonly layers: number; readonly attemptTimeoutMs: number; readonly retries: number; readonly retryDelayMs: number; readonly backoff: Backoff };
   readonly faults: readonly RetryStormFault[];
 }
 
 /** Checks a retry-storm scenario document. */
 export function parseRetryStorm(o: Record<string, Json>, where: string): RetryStormScenario {
-  const at = (field: string): string => `${where}.${field}`;
-  const serverDoc = object(o.server, at('server'));
-  const clientDoc = object(o.client, at('client'));
-  const common = checkCommon(o, where, (fo, span, w): RetryStormFault => {
-    switch (span.kind) {
-      case 'load-spike':
-        return { ...span, kind: 'load-spike', factor: num(fo, 'factor', w, { min: 0, max: 1000 }), trigger: true };
-      case 'server-slowdown':
-        return { ...span, kind: 'server-slowdown', factor: num(fo, 'factor', w, { min: 0.01, max: 1000 }), trigger: true };
-      default:
-        throw new ScenarioError(`${w}.kind`, `unknown fault kind "${span.kind}" (known: load-spike, server-slowdown)`);
-    }
-  });
-  common.clients.forEach((c, i) => {
-    // Retries belong to the client stack here (client.retries), where both variants can act on them.
-    if (c.retries !== 0) throw new ScenarioError(at(`clients[${i}].retries`), 'must be 0 in the retry-storm world: retries are the client stack\'s (client.retries)');
-  });
-  return {
-    ...common,
-    world: 'retry-storm',
-    server: {
-      workers: num(serverDoc, 'workers', at('server'), { min: 1, integer: true, max: 10_000 }),
-      baseServiceMs: num(serverDoc, 'baseServiceMs', at('server'), { min: 1, max: 600_000 }),
-      slowdownPerInFlight: num(serverDoc, 'slowdownPerInFlight', at('server'), { min: 0, max: 100 }),
-      maxQueue: num(serverDoc, 'maxQueue', at('server'), { min: 0, integer: true, max: 10_000_000 }),
-    },
-    client: {
-      layers: num(clientDoc, 'layers', at('client'), { min: 1, integer: true, max: 5 }),
-      attemptTimeoutMs: num(clientDoc, 'attemptTimeoutMs', at('client'), { min: 1, integer: true, max: 600_000 }),
-      retries: num(clientDoc, 'retries', at('client'), { min: 0, integer: true, max: 10 }),
-      retryDelayMs: clientDoc.retryDelayMs === undefined ? 0 : num(clientDoc, 'retryDelayMs', at('client'), { min: 0, integer: true, max: 600_000 }),
-    },
-    faults: common.faults as readonly RetryStormFault[],
-  };
+  return check(retryStormSchema, o, where);
 }
 
 /** The retry-storm world, for the registry in worlds.ts. */

@@ -3,7 +3,9 @@ import { VirtualClock } from '../../time/virtual.js';
 import { simulate, type World } from '../engine.js';
 import { Recorder } from '../metrics.js';
 import { type VariantName, type VariantRun } from '../results.js';
-import { array, checkCommon, type FaultSpanDoc, faultTimeline, type Json, num, object, parseCacheWindows, parseOrigin, type Population, type ScenarioCommon, ScenarioError, replaceFault, sizeAxis, spanAxis, str } from '../scenario.js';
+import { type FaultSpanDoc, faultTimeline, type Json, type Population, type ScenarioCommon, replaceFault, sizeAxis, spanAxis } from '../scenario.js';
+import { check } from '../schema/problems.js';
+import { serverId, webFarmSchema } from '../schema/web-farm.js';
 import { KeyPicker, poisson } from '../traffic.js';
 import { type WorldKind } from '../worlds.js';
 import { Database } from './database.js';
@@ -42,71 +44,12 @@ export interface WebFarmScenario extends ScenarioCommon {
   readonly faults: readonly WebFarmFault[];
 }
 
-/** The name of server `i` (0-based). */
-export function serverId(i: number): string {
-  return `web${i + 1}`;
-}
+/** The name of server `i` (0-based), as a `hang-server` fault names it: part of the scenario format, so it lives with the schema. */
+export { serverId };
 
 /** Checks a web-farm scenario document. */
 export function parseWebFarm(o: Record<string, Json>, where: string): WebFarmScenario {
-  const at = (field: string): string => `${where}.${field}`;
-  const serversDoc = object(o.servers, at('servers'));
-  const balancerDoc = object(o.balancer, at('balancer'));
-  const cacheDoc = object(o.cache, at('cache'));
-  const keysDoc = object(o.keys, at('keys'));
-  const servers = {
-    count: num(serversDoc, 'count', at('servers'), { min: 1, integer: true, max: 100 }),
-    cores: num(serversDoc, 'cores', at('servers'), { min: 1, integer: true, max: 1024 }),
-    workers: num(serversDoc, 'workers', at('servers'), { min: 1, integer: true, max: 10_000 }),
-    limit: num(serversDoc, 'limit', at('servers'), { min: 1, integer: true, max: 10_000 }),
-    backlog: num(serversDoc, 'backlog', at('servers'), { min: 0, integer: true, max: 1_000_000 }),
-    hitMs: num(serversDoc, 'hitMs', at('servers'), { min: 1, integer: true, max: 60_000 }),
-    renderMs: num(serversDoc, 'renderMs', at('servers'), { min: 0, integer: true, max: 60_000 }),
-  };
-  const balancer = {
-    intervalS: num(balancerDoc, 'intervalS', at('balancer'), { min: 0.001, max: 3600 }),
-    timeoutMs: num(balancerDoc, 'timeoutMs', at('balancer'), { min: 2, integer: true, max: 600_000 }),
-    fall: num(balancerDoc, 'fall', at('balancer'), { min: 1, integer: true, max: 100 }),
-    rise: num(balancerDoc, 'rise', at('balancer'), { min: 1, integer: true, max: 100 }),
-  };
-  const hot = array(keysDoc.hot, at('keys.hot')).map((h, i) => {
-    const ho = object(h, at(`keys.hot[${i}]`));
-    return { key: str(ho, 'key', at(`keys.hot[${i}]`)), share: num(ho, 'share', at(`keys.hot[${i}]`), { min: 0, max: 1 }) };
-  });
-  if (hot.length === 0) throw new ScenarioError(at('keys.hot'), 'needs at least one page (the first is the one health checks request)');
-  const hotShare = hot.reduce((sum, h) => sum + h.share, 0);
-  if (hotShare > 1 + 1e-9) throw new ScenarioError(at('keys.hot'), `shares add up to ${hotShare}, more than 1`);
-  const tailCount = num(keysDoc, 'tailCount', at('keys'), { min: 0, integer: true, max: 1_000_000 });
-  if (tailCount === 0 && hotShare < 1 - 1e-9) throw new ScenarioError(at('keys'), 'hot shares must add up to 1 when tailCount is 0');
-  const ids = Array.from({ length: servers.count }, (_, i) => serverId(i));
-  const common = checkCommon(o, where, (fo, span, w): WebFarmFault => {
-    switch (span.kind) {
-      case 'traffic-spike':
-        return { ...span, kind: 'traffic-spike', factor: num(fo, 'factor', w, { min: 0, max: 100 }), trigger: true };
-      case 'hang-server': {
-        const server = str(fo, 'server', w);
-        if (!ids.includes(server)) throw new ScenarioError(`${w}.server`, `"${server}" is not a server (known: ${ids.join(', ')})`);
-        return { ...span, kind: 'hang-server', server, trigger: true };
-      }
-      default:
-        throw new ScenarioError(`${w}.kind`, `unknown fault kind "${span.kind}" (known: traffic-spike, hang-server)`);
-    }
-  });
-  return {
-    ...common,
-    world: 'web-farm',
-    servers,
-    balancer,
-    origin: parseOrigin(o, where),
-    cache: {
-      ...parseCacheWindows(cacheDoc, at('cache')),
-      maxLoads: num(cacheDoc, 'maxLoads', at('cache'), { min: 1, integer: true, max: 10_000 }),
-      warmRate: num(cacheDoc, 'warmRate', at('cache'), { min: 0.001 }),
-      warmConcurrency: num(cacheDoc, 'warmConcurrency', at('cache'), { min: 1, integer: true }),
-    },
-    keys: { hot, tailCount },
-    faults: common.faults as readonly WebFarmFault[],
-  };
+  return check(webFarmSchema, o, where);
 }
 
 /** The web-farm world, for the registry in worlds.ts. */

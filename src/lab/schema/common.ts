@@ -1,0 +1,232 @@
+import { z } from 'zod';
+import { type Backoff, type Delay, type FaultSpanDoc, type Network, type Population } from '../scenario.js';
+
+/**
+ * The parts of a scenario file every world shares, as zod schemas: the
+ * identity strings, the clients, the fault span, the network, and the pieces
+ * several worlds reuse (an origin, a cache's windows, hot keys). A world's
+ * schema (schema/<world>.ts) adds its sections and fault kinds with
+ * {@link scenario}. Objects are strict: a field a schema does not know is a
+ * problem, most often a typo. The descriptions are what an editor shows.
+ */
+
+const MAX_MS = 600_000;
+
+/** A problem found by a rule across fields, at `path` below the object the rule checks. */
+export type Report = (path: readonly (string | number)[], message: string) => void;
+
+/**
+ * `schema` with a rule across its fields. The rule runs only on a value whose
+ * fields are each valid (unknown fields and other rules' problems aside):
+ * `endS` is compared to `durationS` once both are numbers in range, so one
+ * mistake is reported once.
+ */
+export function refined<Sc extends z.ZodType>(schema: Sc, check: (value: z.output<Sc>, report: Report) => void): Sc {
+  return schema.superRefine((value, ctx) => check(value, (path, message) => ctx.addIssue({ code: 'custom', path: [...path], message })), {
+    when: (payload) => payload.issues.every((issue) => issue.code === 'unrecognized_keys' || issue.code === 'custom'),
+  });
+}
+
+export const text = (description: string) => z.string().min(1).meta({ description });
+
+/** A whole number of milliseconds, at most 10 minutes. */
+const ms = (min: number, description: string) => z.int().min(min).max(MAX_MS).meta({ description });
+
+/**
+ * A union tagged by its field `tag` (`kind`, `world`); an unknown or missing
+ * tag is one problem that lists the known ones, not one per option.
+ */
+export function tagged<const O extends readonly [z.core.$ZodTypeDiscriminable, ...z.core.$ZodTypeDiscriminable[]]>(tag: string, noun: string, options: O) {
+  return z.discriminatedUnion(tag, options, {
+    error: (issue) => {
+      if (issue.code !== 'invalid_union') return undefined;
+      const value = (issue.input as Record<string, unknown> | undefined)?.[tag];
+      const known = `(known: ${((issue as { options?: unknown[] }).options ?? []).join(', ')})`;
+      return value === undefined ? `missing ${known}` : `unknown ${noun} ${JSON.stringify(value)} ${known}`;
+    },
+  });
+}
+
+/** An exponential backoff's two bounds, shared by `exponential` and `full-jitter`. */
+function exponential<const K extends string>(kind: K, description: string) {
+  const bounds = z.strictObject({
+    kind: z.literal(kind),
+    baseMs: ms(1, 'Wait before the first retry, ms; doubled for each further retry.'),
+    maxMs: ms(0, 'The longest wait, ms (at least baseMs).'),
+  });
+  return refined(bounds.meta({ description }), (b, report) => {
+    if (b.maxMs < b.baseMs) report(['maxMs'], `must be ≥ baseMs (${b.baseMs}), got ${b.maxMs}`);
+  });
+}
+
+export const backoff: z.ZodType<Backoff> = tagged('kind', 'backoff kind', [
+  z.strictObject({ kind: z.literal('none') }).meta({ description: 'Retry at once (the default).' }),
+  z.strictObject({ kind: z.literal('fixed'), delayMs: ms(0, 'Wait before every retry, ms.') }).meta({ description: 'The same wait before every retry.' }),
+  exponential('exponential', 'Wait min(maxMs, baseMs × 2^(n−1)) ms before retry n.'),
+  exponential('full-jitter', 'Wait a uniform draw from [0, min(maxMs, baseMs × 2^(n−1))] ms before retry n, so that clients that failed together do not retry together.'),
+]).meta({ description: 'How long to wait before each retry: none (at once, the default), fixed, exponential or full-jitter.' });
+
+/**
+ * A retry delay as files give it: `backoff`, or the older `retryDelayMs`,
+ * which is a fixed backoff; not both. Parsed: both fields, `retryDelayMs` the
+ * fixed delay or 0, for the worlds that read it.
+ */
+export const retryDelay = {
+  shape: {
+    retryDelayMs: ms(0, 'Wait before each retry, ms: the same as backoff { "kind": "fixed", "delayMs": … } (give one of them, not both).').exactOptional(),
+    backoff: backoff.exactOptional(),
+  },
+  rule(o: { retryDelayMs?: number; backoff?: Backoff }, report: Report): void {
+    if (o.retryDelayMs !== undefined && o.backoff !== undefined) report(['retryDelayMs'], `give backoff or retryDelayMs, not both (retryDelayMs: ${o.retryDelayMs} is backoff { "kind": "fixed", "delayMs": ${o.retryDelayMs} })`);
+  },
+  parsed<T extends { retryDelayMs?: number; backoff?: Backoff }>({ retryDelayMs, backoff, ...rest }: T) {
+    const b: Backoff = backoff ?? (retryDelayMs === undefined ? { kind: 'none' } : { kind: 'fixed', delayMs: retryDelayMs });
+    return { ...rest, retryDelayMs: b.kind === 'fixed' ? b.delayMs : 0, backoff: b };
+  },
+};
+
+const populationFields = z
+  .strictObject({
+    name: text('The population, as results and the report name it.'),
+    rate: z.number().min(0).max(1_000_000).meta({ description: 'Mean requests per second (Poisson arrivals).' }),
+    timeoutMs: z.int().min(1).max(MAX_MS).meta({ description: 'The client gives up after this long, ms.' }),
+    retries: z.int().min(0).max(10).default(0).meta({ description: 'Further attempts after a failure or timeout.' }),
+    ...retryDelay.shape,
+    priority: z.enum(['critical', 'normal', 'low', 'background']).default('normal').meta({ description: 'What the system sheds first under overload: background, then low, then normal.' }),
+  })
+  .meta({ description: 'An open-loop client population: arrivals do not slow down when the system does.' });
+
+export const population: z.ZodType<Population> = refined(populationFields, retryDelay.rule).transform(retryDelay.parsed);
+
+export const nonNegative = (description: string) => z.number().min(0).meta({ description });
+
+export const delay: z.ZodType<Delay> = tagged('kind', 'delay kind', [
+  z.strictObject({ kind: z.literal('constant'), ms: nonNegative('The delay, ms.') }).meta({ description: 'Always the same delay.' }),
+  z.strictObject({ kind: z.literal('exponential'), meanMs: nonNegative('The mean delay, ms.') }).meta({ description: 'Exponentially distributed: most hops quick, a few slow.' }),
+  z
+    .strictObject({
+      kind: z.literal('lognormal'),
+      medianMs: nonNegative('The median delay, ms.'),
+      sigma: z.number().gt(0).max(5).meta({ description: 'The spread: the standard deviation of the delay’s logarithm (0.5: the slowest 1 % of hops take about 3× the median).' }),
+    })
+    .meta({ description: 'Lognormal: a median and a long tail, as measured network latencies have.' }),
+]);
+
+const NO_NETWORK_DELAY: Network = { hopDelay: { kind: 'constant', ms: 0 } };
+
+const network: z.ZodType<Network> = z
+  .strictObject({ hopDelay: delay.meta({ description: 'Added to each hop, one part of the world calling another (client to server, server to database…), drawn per hop.' }) })
+  .default(NO_NETWORK_DELAY)
+  .meta({ description: 'The network between the world’s parts; by default it adds no delay.' });
+
+/** A fault's span on the timeline and its label: the first fields of every fault kind. */
+export const span = {
+  startS: nonNegative('When the fault begins, s into the run.'),
+  endS: nonNegative('When it ends, s into the run: after startS, at most durationS.'),
+  label: text('What happens, as the report labels it.'),
+};
+
+/**
+ * A fault kind whose `trigger` is fixed: part of the incident's cause
+ * (recovery counts from the end of the last trigger), or an operator's action.
+ */
+export function fault<const K extends string, S extends z.ZodRawShape>(kind: K, description: string, shape: S, trigger: boolean) {
+  return z
+    .strictObject({ kind: z.literal(kind), ...span, ...shape })
+    .meta({ description })
+    .transform((f) => ({ ...f, trigger }));
+}
+
+export const when = z.enum(['always', 'unhealthy']).default('always').meta({
+  description: 'always, or unhealthy: only if, at startS, goodput over the last objective.holdS seconds is below the objective (an operator reacts to what the dashboards show).',
+});
+
+/** A simulated database (`Database` in world/database.ts): the `origin` section of several worlds. */
+export const origin = z
+  .strictObject({
+    capacityQps: z.number().min(1).meta({ description: 'Queries per second the database completes when busy.' }),
+    workers: z.int().min(1).max(10_000).meta({ description: 'Queries served at once; each takes workers/capacityQps s.' }),
+    maxQueue: z.int().min(0).meta({ description: 'Queries waiting beyond which the database refuses at once.' }),
+  })
+  .meta({ description: 'The database: `workers` queries at a time, each taking workers/capacityQps s; beyond `maxQueue` waiting, refused at once.' });
+
+/** A cache's windows: fresh for `ttlS`, then servable stale for `staleForS` (damper). */
+export const cacheWindows = {
+  ttlS: z.number().min(0.001).meta({ description: 'How long a cached value is fresh, s.' }),
+  staleForS: nonNegative('How long past its freshness a value may be served stale (damper), s.'),
+};
+
+export const hotKey = z.strictObject({
+  key: text('The key.'),
+  share: z.number().min(0).max(1).meta({ description: 'Its share of all requests, 0 to 1.' }),
+});
+
+/** Hot keys with their share of requests; the rest spread evenly over `tailCount` keys. */
+export function hotKeys(o: { maxTail: number; hot: z.ZodArray<typeof hotKey>; description: string }) {
+  const keys = z.strictObject({ hot: o.hot, tailCount: z.int().min(0).max(o.maxTail).meta({ description: 'Other keys, sharing the rest of the requests evenly.' }) });
+  return refined(keys.meta({ description: o.description }), (k, report) => {
+    const sum = k.hot.reduce((total, h) => total + h.share, 0);
+    if (sum > 1 + 1e-9) report(['hot'], `shares add up to ${sum}, more than 1`);
+    else if (k.tailCount === 0 && sum < 1 - 1e-9) report([], 'hot shares must add up to 1 when tailCount is 0');
+  });
+}
+
+/** The fields every scenario has; `world` and the world's own sections go between `faults` and `network`. */
+function common<F extends z.ZodType<FaultSpanDoc>>(fault: F) {
+  return {
+    $schema: z.string().exactOptional().meta({ description: 'The JSON Schema an editor checks this file against (`damper lab schema > scenario.schema.json`); damper ignores it.' }),
+    name: text('The scenario’s name: results and the report are keyed by it.'),
+    title: text('A one-line title, shown in the report.'),
+    description: text('What happened, shown in the report.'),
+    source: text('Where the numbers come from.'),
+    scaling: text('How the real numbers were scaled to what one core simulates in seconds.'),
+    durationS: z.number().min(1).max(86_400).meta({ description: 'Simulated seconds.' }),
+    baseline: refined(
+      z.strictObject({ fromS: nonNegative('From, s.'), toS: nonNegative('To, s (after fromS).') }).meta({ description: 'Window before the trigger whose mean origin rate is the baseline, s.' }),
+      (b, report) => {
+        if (b.toS <= b.fromS) report(['toS'], `must be after fromS (${b.fromS}), got ${b.toS}`);
+      },
+    ),
+    objective: z
+      .strictObject({
+        p99Ms: z.number().min(1).meta({ description: 'The 99th percentile of response time must stay at or below this, ms.' }),
+        goodputRatio: z.number().min(0).max(1).meta({ description: 'Goodput (answers within the client’s timeout) must stay at or above this share of offered requests.' }),
+        holdS: z.int().min(1).meta({ description: 'Seconds in a row both must hold to count as healthy.' }),
+      })
+      .meta({ description: 'What "healthy" means: goodput ≥ goodputRatio × offered and p99 ≤ p99Ms, every second for holdS.' }),
+    clients: z.array(population).min(1, 'needs at least one population').meta({ description: 'The open-loop client populations.' }),
+    faults: z.array(fault).meta({ description: 'The timeline; at least one fault must be a trigger (recovery counts from the end of the last trigger).' }),
+  };
+}
+
+/** What every scenario's timeline rule reads. */
+interface Timeline {
+  readonly durationS: number;
+  readonly faults: readonly FaultSpanDoc[];
+}
+
+/** Checks every scenario's timeline: spans inside the run, after their start, and a trigger among them. */
+function timeline(s: Timeline, report: Report): void {
+  s.faults.forEach((f, i) => {
+    if (f.endS <= f.startS) report(['faults', i, 'endS'], `must be after startS (${f.startS}), got ${f.endS}`);
+    for (const field of ['startS', 'endS'] as const) if (f[field] > s.durationS) report(['faults', i, field], `must be ≤ durationS (${s.durationS}), got ${f[field]}`);
+  });
+  if (!s.faults.some((f) => f.trigger)) report(['faults'], 'needs a trigger');
+}
+
+/**
+ * A world's scenario file: the common fields, `world`, the world's own
+ * sections (`shape`) and its fault kinds (`fault`, a {@link tagged} union of
+ * {@link fault}s). A world adds its rules across fields with {@link refined}
+ * and ends with {@link parsed}.
+ */
+export function scenario<const W extends string, S extends z.ZodRawShape, F extends z.ZodType<FaultSpanDoc>>(world: W, description: string, shape: S, fault: F) {
+  const fields = z.strictObject({ ...common(fault), world: z.literal(world).meta({ description: 'The simulated system.' }), ...shape, network });
+  // The type of a generic world's fields is opaque to the compiler; every scenario has these two.
+  return refined(fields.meta({ title: `damper scenario (${world} world)`, description }), (s, report) => timeline(s as unknown as Timeline, report));
+}
+
+/** The parsed scenario: the file without `$schema`. */
+export function parsed<T extends { $schema?: string }>({ $schema: _, ...rest }: T): Omit<T, '$schema'> {
+  return rest;
+}
