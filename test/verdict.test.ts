@@ -126,3 +126,18 @@ describe('verdicts: during the trigger, after it, and the operators', () => {
     assert.ok(keys.indexOf('trigger') > keys.indexOf('p99Ms'));
   });
 });
+
+describe('the best possible under the users’ timeout (Brooker’s simple_collapse_sim)', () => {
+  test('a server of 10,000 workers that slows 10 ms per request held is best at 200 held under a 3 s timeout', async () => {
+    const s = (await loadScenario('retry-storm')) as RetryStormScenario;
+    const brooker: RetryStormScenario = {
+      ...s,
+      server: { ...s.server, workers: 10_000, baseServiceMs: 1000, slowdownPerInFlight: 0.01 },
+      clients: s.clients.map((c) => ({ ...c, timeoutMs: 3000 })),
+    };
+    // 200 held: 3 s each, 66.7/s. Holding all 10,000 would answer in 101 s, after everyone left.
+    assert.equal(bestGoodput(brooker, [500])[0], 66.6667);
+    assert.equal(bestGoodput(brooker, [50])[0], 50, 'never more than offered');
+    assert.equal(originCapacity(brooker, 1)[0], 99.0099, 'the capacity line: every worker busy');
+  });
+});

@@ -39,7 +39,8 @@ export function bestGoodput(scenario: Scenario, offered: readonly number[]): num
  * server's (the origin there) is its best throughput, which a slowdown cuts.
  */
 export function originCapacity(scenario: Scenario, seconds: number): number[] {
-  const at = (t: number): number => (scenario.world === 'retry-storm' ? stormThroughput(scenario, t) : scenario.origin.capacityQps);
+  // The retry-storm server's capacity: its throughput with every worker busy and nothing queued.
+  const at = (t: number): number => (scenario.world === 'retry-storm' ? stormThroughput(scenario, scenario.server.workers, slowdownAt(scenario, t)) : scenario.origin.capacityQps);
   return Array.from({ length: seconds }, (_, s) => {
     let sum = 0;
     for (let i = 0; i < SAMPLES; i++) sum += at(s + (i + 0.5) / SAMPLES);
@@ -116,27 +117,37 @@ function farmBound(scenario: WebFarmScenario): Bound {
 }
 
 /**
- * retry-storm: service time grows with the requests the server holds, so
- * throughput is highest when it holds just enough to keep every worker busy
- * and queues nothing: `workers × 1000 / (baseServiceMs × (1 + k × workers) ×
- * slowdown)` per second. If even that service time is longer than the users'
- * shortest timeout, no answer arrives in time: 0.
+ * retry-storm: the service time of a request is fixed when it starts,
+ * `baseServiceMs × (1 + k × n) × slowdown` with `n` the requests the server
+ * holds, so holding `n ≤ workers` requests and queueing none gives
+ * `n × 1000 ÷ (baseServiceMs × (1 + k × n) × slowdown)` per second, which
+ * grows with `n`. The best policy holds as many as it can while an answer
+ * still comes within the users' shortest timeout: `n* = min(workers, ⌊(timeout
+ * ÷ (baseServiceMs × slowdown) − 1) ÷ k⌋)` (all the workers when k = 0; 0 when
+ * even one request takes longer than the timeout). With few workers that is
+ * all of them; with Brooker's 10,000 (1 s + 10 ms per request held, 3 s
+ * timeout) it is 200, for 66.7 requests/s.
  */
 function stormBound(scenario: RetryStormScenario): Bound {
+  const { workers, baseServiceMs, slowdownPerInFlight: k } = scenario.server;
   const patience = Math.min(...scenario.clients.map((c) => c.timeoutMs));
-  return (t) => (stormServiceMs(scenario, t) > patience ? 0 : stormThroughput(scenario, t));
+  return (t) => {
+    const slow = slowdownAt(scenario, t);
+    const fit = k === 0 ? workers : Math.floor((patience / (baseServiceMs * slow) - 1) / k);
+    const n = Math.min(workers, fit);
+    return n < 1 || baseServiceMs * slow > patience ? 0 : stormThroughput(scenario, n, slow);
+  };
 }
 
-/** The retry-storm server's service time at `t` (s) when it holds one request per worker, ms. */
-function stormServiceMs(scenario: RetryStormScenario, t: number): number {
-  const { workers, baseServiceMs, slowdownPerInFlight } = scenario.server;
-  const slowdown = active(scenario.faults, t).reduce((x, f) => (f.kind === 'server-slowdown' ? x * f.factor : x), 1);
-  return baseServiceMs * (1 + slowdownPerInFlight * workers) * slowdown;
+/** The product of the server-slowdown factors active at `t` (s). */
+function slowdownAt(scenario: RetryStormScenario, t: number): number {
+  return active(scenario.faults, t).reduce((x, f) => (f.kind === 'server-slowdown' ? x * f.factor : x), 1);
 }
 
-/** The retry-storm server's best throughput at `t` (s), requests/s. */
-function stormThroughput(scenario: RetryStormScenario, t: number): number {
-  return (scenario.server.workers * 1000) / stormServiceMs(scenario, t);
+/** The retry-storm server's throughput holding `n` requests, none queued, at `slow`down, requests/s. */
+function stormThroughput(scenario: RetryStormScenario, n: number, slow: number): number {
+  const { baseServiceMs, slowdownPerInFlight } = scenario.server;
+  return (n * 1000) / (baseServiceMs * (1 + slowdownPerInFlight * n) * slow);
 }
 
 /** Four decimals, as every other series value: stable across platforms' float printing. */
