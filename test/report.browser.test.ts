@@ -16,7 +16,7 @@ import { inChromium } from './support/browser.js';
 
 /** The page's colours (its :root custom properties), as canvas pixels. */
 const SERIES = { r: 0x1f, g: 0x6f, b: 0xeb };
-const BEST = { r: 0x82, g: 0x50, b: 0xdf };
+const BEST = { r: 0xd5, g: 0xc4, b: 0xf7 };
 
 test('report: every chart draws in Chromium, with no console or page errors', { timeout: 120_000 }, async () => {
   // Every shipped scenario, both variants, at the default seed, as `npm start` reports them.
@@ -30,7 +30,7 @@ test('report: every chart draws in Chromium, with no console or page errors', { 
     const drawn = await tab.evaluate(
       ({ series, best }) => {
         const near = (px: ArrayLike<number>, i: number, c: { r: number; g: number; b: number }): boolean =>
-          (px[i + 3] ?? 0) > 200 && Math.abs((px[i] ?? 0) - c.r) < 40 && Math.abs((px[i + 1] ?? 0) - c.g) < 40 && Math.abs((px[i + 2] ?? 0) - c.b) < 40;
+          (px[i + 3] ?? 0) > 200 && Math.abs((px[i] ?? 0) - c.r) < 24 && Math.abs((px[i + 1] ?? 0) - c.g) < 24 && Math.abs((px[i + 2] ?? 0) - c.b) < 24;
         return [...document.querySelectorAll<HTMLElement>('.chart')].map((el) => {
           const canvas = el.querySelector('canvas');
           const id = `${el.dataset.scenario}/${el.dataset.metric}/${el.dataset.variant}`;

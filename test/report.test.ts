@@ -68,7 +68,7 @@ test('report: the goodput chart has the best possible beside it; the origin char
     assert.deepEqual(data.scenarios[i]?.originCapacity, s.originCapacity, `${s.name}: the capacity line, per second`);
   }
   assert.ok(uncached && new Set(uncached.originCapacity).size > 1, 'the fixture’s capacity drops during its trigger');
-  assert.match(html, /goodput[^<]*; dotted line: the best possible with the capacity left/, 'the goodput row says what its second line is');
+  assert.match(html, /goodput[^<]*; wide pale line: the best possible with the capacity left/, 'the goodput row says what its second line is');
   assert.match(section(uncached.name), /<span class="line best"><\/span>best possible goodput/, 'and the legend names it');
   assert.match(section(uncached.name), /origin capacity 2,000 q\/s, 1,500 q\/s at the lowest/, 'the capacity legend gives its range');
 });

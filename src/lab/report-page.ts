@@ -94,6 +94,7 @@
     readonly label: string;
     readonly values: Values;
     readonly stroke: string;
+    readonly width?: number;
     readonly dash?: number[];
   }
 
@@ -128,7 +129,8 @@
   }
 
   function lines(metric: ReportMetric['key'], s: ChartScenario, variant: VariantName, n: number): Line[] {
-    if (metric === 'goodput') return [{ label: 'best possible', values: fit(s.series[variant].bestGoodput, n), stroke: C.best, dash: [2, 3] }];
+    // A wide pale band under goodput: still seen where goodput runs on it, as damper's mostly does.
+    if (metric === 'goodput') return [{ label: 'best possible', values: fit(s.series[variant].bestGoodput, n), stroke: C.best, width: 5 }];
     if (metric === 'originQps') return [{ label: 'capacity', values: fit(s.originCapacity, n), stroke: C.reference, dash: [6, 4] }];
     if (metric === 'p99Ms') return [{ label: 'objective', values: new Array<number>(n).fill(s.objectiveP99Ms), stroke: C.reference, dash: [6, 4] }];
     return [];
@@ -304,7 +306,7 @@
     const last = Math.max(p.n - 1, 1);
     // The lines beside the variant's come first, so it is drawn over them where they meet (damper's goodput on the best possible).
     const series: uPlot.Series[] = [{}];
-    for (const l of p.lines[variant]) series.push({ label: l.label, stroke: l.stroke, width: 1.5, ...(l.dash ? { dash: l.dash } : {}), points: { show: false } });
+    for (const l of p.lines[variant]) series.push({ label: l.label, stroke: l.stroke, width: l.width ?? 1.5, ...(l.dash ? { dash: l.dash } : {}), points: { show: false } });
     series.push({ label: m.title, stroke: C.series, width: 1.5 });
     const axis = { font: FONT, labelFont: FONT, stroke: C.axis, grid: { stroke: C.grid, width: 1 }, ticks: { stroke: C.grid, width: 1, size: 4 } };
     return {

@@ -35,7 +35,7 @@ export interface ReportMetric {
 /** The charts drawn for a scenario, top to bottom; each once per variant. */
 export const REPORT_METRICS: readonly ReportMetric[] = [
   { key: 'offered', title: 'Offered load', help: 'requests clients started per second, first attempts and retries', unit: 'req/s', axis: 'linear' },
-  { key: 'goodput', title: 'Goodput', help: 'requests answered with a valid value within the client’s timeout, per second; dotted line: the best possible with the capacity left', unit: 'req/s', axis: 'linear' },
+  { key: 'goodput', title: 'Goodput', help: 'requests answered with a valid value within the client’s timeout, per second; wide pale line: the best possible with the capacity left', unit: 'req/s', axis: 'linear' },
   { key: 'originQps', title: 'Origin queries', help: 'queries that reached the origin per second; dashed line: its capacity that second', unit: 'q/s', axis: 'log' },
   { key: 'errorRate', title: 'Error rate', help: 'errors ÷ (goodput + errors), per second', unit: '%', axis: 'linear' },
   { key: 'p99Ms', title: 'p99 latency', help: '99th percentile of the requests that ended in that second; dashed line: the objective', unit: 'ms', axis: 'log' },
@@ -321,7 +321,7 @@ function inlineCss(css: string): string {
 const PAGE_CSS = `
 :root {
   --text: #1f2328; --muted: #59636e; --rule: #d8dee4; --panel: #f6f8fa;
-  --series: #1f6feb; --best: #8250df; --bad: #b42318;
+  --series: #1f6feb; --best: #d5c4f7; --bad: #b42318;
   --trigger: rgba(220, 38, 38, 0.14); --trigger-edge: rgba(220, 38, 38, 0.55);
   --operator-edge: rgba(217, 119, 6, 0.6);
   --recovered: #15803d; --trigger-end: #57606a; --reference: #3d444d;
@@ -367,7 +367,7 @@ table.summary td.bad { color: var(--bad); font-weight: 600; }
 .line.trigger-end, .line.recovered { width: 0; height: 14px; vertical-align: -2px; margin: 0 14px 0 6px; border-top: 0; border-left: 2px dashed var(--trigger-end); }
 .line.recovered { border-left: 2px solid var(--recovered); }
 .line.reference { border-top: 2px dashed var(--reference); }
-.line.best { border-top: 2px dotted var(--best); }
+.line.best { border-top: 5px solid var(--best); vertical-align: 3px; }
 .charts { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 0 28px; }
 .col-head { font-size: 17px; font-weight: 600; padding-bottom: 4px; border-bottom: 2px solid var(--rule); }
 .col-head .note { font-size: 13px; font-weight: normal; color: var(--muted); margin-left: 6px; }
