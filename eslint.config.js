@@ -17,6 +17,13 @@ const realTime = {
   ],
 };
 
+// The report's page script runs in a browser, not in the library: the Clock
+// rules are not its own (a resize waits for requestAnimationFrame), but it has
+// no Node either, which the type-checker cannot tell (@types/node is global).
+const PAGE_SCRIPTS = ['src/lab/report-page.ts'];
+const browser = ['document', 'window', 'getComputedStyle', 'devicePixelRatio', 'requestAnimationFrame', 'addEventListener', 'uPlot'];
+const node = ['process', 'require', 'module', 'exports', 'Buffer', '__dirname', '__filename', 'global'];
+
 export default tseslint.config(
   { ignores: ['dist/**', 'build/**', 'node_modules/**', 'lab-out/**', 'test-output/**'] },
   js.configs.recommended,
@@ -31,12 +38,22 @@ export default tseslint.config(
   },
   {
     files: ['src/**/*.ts'],
-    ignores: ['src/time/**'],
+    ignores: ['src/time/**', ...PAGE_SCRIPTS],
     rules: {
       'no-restricted-globals': ['error', ...realTime.globals],
       'no-restricted-properties': ['error', ...realTime.properties],
       'no-restricted-syntax': ['error', { selector: "NewExpression[callee.name='Date']", message: 'Read time through the Clock (src/time/): principle 8.' }],
       'no-restricted-imports': ['error', { paths: [{ name: 'node:timers', message: 'Schedule through the Clock.' }, { name: 'node:timers/promises', message: 'Schedule through the Clock.' }, { name: 'node:perf_hooks', message: 'Read time through the Clock.' }] }],
+    },
+  },
+  {
+    files: PAGE_SCRIPTS,
+    languageOptions: { sourceType: 'script', globals: Object.fromEntries(browser.map((name) => [name, 'readonly'])) },
+    rules: {
+      // A script has no `import type`: its types come through import('…') types.
+      '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports', disallowTypeAnnotations: false }],
+      'no-restricted-globals': ['error', ...node.map((name) => ({ name, message: 'The page script runs in a browser: there is no Node here.' }))],
+      'no-restricted-syntax': ['error', { selector: 'ImportDeclaration, ExportNamedDeclaration, ExportDefaultDeclaration, ExportAllDeclaration', message: 'The page script is a plain script, inlined in a <script>: no import or export.' }],
     },
   },
 );

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { REPORT_METRICS, renderReport } from '../src/lab/report.js';
+import { renderReport, reportMetrics } from '../src/lab/report.js';
 import { VARIANTS } from '../src/lab/results.js';
 import { loadScenario, shippedScenarios } from '../src/lab/lab.js';
 import { runIsolated } from '../src/lab/parallel.js';
@@ -9,56 +9,71 @@ import { inChromium } from './support/browser.js';
 /**
  * Opens the rendered report in Debian's headless Chromium, from a file:// URL
  * with no network, and checks that every chart is drawn without a console
- * error. Leaves a full-page screenshot in test-output/report.png.
+ * error, and that hovering one reads out its lines, the best possible and the
+ * reference ones included. Leaves a full-page screenshot in
+ * test-output/report.png.
  */
 
-// The few DOM shapes the in-page check touches: the project compiles without lib "dom".
-interface PageCanvas {
-  readonly width: number;
-  readonly height: number;
-  getContext(kind: '2d'): { getImageData(x: number, y: number, w: number, h: number): { readonly data: ArrayLike<number> } } | null;
-}
-interface PageElement {
-  readonly dataset: Record<string, string | undefined>;
-  querySelector(selector: 'canvas'): PageCanvas | null;
-  querySelectorAll(selector: string): { readonly length: number };
-}
-declare const document: { querySelectorAll(selector: string): ArrayLike<PageElement> & Iterable<PageElement> };
+/** The page's colours (its :root custom properties), as canvas pixels. */
+const SERIES = { r: 0x1f, g: 0x6f, b: 0xeb };
+const BEST = { r: 0xd5, g: 0xc4, b: 0xf7 };
 
 test('report: every chart draws in Chromium, with no console or page errors', { timeout: 120_000 }, async () => {
   // Every shipped scenario, both variants, at the default seed, as `npm start` reports them.
   const run = { seed: 1, scenarios: await Promise.all((await shippedScenarios()).map(async (name) => runIsolated(await loadScenario(name), 1))) };
-  const expectedCharts = run.scenarios.length * REPORT_METRICS.length * VARIANTS.length;
+  const expectedCharts = run.scenarios.reduce((n, s) => n + reportMetrics(s).length * VARIANTS.length, 0);
+  const uncached = run.scenarios.find((s) => !s.cached);
+  assert.ok(uncached, 'retry-storm has no cache');
 
-  const { result: charts, problems, requests } = await inChromium(renderReport(run), 'report', { width: 1360, height: 900 }, async (tab) => {
+  const { result: trace, problems, requests } = await inChromium(renderReport(run), 'report', { width: 1360, height: 900 }, async (tab) => {
     await tab.waitForFunction((n) => document.querySelectorAll('.chart canvas').length >= n, expectedCharts, { timeout: 10_000 });
-    return tab.evaluate(() =>
-      [...document.querySelectorAll('.chart')].map((el) => {
-        const canvas = el.querySelector('canvas');
-        const id = `${el.dataset.scenario}/${el.dataset.metric}/${el.dataset.variant}`;
-        if (canvas === null) return { id, canvases: 0, inked: 0, coloured: 0, width: 0 };
-        const ctx = canvas.getContext('2d');
-        const px = ctx?.getImageData(0, 0, canvas.width, canvas.height).data ?? [];
-        let inked = 0;
-        let coloured = 0;
-        for (let i = 0; i < px.length; i += 4) {
-          const [r = 0, g = 0, b = 0, a = 0] = [px[i], px[i + 1], px[i + 2], px[i + 3]];
-          if (a > 0 && !(r > 250 && g > 250 && b > 250)) inked++;
-          // The series stroke is a saturated blue; axes, grid and text are greys.
-          if (a > 200 && b - r > 80) coloured++;
-        }
-        return { id, canvases: el.querySelectorAll('canvas').length, inked, coloured, width: canvas.width };
-      }),
+    const drawn = await tab.evaluate(
+      ({ series, best }) => {
+        const near = (px: ArrayLike<number>, i: number, c: { r: number; g: number; b: number }): boolean =>
+          (px[i + 3] ?? 0) > 200 && Math.abs((px[i] ?? 0) - c.r) < 24 && Math.abs((px[i + 1] ?? 0) - c.g) < 24 && Math.abs((px[i + 2] ?? 0) - c.b) < 24;
+        return [...document.querySelectorAll<HTMLElement>('.chart')].map((el) => {
+          const canvas = el.querySelector('canvas');
+          const id = `${el.dataset.scenario}/${el.dataset.metric}/${el.dataset.variant}`;
+          if (canvas === null) return { id, metric: el.dataset.metric, canvases: 0, inked: 0, coloured: 0, bestInk: 0, width: 0 };
+          const px = canvas.getContext('2d')?.getImageData(0, 0, canvas.width, canvas.height).data ?? [];
+          let inked = 0;
+          let coloured = 0;
+          let bestInk = 0;
+          for (let i = 0; i < px.length; i += 4) {
+            const [r = 0, g = 0, b = 0, a = 0] = [px[i], px[i + 1], px[i + 2], px[i + 3]];
+            if (a > 0 && !(r > 250 && g > 250 && b > 250)) inked++;
+            if (near(px, i, series)) coloured++;
+            if (near(px, i, best)) bestInk++;
+          }
+          return { id, metric: el.dataset.metric, canvases: el.querySelectorAll('canvas').length, inked, coloured, bestInk, width: canvas.width };
+        });
+      },
+      { series: SERIES, best: BEST },
     );
+    // Hover the middle of facebook-2010's damper goodput chart: its readout, and its synced neighbours'.
+    const over = tab.locator('.chart[data-scenario="facebook-2010"][data-metric="goodput"][data-variant="damper"] .u-over');
+    await over.hover({ position: { x: 300, y: 60 } });
+    const readouts = await tab.evaluate(() =>
+      Object.fromEntries([...document.querySelectorAll<HTMLElement>('.chart[data-scenario="facebook-2010"][data-variant="damper"]')].map((el) => [el.dataset.metric, el.querySelector('.readout')?.textContent ?? ''])),
+    );
+    return { drawn, readouts };
   });
 
+  const charts = trace.drawn;
   assert.equal(charts.length, expectedCharts, 'one container per scenario × metric × variant');
   for (const c of charts) {
     assert.equal(c.canvases, 1, `${c.id}: one canvas`);
     assert.ok(c.width > 200, `${c.id}: canvas is ${c.width}px wide`);
     assert.ok(c.inked > 1000, `${c.id}: only ${c.inked} drawn pixels`);
     assert.ok(c.coloured > 50, `${c.id}: the series line is missing (${c.coloured} series-coloured pixels)`);
+    if (c.metric === 'goodput') assert.ok(c.bestInk > 50, `${c.id}: the best-possible line is missing (${c.bestInk} pixels of its colour)`);
   }
+  assert.ok(!charts.some((c) => c.id.startsWith(`${uncached.name}/hitRatio/`)), `${uncached.name}: no hit-ratio chart without a cache`);
+
+  const { readouts } = trace;
+  assert.match(readouts.goodput ?? '', /^t = \d+ s · goodput [\d,.]+ req\/s · best possible [\d,.]+ req\/s$/, 'the goodput readout names the best possible');
+  assert.match(readouts.originQps ?? '', / · capacity 100 q\/s$/, 'the origin readout gives that second’s capacity');
+  assert.match(readouts.p99Ms ?? '', /^t = \d+ s · p99 latency <1 ms · objective 250 ms$/, 'a sub-millisecond p99 reads <1 ms');
 
   assert.deepEqual(problems, [], 'no console errors or warnings, no page errors');
   assert.deepEqual(requests, [], 'the report loads nothing over the network');

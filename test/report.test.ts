@@ -1,19 +1,35 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { test } from 'node:test';
-import { REPORT_METRICS, renderReport } from '../src/lab/report.js';
-import { VARIANTS, type Series } from '../src/lab/results.js';
+import { fileURLToPath } from 'node:url';
+import { ESLint } from 'eslint';
+import { type ChartData, REPORT_METRICS, renderReport, reportMetrics } from '../src/lab/report.js';
+import { VARIANTS } from '../src/lab/results.js';
 import { labRunFixture } from './fixtures/lab-run.js';
 
 const run = labRunFixture();
 const html = renderReport(run);
 
-function dataIsland(page: string): { seed: number; scenarios: { name: string; series: Record<string, Series> }[] } {
+function dataIsland(page: string): ChartData {
   const m = /<script type="application\/json" id="lab-data">([\s\S]*?)<\/script>/.exec(page);
   assert.ok(m?.[1], 'the page has a JSON data island');
-  return JSON.parse(m[1]) as ReturnType<typeof dataIsland>;
+  return JSON.parse(m[1]) as ChartData;
 }
+
+/** The scenario's own `<section>`. */
+function section(name: string): string {
+  const from = html.indexOf(`<section class="scenario" id="scenario-${name}">`);
+  assert.ok(from >= 0, name);
+  return html.slice(from, html.indexOf('</section>', from));
+}
+
+/** The page as people read it: without the inlined uPlot, the page script and the data island. */
+const prose = html.replace(/<script[\s\S]*?<\/script>/g, '').replace(/<style>[\s\S]*?<\/style>/g, '');
+
+const uncached = run.scenarios.find((s) => !s.cached);
+const cached = run.scenarios.find((s) => s.cached);
 
 test('report: one self-contained document that loads nothing from the network', () => {
   assert.match(html, /^<!doctype html>\n<html lang="en">/);
@@ -35,11 +51,71 @@ test('report: uPlot and its stylesheet are inlined', () => {
   assert.ok(html.includes(css.trim()), 'the uPlot stylesheet, byte for byte');
 });
 
-test('report: one chart container per scenario × metric × variant', () => {
+test('report: one chart container per scenario × metric × variant, and no hit ratio where there is no cache', () => {
   const containers = [...html.matchAll(/<div class="chart" data-scenario="([^"]*)" data-metric="([^"]*)" data-variant="([^"]*)"/g)].map((m) => `${m[1]}/${m[2]}/${m[3]}`);
-  const expected = run.scenarios.flatMap((s) => REPORT_METRICS.flatMap((m) => VARIANTS.map((v) => `${s.name}/${m.key}/${v}`)));
-  assert.equal(expected.length, 2 * 6 * 2);
+  const expected = run.scenarios.flatMap((s) => reportMetrics(s).flatMap((m) => VARIANTS.map((v) => `${s.name}/${m.key}/${v}`)));
+  assert.ok(cached && uncached, 'the fixture has a cached and an uncached scenario');
+  assert.equal(expected.length, (REPORT_METRICS.length + REPORT_METRICS.length - 1) * 2);
   assert.deepEqual(containers, expected);
+  assert.doesNotMatch(section(uncached.name), /data-metric="hitRatio"/, `${uncached.name} has no cache: no hit-ratio chart`);
+  assert.match(section(cached.name), /data-metric="hitRatio"/);
+});
+
+test('report: the goodput chart has the best possible beside it; the origin chart the capacity of each second', () => {
+  const data = dataIsland(html);
+  for (const [i, s] of run.scenarios.entries()) {
+    for (const v of VARIANTS) assert.deepEqual(data.scenarios[i]?.series[v].bestGoodput, s.variants[v].series.bestGoodput, `${s.name}/${v}: best possible, per second`);
+    assert.deepEqual(data.scenarios[i]?.originCapacity, s.originCapacity, `${s.name}: the capacity line, per second`);
+  }
+  assert.ok(uncached && new Set(uncached.originCapacity).size > 1, 'the fixture’s capacity drops during its trigger');
+  assert.match(html, /goodput[^<]*; wide pale line: the best possible with the capacity left/, 'the goodput row says what its second line is');
+  assert.match(section(uncached.name), /<span class="line best"><\/span>best possible goodput/, 'and the legend names it');
+  assert.match(section(uncached.name), /origin capacity 2,000 q\/s, 1,500 q\/s at the lowest/, 'the capacity legend gives its range');
+});
+
+test('report: one notation for ratios, `1.2×` as in the terminal and the verdicts; a p99 under 1 ms is `<1`', () => {
+  assert.doesNotMatch(prose, /×\s?\d/, 'no factor written before its number');
+  for (const s of run.scenarios) {
+    const amplification = new RegExp(`title="amplification">[^<]+</th><td[^>]*>([^<]+)</td><td[^>]*>([^<]+)</td>`).exec(section(s.name));
+    assert.ok(amplification, s.name);
+    for (const cell of amplification.slice(1)) assert.match(cell, /^(\d\.\d|[1-9]\d+)×$/, `${s.name}: amplification as 1.2× or 65×`);
+  }
+  assert.ok(cached && cached.variants.damper.summary.p99Ms < 1, 'the fixture has a sub-millisecond p99');
+  assert.match(section(cached.name), /title="p99Ms">[^<]+<\/th><td[^>]*>[\d,]+ ms<\/td><td[^>]*>&#60;1 ms<\/td>/);
+  assert.doesNotMatch(prose, /\b0(\.0)? ms/, 'never a p99 of 0 ms');
+});
+
+test('report: the summary says how each variant did during the trigger, after it, and whether the operators forced it', () => {
+  for (const s of run.scenarios) {
+    const own = section(s.name);
+    assert.ok(own.includes(`<p class="verdict">${s.verdict}</p>`), `${s.name}: the run’s verdict, as it is`);
+    const groups = [...own.matchAll(/<tr class="group"><th scope="rowgroup"[^>]*>([^<]+)<\/th><\/tr>/g)].map((m) => m[1]);
+    assert.deepEqual(groups, [`during the trigger, ${s.triggerStartS} s–${s.triggerEndS} s`, 'after it', 'whole run']);
+    const cells = (key: string): string[] => {
+      const m = new RegExp(`<th scope="row" title="${key.replace('.', '\\.')}">[^<]+</th><td[^>]*>([^<]+)</td><td[^>]*>([^<]+)</td></tr>`).exec(own);
+      assert.ok(m, `${s.name}: a ${key} row`);
+      return [m[1]!, m[2]!];
+    };
+    const pct = (r: number): string => (r >= 1 ? '100%' : `${(r * 100).toFixed(1)}%`);
+    assert.deepEqual(cells('trigger.goodputRatio'), VARIANTS.map((v) => pct(s.variants[v].summary.trigger.goodputRatio)));
+    assert.deepEqual(cells('trigger.bestGoodputRatio'), VARIANTS.map((v) => pct(s.variants[v].summary.trigger.bestGoodputRatio)));
+    assert.deepEqual(cells('trigger.efficiency'), VARIANTS.map((v) => pct(s.variants[v].summary.trigger.efficiency)));
+    assert.deepEqual(cells('operatorForced'), VARIANTS.map((v) => (s.variants[v].summary.operatorForced ? 'yes' : 'no')));
+  }
+  assert.ok(run.scenarios.some((s) => s.variants.naive.summary.operatorForced), 'the fixture has a forced recovery');
+});
+
+test('report: the trigger window is marked apart from operator spans', () => {
+  const data = dataIsland(html);
+  for (const [i, s] of run.scenarios.entries()) {
+    assert.equal(data.scenarios[i]?.triggerStartS, s.triggerStartS);
+    assert.equal(data.scenarios[i]?.triggerEndS, s.triggerEndS);
+    assert.match(section(s.name), new RegExp(`<span class="swatch trigger-window"></span>the trigger window \\(${s.triggerStartS}–${s.triggerEndS} s\\)`));
+  }
+  const css = /<style>\n(\s*:root[\s\S]*?)<\/style>/.exec(html)?.[1] ?? '';
+  const rule = (selector: string): string => new RegExp(`${selector.replace('.', '\\.')} \\{([^}]*)\\}`).exec(css)?.[1] ?? '';
+  assert.match(rule('.swatch.operator'), /repeating-linear-gradient/, 'operator spans are hatched');
+  assert.doesNotMatch(rule('.swatch.trigger'), /repeating/, 'the trigger is a tint');
 });
 
 test('report: the JSON data island parses back to the run’s series, nulls included', () => {
@@ -77,13 +153,51 @@ test('report: each scenario shows its title, description, verdict, a summary of 
     assert.ok(own.length > 0, s.name);
     assert.match(own, new RegExp(`<h2>${s.title.replace(/[()]/g, '\\$&')} `));
     assert.ok(own.includes(`<p class="verdict">`));
-    for (const key of ['recovered', 'recoverySeconds', 'baselineOriginQps', 'peakOriginQps', 'amplification', 'errorRate', 'goodputRatio', 'p99Ms', 'invalidServed']) {
+    for (const key of ['recovered', 'recoverySeconds', 'operatorForced', 'trigger\\.goodputRatio', 'trigger\\.bestGoodputRatio', 'trigger\\.efficiency', 'baselineOriginQps', 'peakOriginQps', 'amplification', 'errorRate', 'goodputRatio', 'p99Ms', 'invalidServed']) {
       assert.match(own, new RegExp(`<th scope="row" title="${key}">[^<]+</th><td[^>]*>[^<]+</td><td[^>]*>[^<]+</td></tr>`), `${s.name}: ${key} row with both variants`);
     }
     for (const kind of new Set(s.faults.map((f) => f.kind))) assert.ok(own.includes(`<span class="swatch ${kind}">`), `${s.name}: ${kind} legend`);
   }
 });
 
-test('report: the same run renders the same bytes', () => {
-  assert.equal(renderReport(labRunFixture()), html);
+const here = (path: string): string => fileURLToPath(new URL(path, import.meta.url));
+/** Renders the fixture in a process of its own, from the build or (with tsx) from the TypeScript sources. */
+function renderElsewhere(args: readonly string[], report: string, fixture: string): string {
+  const script = `const [{ renderReport }, { labRunFixture }] = await Promise.all([import(${JSON.stringify(report)}), import(${JSON.stringify(fixture)})]); process.stdout.write(renderReport(labRunFixture()));`;
+  const r = spawnSync(process.execPath, [...args, '--input-type=module', '-e', script], { encoding: 'utf8', maxBuffer: 64 << 20, timeout: 60_000 });
+  assert.equal(r.status, 0, r.stderr);
+  return r.stdout;
+}
+
+test('report: the same run renders the same bytes, in another process too', () => {
+  assert.ok(renderElsewhere([], here('../src/lab/report.js'), here('./fixtures/lab-run.js')) === html, 'a fresh process renders the same page');
+});
+
+test('report: the page script is a file of its own, compiled beside report.js, inlined as compiled', () => {
+  const compiled = readFileSync(here('../src/lab/report-page.js'), 'utf8');
+  assert.doesNotMatch(compiled, /^\s*(import|export)\b/m, 'a plain script: tsc emitted no import or export');
+  const scripts = [...html.matchAll(/<script>\n([\s\S]*?)<\/script>/g)].map((m) => m[1]);
+  assert.equal(scripts.at(-1)?.trimEnd(), compiled.replace(/\/\/# sourceMappingURL=\S+\s*$/, '').trimEnd(), 'the last script is the compiled page script, without its source-map comment');
+  const source = readFileSync(here('../../src/lab/report.ts'), 'utf8');
+  assert.doesNotMatch(source, /String\.raw|new uPlot|getElementById/, 'no browser code left inline in report.ts');
+});
+
+test('report: run from the TypeScript sources (tsx), the page script is transpiled to the same bytes', () => {
+  const root = here('../../');
+  const fromSource = renderElsewhere(['--import', 'tsx'], `${root}src/lab/report.ts`, `${root}test/fixtures/lab-run.ts`);
+  assert.ok(fromSource === html, 'the page from src/ is the page from the build');
+});
+
+test('report: eslint checks the page script as browser code, and keeps the Clock rules on the library', async () => {
+  const eslint = new ESLint({ cwd: here('../../') });
+  const page = 'src/lab/report-page.ts';
+  const [result] = await eslint.lintFiles([page]);
+  assert.ok(result, 'linted');
+  assert.deepEqual(result.messages, [], 'the page script passes lint');
+  const config = (await eslint.calculateConfigForFile(page)) as { languageOptions: { globals: Record<string, unknown> } };
+  assert.ok('requestAnimationFrame' in config.languageOptions.globals, 'with browser globals');
+  const messages = async (code: string, filePath: string): Promise<string[]> => (await eslint.lintText(code, { filePath }))[0]!.messages.map((m) => m.ruleId ?? '');
+  assert.deepEqual(await messages('requestAnimationFrame(() => undefined);\n', page), [], 'a page may wait for a frame');
+  assert.deepEqual(await messages('(function (): void { process.exit(1); })();\n', page), ['no-restricted-globals'], 'no Node in the page');
+  assert.deepEqual(await messages('export const now = (): number => Date.now();\n', 'src/lab/report.ts'), ['no-restricted-properties'], 'the library still reads time through the Clock');
 });

@@ -15,28 +15,6 @@ import { inChromium } from './support/browser.js';
  * in test-output/sweep.png.
  */
 
-// The few DOM shapes the in-page check touches: the project compiles without lib "dom".
-interface Box {
-  readonly x: number;
-  readonly y: number;
-  readonly width: number;
-  readonly height: number;
-}
-interface PageElement {
-  readonly dataset: Record<string, string | undefined>;
-  readonly textContent: string | null;
-  querySelector(selector: string): PageElement | null;
-  querySelectorAll(selector: string): ArrayLike<PageElement> & Iterable<PageElement>;
-  getBoundingClientRect(): Box;
-  contains(other: PageElement | null): boolean;
-  scrollIntoView(): void;
-}
-declare const document: {
-  querySelectorAll(selector: string): ArrayLike<PageElement> & Iterable<PageElement>;
-  elementFromPoint(x: number, y: number): PageElement | null;
-};
-declare function getComputedStyle(el: PageElement): { readonly fill: string };
-
 function rgb(hex: string): string {
   const c = (i: number): number => parseInt(hex.slice(1 + 2 * i, 3 + 2 * i), 16);
   return `rgb(${c(0)}, ${c(1)}, ${c(2)})`;
@@ -46,11 +24,11 @@ test('sweep page: both heatmaps draw in Chromium, with no console or page errors
   const result = await runSweep(await loadScenario('facebook-2010'), { load: [0.25, 1.25], trigger: [0.5, 60], steps: 3 }, { seed: 1 });
   const { result: maps, problems, requests } = await inChromium(renderSweepReport(result), 'sweep', { width: 1200, height: 900 }, (tab) =>
     tab.evaluate(() =>
-      [...document.querySelectorAll('svg.heatmap')].map((svg) => {
+      [...document.querySelectorAll<SVGSVGElement>('svg.heatmap')].map((svg) => {
         // elementFromPoint sees the viewport only.
         svg.scrollIntoView();
         const box = svg.getBoundingClientRect();
-        const cells = [...svg.querySelectorAll('g.cell')].map((g) => {
+        const cells = [...svg.querySelectorAll<SVGGElement>('g.cell')].map((g) => {
           const rect = g.querySelector('rect')!;
           const r = rect.getBoundingClientRect();
           const top = document.elementFromPoint(r.x + r.width / 4, r.y + r.height / 4);

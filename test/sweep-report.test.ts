@@ -72,8 +72,8 @@ test('sweep page: one heatmap per variant, a cell per grid point coloured by its
   }
   const outcomes = (v: 'naive' | 'damper'): string[] => [...ownFigure(html, v).matchAll(/data-outcome="(\w+)"/g)].map((m) => m[1]!);
   assert.deepEqual(new Set(outcomes('naive')), new Set(['quick', 'slow', 'stuck']), 'the fixture has all three');
-  assert.match(ownFigure(html, 'naive'), /Vulnerable region: <strong>3 of 9 cells<\/strong> \(33 %\) stuck; 3 recovered slowly, 3 quickly\./);
-  assert.match(ownFigure(html, 'damper'), /Vulnerable region: <strong>0 of 9 cells<\/strong> \(0 %\) stuck; 1 recovered slowly, 8 quickly\./);
+  assert.match(ownFigure(html, 'naive'), /Vulnerable region: <strong>3 of 9 cells<\/strong> \(33\.3%\) stuck; 3 recovered slowly, 3 quickly\./);
+  assert.match(ownFigure(html, 'damper'), /Vulnerable region: <strong>0 of 9 cells<\/strong> \(0%\) stuck; 1 recovered slowly, 8 quickly\./);
 });
 
 test('sweep page: colours: quick cells darker when sooner, slow ones redder when later, stuck one colour', () => {
@@ -91,16 +91,16 @@ test('sweep page: axes labelled with their values, the scenario’s own cell out
     const fig = ownFigure(html, v);
     assert.deepEqual(
       [...fig.matchAll(/<text class="tick x"[^>]*>([^<]+)<\/text>/g)].map((m) => m[1]),
-      ['×0.5', '×1', '×1.5'],
+      ['0.5×', '1×', '1.5×'],
     );
     assert.deepEqual(
       [...fig.matchAll(/<text class="tick y"[^>]*>([^<]+)<\/text>/g)].map((m) => m[1]),
       ['5', '32.5', '60'],
     );
-    assert.match(fig, /<text class="axis-title x"[^>]*>offered load, × client rates \(×1 = 1,000 req\/s\)<\/text>/);
+    assert.match(fig, /<text class="axis-title x"[^>]*>offered load, × client rates \(1× = 1,000 req\/s\)<\/text>/);
     assert.match(fig, /<text class="axis-title y"[^>]*>invalid value held, s &#60;b&#62;<\/text>/);
     assert.equal(fig.match(/<g class="scenario-cell">/g)?.length, 1, `${v}: the scenario's cell outlined once`);
-    // Load ×1 is the middle column (x = 92 + 133.33), 60 s the top row (y = 12).
+    // Load 1× is the middle column (x = 92 + 133.33), 60 s the top row (y = 12).
     assert.match(fig, /<rect class="scenario-cell" x="228.33" y="15"/);
   }
   for (const words of ['recovered quickly', 'recovered slowly', 'stuck', 'dashed outline']) assert.ok(html.includes(`<strong>${words}</strong>`), words);
@@ -121,7 +121,14 @@ test('sweep page: tables with every cell, trigger size down the side, counts per
     for (const r of rows) assert.equal(r[2]!.match(/<td/g)?.length, 3);
   }
   assert.match(html, /<tr><th scope="row">stuck<\/th><td>3<\/td><td>0<\/td><\/tr>/);
-  assert.match(html, /<td class="slow">420 s<span class="detail">×30.0 · 60.0 %<\/span><\/td>/);
+  assert.match(html, /<td class="slow">420 s<span class="detail">30× · 60.0%<\/span><\/td>/);
+});
+
+test('sweep page: one notation for ratios, `1.5×` as in the terminal and the report, never `×1.5`', () => {
+  assert.doesNotMatch(html, /×\d/, 'no factor written before its number');
+  assert.match(html, /<th scope="col">1\.5×<\/th>/, 'the table’s load columns');
+  assert.match(html, /origin peak 77× baseline; goodput 15\.5%/, 'a cell’s title: amplification and goodput as format.ts writes them');
+  assert.match(html, /load 0\.5× to 1\.5× across/);
 });
 
 test('sweep page: text is escaped; the data island parses back to the result', () => {

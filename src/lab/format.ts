@@ -4,8 +4,9 @@
  * Nothing here reads the locale: the same run prints the same text.
  */
 
-/** A ratio to a reference, as `1.2×`, and whole from 10 on (`65×`): a tenth of 65 says nothing. */
+/** A ratio to a reference, as `1.2×`, and whole from 10 on (`65×`): a tenth of 65 says nothing; `—` without a reference (a zero baseline). */
 export function times(x: number): string {
+  if (!Number.isFinite(x)) return '—';
   return `${x >= 10 ? x.toFixed(0) : x.toFixed(1)}×`;
 }
 
@@ -21,4 +22,23 @@ export function percent(ratio: number): string {
 /** A latency in ms as measured: the engine steps whole ms, so 0 means "within the same millisecond", written `<1`. */
 export function millis(ms: number): string {
   return ms < 1 ? '<1' : String(Math.round(ms));
+}
+
+/** A setting as someone chose it (a sweep's axis values): up to 3 decimals, no trailing zeros: `0.75`, `60`. */
+export function exact(v: number): string {
+  return num(v, 3).replace(/\.?0+$/, '');
+}
+
+/** A factor someone chose (a sweep's offered load), the way `times` writes a measured one: `0.75×`, `1×`. */
+export function factor(x: number): string {
+  return `${exact(x)}×`;
+}
+
+/** A number with `digits` decimals and thousands grouped (`1,029`), a real minus sign, `—` when not finite. */
+export function num(v: number, digits: number): string {
+  if (!Number.isFinite(v)) return '—';
+  const [int = '', frac] = Math.abs(v).toFixed(digits).split('.');
+  const grouped = int.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+  const sign = v < 0 && Number(int + (frac ?? '')) !== 0 ? '−' : '';
+  return `${sign}${grouped}${frac === undefined ? '' : `.${frac}`}`;
 }

@@ -1,4 +1,5 @@
-import { esc, jsonIsland, num, pageHead, pct } from './report.js';
+import { exact, factor, num, percent, times } from './format.js';
+import { esc, jsonIsland, pageHead } from './report.js';
 import { VARIANTS, type VariantName } from './results.js';
 import { type CellOutcome, type CellSummary, outcome, outcomeCounts, scenarioCell, type SweepCell, type SweepResult } from './sweep.js';
 
@@ -45,11 +46,6 @@ function mix(from: string, to: string, t: number): string {
   return `#${[0, 1, 2].map((i) => Math.round(channel(from, i) + (channel(to, i) - channel(from, i)) * f).toString(16).padStart(2, '0')).join('')}`;
 }
 
-/** Axis values as the page prints them: up to 3 decimals, no trailing zeros. */
-function tick(v: number): string {
-  return num(v, 3).replace(/\.?0+$/, '');
-}
-
 const OUTCOME_WORDS: Record<CellOutcome, string> = { quick: 'recovered quickly', slow: 'recovered slowly', stuck: 'stuck' };
 
 function cellText(c: CellSummary): string {
@@ -60,8 +56,7 @@ function cellTitle(result: SweepResult, cell: SweepCell, v: VariantName): string
   const s = cell.variants[v];
   const o = outcome(s, result.quickS);
   const how = o === 'stuck' ? `stuck: not healthy again in the ${num(cell.watchedS, 0)} s watched after the trigger` : `${OUTCOME_WORDS[o]}: healthy ${num(s.recoverySeconds ?? 0, 0)} s after the trigger ended`;
-  const amp = Number.isFinite(s.amplification) ? `×${num(s.amplification, s.amplification >= 100 ? 0 : 1)}` : '—';
-  return `${v} at load ×${tick(cell.load)}, ${result.trigger.label} ${tick(cell.trigger)}: ${how}; origin peak ${amp} baseline; goodput ${pct(s.goodputRatio)}`;
+  return `${v} at load ${factor(cell.load)}, ${result.trigger.label} ${exact(cell.trigger)}: ${how}; origin peak ${times(s.amplification)} baseline; goodput ${percent(s.goodputRatio)}`;
 }
 
 function renderHeatmap(result: SweepResult, v: VariantName): string {
@@ -93,7 +88,7 @@ function renderHeatmap(result: SweepResult, v: VariantName): string {
   if (home !== null) {
     parts.push(
       // Black dashes over a white line: visible on the dark and the light fills alike.
-      `<g class="scenario-cell"><title>the scenario’s own setting: load ×${tick(result.load.scenarioValue)}, ${esc(result.trigger.label)} ${tick(result.trigger.scenarioValue)}</title>` +
+      `<g class="scenario-cell"><title>the scenario’s own setting: load ${factor(result.load.scenarioValue)}, ${esc(result.trigger.label)} ${exact(result.trigger.scenarioValue)}</title>` +
         `<rect x="${fmt(x(home.load) + 3)}" y="${fmt(y(home.trigger) + 3)}" width="${fmt(w - 6)}" height="${fmt(h - 6)}" fill="none" stroke="#ffffff" stroke-width="4"/>` +
         `<rect class="scenario-cell" x="${fmt(x(home.load) + 3)}" y="${fmt(y(home.trigger) + 3)}" width="${fmt(w - 6)}" height="${fmt(h - 6)}" fill="none" stroke="#000000" stroke-width="2.5" stroke-dasharray="7 4"/></g>`,
     );
@@ -102,14 +97,14 @@ function renderHeatmap(result: SweepResult, v: VariantName): string {
   for (const [l, value] of loads.entries()) {
     const cx = x(l) + w / 2;
     ticks.push(`<line x1="${fmt(cx)}" y1="${MARGIN.top + PLOT}" x2="${fmt(cx)}" y2="${MARGIN.top + PLOT + 5}" stroke="#59636e"/>`);
-    ticks.push(`<text class="tick x" x="${fmt(cx)}" y="${MARGIN.top + PLOT + 18}" text-anchor="middle">×${tick(value)}</text>`);
+    ticks.push(`<text class="tick x" x="${fmt(cx)}" y="${MARGIN.top + PLOT + 18}" text-anchor="middle">${factor(value)}</text>`);
   }
   for (const [t, value] of triggers.entries()) {
     const cy = y(t) + h / 2;
     ticks.push(`<line x1="${MARGIN.left - 5}" y1="${fmt(cy)}" x2="${MARGIN.left}" y2="${fmt(cy)}" stroke="#59636e"/>`);
-    ticks.push(`<text class="tick y" x="${MARGIN.left - 8}" y="${fmt(cy)}" text-anchor="end" dominant-baseline="central">${tick(value)}</text>`);
+    ticks.push(`<text class="tick y" x="${MARGIN.left - 8}" y="${fmt(cy)}" text-anchor="end" dominant-baseline="central">${exact(value)}</text>`);
   }
-  const xTitle = `offered load, × client rates (×1 = ${num(result.baseRate, 0)} req/s)`;
+  const xTitle = `offered load, × client rates (${factor(1)} = ${num(result.baseRate, 0)} req/s)`;
   const axes = [
     `<text class="axis-title x" x="${MARGIN.left + PLOT / 2}" y="${MARGIN.top + PLOT + 44}" text-anchor="middle">${esc(xTitle)}</text>`,
     `<text class="axis-title y" transform="translate(18 ${MARGIN.top + PLOT / 2}) rotate(-90)" text-anchor="middle">${esc(result.trigger.label)}</text>`,
@@ -136,7 +131,7 @@ function fmt(v: number): string {
 function regionSentence(result: SweepResult, v: VariantName): string {
   const c = outcomeCounts(result, v);
   const n = result.cells.length;
-  return `Vulnerable region: <strong>${c.stuck} of ${n} cells</strong> (${num((100 * c.stuck) / n, 0)} %) stuck; ${c.slow} recovered slowly, ${c.quick} quickly.`;
+  return `Vulnerable region: <strong>${c.stuck} of ${n} cells</strong> (${percent(c.stuck / n)}) stuck; ${c.slow} recovered slowly, ${c.quick} quickly.`;
 }
 
 function renderLegend(result: SweepResult): string {
@@ -145,22 +140,21 @@ function renderLegend(result: SweepResult): string {
 <li>${gradient(OUTCOME_COLOURS.quick[0], OUTCOME_COLOURS.quick[1])}<strong>recovered quickly</strong>: healthy again within ${num(result.quickS, 0)} s of the trigger’s end (darker: sooner); the number is the recovery time</li>
 <li>${gradient(OUTCOME_COLOURS.slow[0], OUTCOME_COLOURS.slow[1])}<strong>recovered slowly</strong>: later than that (redder: later, on a log scale up to the end of the run)</li>
 <li><span class="swatch" style="background: ${OUTCOME_COLOURS.stuck}"></span><strong>stuck</strong>: never healthy again before the run ended, long after the trigger was gone: the loop sustains itself. These cells are the variant’s vulnerable region.</li>
-<li><span class="swatch home"></span><strong>dashed outline</strong>: the scenario’s own setting (load ×${tick(result.load.scenarioValue)}, ${esc(result.trigger.label)} ${tick(result.trigger.scenarioValue)})${scenarioCell(result) === null ? ' — outside this grid' : ''}</li>
+<li><span class="swatch home"></span><strong>dashed outline</strong>: the scenario’s own setting (load ${factor(result.load.scenarioValue)}, ${esc(result.trigger.label)} ${exact(result.trigger.scenarioValue)})${scenarioCell(result) === null ? ' — outside this grid' : ''}</li>
 </ul>`;
 }
 
 function renderTable(result: SweepResult, v: VariantName): string {
   const loads = result.load.values;
-  const head = `<tr><th scope="col">${esc(result.trigger.label)} ↓ · load →</th>${loads.map((l) => `<th scope="col">×${tick(l)}</th>`).join('')}</tr>`;
+  const head = `<tr><th scope="col">${esc(result.trigger.label)} ↓ · load →</th>${loads.map((l) => `<th scope="col">${factor(l)}</th>`).join('')}</tr>`;
   const rows: string[] = [];
   for (let t = result.trigger.values.length - 1; t >= 0; t--) {
     const cells = loads.map((_, l) => {
       const s = result.cells[t * loads.length + l]!.variants[v];
       const o = outcome(s, result.quickS);
-      const amp = Number.isFinite(s.amplification) ? `×${num(s.amplification, s.amplification >= 100 ? 0 : 1)}` : '—';
-      return `<td class="${o}">${esc(cellText(s))}<span class="detail">${amp} · ${pct(s.goodputRatio)}</span></td>`;
+      return `<td class="${o}">${esc(cellText(s))}<span class="detail">${times(s.amplification)} · ${percent(s.goodputRatio)}</span></td>`;
     });
-    rows.push(`<tr><th scope="row">${tick(result.trigger.values[t]!)}</th>${cells.join('')}</tr>`);
+    rows.push(`<tr><th scope="row">${exact(result.trigger.values[t]!)}</th>${cells.join('')}</tr>`);
   }
   return `<table class="grid" data-variant="${v}">
 <caption><span class="variant">${v}</span>: recovery time after the trigger ended; below, origin peak ÷ baseline · goodput over the run</caption>
@@ -190,7 +184,7 @@ ${PAGE_CSS}
 <header class="page">
 <h1>damper lab sweep <span class="name">${esc(result.scenario)}</span></h1>
 <p class="title">${esc(result.title)}</p>
-<p class="meta">seed ${result.seed} · ${n} × ${m} = ${result.cells.length} cells, offered load ×${tick(result.load.values[0]!)} to ×${tick(result.load.values[n - 1]!)} across, ${esc(result.trigger.label)} ${tick(result.trigger.values[0]!)} to ${tick(result.trigger.values[m - 1]!)} up; each cell is one run of the scenario under both variants, on the same seed and traffic. ${
+<p class="meta">seed ${result.seed} · ${n} × ${m} = ${result.cells.length} cells, offered load ${factor(result.load.values[0]!)} to ${factor(result.load.values[n - 1]!)} across, ${esc(result.trigger.label)} ${exact(result.trigger.values[0]!)} to ${exact(result.trigger.values[m - 1]!)} up; each cell is one run of the scenario under both variants, on the same seed and traffic. ${
     result.operators
       ? 'The scenario’s operator actions are kept.'
       : 'The scenario’s operator actions are removed: the question is whether the system recovers by itself.'
