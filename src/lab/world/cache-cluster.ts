@@ -6,17 +6,16 @@ import { pipeline } from '../../guard/guard.js';
 import { ConcurrencyLimiter } from '../../guard/limiter.js';
 import { RateLimiter } from '../../guard/rate.js';
 import { encodeEnvelope } from '../../stores/envelope.js';
-import { type Timer } from '../../time/clock.js';
-import { seededRandom } from '../../time/random.js';
 import { VirtualClock } from '../../time/virtual.js';
-import { simulate, type World } from '../engine.js';
+import { type ClientRequest, Clients, type Replies } from '../clients.js';
 import { Recorder } from '../metrics.js';
-import { type PopulationCounts, type VariantName, type VariantRun } from '../results.js';
-import { array, checkCommon, type FaultSpanDoc, faultTimeline, type Json, num, object, parseCacheWindows, parseOrigin, type Population, type ScenarioCommon, ScenarioError, spanAxis, str, triggerEndS, triggerStartS } from '../scenario.js';
-import { poisson } from '../traffic.js';
+import { type VariantName, type VariantRun } from '../results.js';
+import { array, checkCommon, type FaultSpanDoc, type Json, num, object, parseCacheWindows, parseOrigin, type ScenarioCommon, ScenarioError, spanAxis, str } from '../scenario.js';
+import { remainingFreshness, stream, STREAMS } from '../streams.js';
 import { type WorldKind } from '../worlds.js';
 import { CacheCluster } from './cache-nodes.js';
 import { Database, QueryError, type Row } from './database.js';
+import { OriginWaits } from './origin-waits.js';
 
 /** A fault of the cache-cluster world. `nodes` are indices into the cluster's nodes. */
 export type ClusterFault = FaultSpanDoc &
@@ -128,24 +127,9 @@ export const cacheCluster: WorldKind<CacheClusterScenario> = {
   trigger: spanAxis('nodes degraded, s'),
 };
 
-/** One client request (one attempt). */
-interface Request {
-  readonly population: Population;
-  readonly key: string;
-  readonly proc: number;
-  readonly attempt: number;
-  readonly start: number;
-  done: boolean;
-  /** A database query was made on this request's behalf (it was not answered from a cache). */
-  origin: boolean;
-  /** Refused by the origin budget (damper): shed. */
-  shed: boolean;
-  timeout: Timer | undefined;
-}
-
-/** A read path of one variant: resolves true when the client got its value. Never rejects. */
+/** A read path of one variant: answers the client through `replies`, on process `proc`. */
 interface ClusterReader {
-  read(req: Request): Promise<boolean>;
+  read(req: ClientRequest, proc: number, replies: Replies): void;
   close(): Promise<void>;
 }
 
@@ -160,103 +144,34 @@ interface ClusterReader {
  */
 export async function runCacheCluster(scenario: CacheClusterScenario, variant: VariantName, seed: number, onProgress?: (fraction: number) => void): Promise<VariantRun> {
   const clock = new VirtualClock({ seed });
-  const traffic = seededRandom((seed ^ 0x7a3f_19c5) >>> 0);
   const recorder = new Recorder(scenario.durationS);
   const db = new Database(clock, recorder, scenario.origin);
   const cluster = new CacheCluster(clock, scenario.nodes.count, scenario.nodes, scenario.nodes.vnodes);
   // Key strings are built once: the hot loop must not allocate per request.
   const keysOf = new Map(scenario.clients.map((p) => [p, Array.from({ length: scenario.keys[p.name]! }, (_, i) => `${p.name}:${i}`)]));
   const allKeys = [...keysOf.values()].flat();
-  // The run starts in steady state: every key cached, each with a remaining
-  // freshness spread evenly over the ttl (drawn from a stream of its own, equal for both variants).
-  const prewarm = seededRandom((seed ^ 0x2c1b_3c6d) >>> 0);
-  const ttlMs = scenario.cache.ttlS * 1000;
-  const freshness = allKeys.map(() => Math.max(1, Math.ceil(prewarm() * ttlMs)));
+  const draw = remainingFreshness(seed, scenario.cache.ttlS * 1000);
+  const freshness = allKeys.map(() => draw());
   const reader = variant === 'naive' ? naiveReader(clock, db, cluster, scenario, allKeys, freshness) : await damperReader(clock, db, cluster, scenario, allKeys, freshness, seed);
-  const timeline = faultTimeline(scenario.faults);
-  const cancelled = new Set<ClusterFault>();
-  // Per population, over the trigger's span: requests, answered, shed (for the tests).
-  const spanFrom = triggerStartS(scenario) * 1000;
-  const spanTo = triggerEndS(scenario) * 1000;
-  const counts = new Map(scenario.clients.map((p) => [p, { requests: 0, good: 0, shed: 0 }]));
-  let pending: Request[] = [];
   let nextProc = 0;
-
-  const end = (req: Request, ok: boolean): void => {
-    if (req.done) return;
-    req.done = true;
-    req.timeout?.cancel();
-    const now = clock.now();
-    recorder.ended(req.start, now, ok, ok && !req.origin);
-    if (req.start >= spanFrom && req.start < spanTo) {
-      const c = counts.get(req.population)!;
-      c.requests++;
-      if (ok) c.good++;
-    }
-    if (!ok && req.attempt < req.population.retries) {
-      clock.setTimer(() => begin(req.population, req.key, req.attempt + 1), req.population.retryDelayMs);
-    }
-  };
-
-  const begin = (population: Population, key: string, attempt: number): void => {
-    const start = clock.now();
-    recorder.started(start);
-    const proc = nextProc;
-    nextProc = (nextProc + 1) % scenario.processes;
-    const req: Request = { population, key, proc, attempt, start, done: false, origin: false, shed: false, timeout: undefined };
-    reader.read(req).then((ok) => {
-      // Counted even when the client gave up first: the budget refused it all the same.
-      if (req.shed && start >= spanFrom && start < spanTo) counts.get(population)!.shed++;
-      end(req, ok);
-    });
-    pending.push(req);
-  };
-
-  const world: World = {
-    step(t) {
-      let started = false;
-      while (timeline.length > 0 && timeline[0]!.at <= t) {
-        started = true;
-        const { fault, starts } = timeline.shift()!;
-        switch (fault.kind) {
-          case 'degrade-nodes':
-            for (const n of fault.nodes) cluster.nodes[n]!.degrade(starts ? fault.factor : 1);
-            break;
-          case 'fail-nodes':
-            for (const n of fault.nodes) {
-              if (starts) cluster.nodes[n]!.fail();
-              else cluster.nodes[n]!.recover();
-            }
-            break;
-          case 'eject-nodes':
-            if (starts && fault.when === 'unhealthy' && recorder.recentGoodputRatio(t, scenario.objective.holdS) >= scenario.objective.goodputRatio) {
-              cancelled.add(fault);
-            } else if (!cancelled.has(fault)) {
-              for (const n of fault.nodes) {
-                if (starts) cluster.eject(n);
-                else cluster.rejoin(n);
-              }
-            }
-            break;
-        }
-      }
-      for (const population of scenario.clients) {
-        const n = poisson(population.rate / 1000, traffic);
-        if (n === 0) continue;
-        started = true;
+  const clients = new Clients<ClusterFault>(
+    clock,
+    recorder,
+    scenario,
+    {
+      send(req, replies) {
+        const proc = nextProc;
+        nextProc = (nextProc + 1) % scenario.processes;
+        reader.read(req, proc, replies);
+      },
+      fault: ({ fault, starts }) => nodeFault(cluster, fault, starts),
+      keys(population) {
         const keys = keysOf.get(population)!;
-        for (let i = 0; i < n; i++) begin(population, keys[Math.min(keys.length - 1, Math.floor(traffic() * keys.length))]!, 0);
-      }
-      return started;
+        return (random) => keys[Math.min(keys.length - 1, Math.floor(random() * keys.length))]!;
+      },
     },
-    afterStep(t) {
-      // Only requests not answered at once need a timeout timer.
-      for (const req of pending) {
-        if (!req.done) req.timeout = clock.setTimer(() => end(req, false), req.start + req.population.timeoutMs - t);
-      }
-      pending = [];
-    },
-  };
+    stream(seed, STREAMS.traffic),
+  );
 
   // While a cache node is slow, the library raises (and handles) an error per
   // deferred refresh and per refused call, tens of thousands a simulated
@@ -265,17 +180,32 @@ export async function runCacheCluster(scenario: CacheClusterScenario, variant: V
   const stackTraceLimit = Error.stackTraceLimit;
   Error.stackTraceLimit = 0;
   try {
-    await simulate({ clock, world, durationMs: scenario.durationS * 1000, ...(onProgress === undefined ? {} : { onProgress }) });
+    await clients.run(onProgress);
   } finally {
     Error.stackTraceLimit = stackTraceLimit;
     await reader.close();
   }
-  const series = recorder.series();
-  const populations: Record<string, PopulationCounts> = {};
-  for (const [p, c] of counts) populations[p.name] = c;
-  return { series, summary: recorder.summary(scenario, series), skippedFaults: scenario.faults.flatMap((f, i) => (cancelled.has(f) ? [i] : [])), populations };
+  return clients.result();
 }
 
+/** What a fault does to the cluster when it starts (`starts`) or ends. */
+function nodeFault(cluster: CacheCluster, fault: ClusterFault, starts: boolean): void {
+  for (const n of fault.nodes) {
+    switch (fault.kind) {
+      case 'degrade-nodes':
+        cluster.nodes[n]!.degrade(starts ? fault.factor : 1);
+        break;
+      case 'fail-nodes':
+        if (starts) cluster.nodes[n]!.fail();
+        else cluster.nodes[n]!.recover();
+        break;
+      case 'eject-nodes':
+        if (starts) cluster.eject(n);
+        else cluster.rejoin(n);
+        break;
+    }
+  }
+}
 
 // ------------------------------------------------------------------ naive
 
@@ -367,8 +297,8 @@ function naiveReader(clock: VirtualClock, db: Database, cluster: CacheCluster, s
       );
     });
 
-  const fromDb = async (req: Request, fill: boolean): Promise<boolean> => {
-    req.origin = true;
+  const fromDb = async (req: ClientRequest, fill: boolean): Promise<boolean> => {
+    req.waitedForOrigin = true;
     const deadline = req.start + req.population.timeoutMs;
     for (let attempt = 0; attempt <= NAIVE_DB_RETRIES; attempt++) {
       const remaining = deadline - clock.now();
@@ -381,18 +311,21 @@ function naiveReader(clock: VirtualClock, db: Database, cluster: CacheCluster, s
     return false;
   };
 
+  const read = async (req: ClientRequest, proc: number): Promise<boolean> => {
+    const breaker = breakers[proc]!;
+    if (breaker.isOpen(clock.now())) return fromDb(req, false); // bug 1
+    const got = await cacheGet(req.key);
+    if (got === CACHE_FAILED) {
+      breaker.failure(clock.now());
+      return fromDb(req, false); // bug 2
+    }
+    breaker.success();
+    if (got !== undefined) return true;
+    return fromDb(req, true);
+  };
   return {
-    async read(req) {
-      const breaker = breakers[req.proc]!;
-      if (breaker.isOpen(clock.now())) return fromDb(req, false); // bug 1
-      const got = await cacheGet(req.key);
-      if (got === CACHE_FAILED) {
-        breaker.failure(clock.now());
-        return fromDb(req, false); // bug 2
-      }
-      breaker.success();
-      if (got !== undefined) return true;
-      return fromDb(req, true);
+    read(req, proc, replies) {
+      void read(req, proc).then((ok) => (ok ? replies.answer(req) : replies.fail(req)));
     },
     close: async () => {},
   };
@@ -450,7 +383,7 @@ async function damperReader(clock: VirtualClock, db: Database, cluster: CacheClu
   const held = (i: number): SnapshotEntry<Row>[] => {
     const limit = scenario.cache.processEntries;
     if (limit === undefined || limit >= entries.length) return entries;
-    const draw = seededRandom((seed ^ 0x5bd1_e995 ^ (i * 0x9e37_79b9)) >>> 0);
+    const draw = stream(seed, STREAMS.processKeys ^ (i * 0x9e37_79b9));
     const mine = [...entries];
     for (let j = mine.length - 1; j > 0; j--) {
       const k = Math.floor(draw() * (j + 1));
@@ -460,25 +393,26 @@ async function damperReader(clock: VirtualClock, db: Database, cluster: CacheClu
   };
   await Promise.all(caches.map((c, i) => c.restore({ format: SNAPSHOT_FORMAT, version: SNAPSHOT_VERSION, entries: held(i) })));
   const options = new Map(scenario.clients.map((p) => [p.priority, { priority: p.priority }] as const));
+  const waits = new OriginWaits(clock);
   const query = async (key: string, signal: AbortSignal): Promise<Row> => {
     const outcome = await db.query(key, { signal });
+    waits.loaded(key);
     if (outcome instanceof QueryError) throw outcome;
     return outcome;
   };
+  const loader = ({ key, signal }: { key: string; signal: AbortSignal }): Promise<Row> => query(key, signal);
   return {
-    read(req) {
-      return caches[req.proc]!.get(
-        req.key,
-        ({ key, signal }) => {
-          req.origin = true;
-          return query(key, signal);
+    read(req, proc, replies) {
+      caches[proc]!.get(req.key, loader, options.get(req.population.priority)).then(
+        (r) => {
+          waits.mark(req);
+          if (r.valid) replies.answer(req);
+          else replies.invalid(req);
         },
-        options.get(req.population.priority),
-      ).then(
-        (r) => r.valid,
         (error: unknown) => {
-          req.shed = error instanceof OverloadedError;
-          return false;
+          // Counted even when the client gave up first: the budget refused it all the same.
+          if (error instanceof OverloadedError) replies.shed(req);
+          replies.fail(req);
         },
       );
     },

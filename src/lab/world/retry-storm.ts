@@ -6,13 +6,12 @@ import { ConcurrencyLimiter } from '../../guard/limiter.js';
 import { Retry } from '../../guard/retry.js';
 import { AdaptiveThrottle } from '../../guard/throttle.js';
 import { type Timer } from '../../time/clock.js';
-import { seededRandom } from '../../time/random.js';
 import { VirtualClock } from '../../time/virtual.js';
-import { simulate, type World } from '../engine.js';
+import { Clients } from '../clients.js';
 import { Recorder } from '../metrics.js';
 import { type VariantName, type VariantRun } from '../results.js';
-import { checkCommon, type FaultSpanDoc, faultTimeline, type Json, num, object, type Population, type ScenarioCommon, ScenarioError, spanAxis } from '../scenario.js';
-import { poisson } from '../traffic.js';
+import { checkCommon, type FaultSpanDoc, type Json, num, object, type Population, type ScenarioCommon, ScenarioError, spanAxis } from '../scenario.js';
+import { stream, STREAMS } from '../streams.js';
 import { type WorldKind } from '../worlds.js';
 import { Fifo } from './fifo.js';
 
@@ -276,25 +275,15 @@ function damperStack(clock: VirtualClock, recorder: Recorder, scenario: RetrySto
   };
 }
 
-interface UserCall {
-  readonly population: Population;
-  readonly start: number;
-  done: boolean;
-  timeout: Timer | undefined;
-}
-
 /**
  * Runs one variant of a retry-storm scenario. Both variants get the same
- * arrivals (drawn from a source of their own, seeded from the run's seed) and
- * the same faults; they differ only in the client stack and the server's
- * admission.
+ * arrivals and the same faults; they differ only in the client stack and the
+ * server's admission.
  */
 export async function runRetryStorm(scenario: RetryStormScenario, variant: VariantName, seed: number, onProgress?: (fraction: number) => void): Promise<VariantRun> {
   const clock = new VirtualClock({ seed });
-  const traffic = seededRandom((seed ^ 0x3d5e_a1c7) >>> 0);
   const recorder = new Recorder(scenario.durationS);
   let slowdown = 1;
-  let spike = 1;
   let call: (population: Population) => Call;
   let naiveServer: NaiveServer | undefined;
   if (variant === 'naive') {
@@ -306,48 +295,27 @@ export async function runRetryStorm(scenario: RetryStormScenario, variant: Varia
     const byPopulation = new Map(scenario.clients.map((p) => [p, stack(p.timeoutMs)]));
     call = (p) => byPopulation.get(p)!;
   }
-  const timeline = faultTimeline(scenario.faults);
-  let pending: UserCall[] = [];
-
-  const end = (req: UserCall, ok: boolean): void => {
-    if (req.done) return;
-    req.done = true;
-    req.timeout?.cancel();
-    recorder.ended(req.start, clock.now(), ok, false);
-  };
-
-  const world: World = {
-    step(t) {
-      let started = false;
-      while (timeline.length > 0 && timeline[0]!.at <= t) {
-        started = true;
-        const e = timeline.shift()!;
-        if (e.fault.kind === 'server-slowdown') slowdown = e.starts ? e.fault.factor : 1;
-        else spike = e.starts ? e.fault.factor : 1;
+  const clients: Clients<RetryStormFault> = new Clients<RetryStormFault>(
+    clock,
+    recorder,
+    scenario,
+    {
+      send(req, replies) {
+        call(req.population)((ok) => {
+          // Every answer comes from the server, this world's origin: there are no hits.
+          req.waitedForOrigin = true;
+          if (ok) replies.answer(req);
+          else replies.fail(req);
+        });
+      },
+      fault({ fault, starts }) {
+        if (fault.kind === 'server-slowdown') slowdown = starts ? fault.factor : 1;
+        else clients.load = starts ? fault.factor : 1;
         if (naiveServer !== undefined) naiveServer.slowdown = slowdown;
-      }
-      for (const population of scenario.clients) {
-        const n = poisson((population.rate * spike) / 1000, traffic);
-        for (let i = 0; i < n; i++) {
-          const req: UserCall = { population, start: t, done: false, timeout: undefined };
-          recorder.started(t);
-          call(population)((ok) => end(req, ok));
-          pending.push(req);
-        }
-        if (n > 0) started = true;
-      }
-      return started;
+      },
     },
-    afterStep(t) {
-      // The user gives up after its timeout; only calls not answered at once need the timer.
-      for (const req of pending) {
-        if (!req.done) req.timeout = clock.setTimer(() => end(req, false), req.start + req.population.timeoutMs - t);
-      }
-      pending = [];
-    },
-  };
-
-  await simulate({ clock, world, durationMs: scenario.durationS * 1000, ...(onProgress === undefined ? {} : { onProgress }) });
-  const series = recorder.series();
-  return { series, summary: recorder.summary(scenario, series), skippedFaults: [] };
+    stream(seed, STREAMS.retryStormTraffic),
+  );
+  await clients.run(onProgress);
+  return clients.result();
 }
