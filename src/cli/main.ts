@@ -3,7 +3,6 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DamperError } from '../errors.js';
-import { formatDemo, runDemo } from '../lab/demo.js';
 import { renderReport } from '../lab/report.js';
 import { resultsJson, type VariantName } from '../lab/results.js';
 import { WORKERS } from '../lab/parallel.js';
@@ -37,8 +36,6 @@ commands:
         core; writes DIR/sweep.html (a heatmap per variant) and DIR/sweep.json.
         Operator actions are removed unless --operators; --serial runs the
         cells one after another in one thread
-  demo [--seed N] [--json]
-        a naive cache-aside loop and damper, side by side, under a failing database
 
 options:
   -h, --help      show this help
@@ -107,13 +104,6 @@ async function main(argv: string[]): Promise<number> {
         });
       }
       return lab(rest, seed, values.out ?? 'lab-out', values.json === true);
-    case 'demo': {
-      if (rest.length > 0) throw new UsageError(`demo takes no arguments, got: ${rest.join(' ')}`);
-      if (values.out !== undefined) throw new UsageError('demo takes no --out');
-      const result = await runDemo(seed);
-      process.stdout.write(values.json === true ? `${JSON.stringify(result, null, 2)}\n` : `${formatDemo(result)}\n`);
-      return 0;
-    }
     case undefined:
       throw new UsageError('no command given');
     default:
