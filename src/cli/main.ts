@@ -2,7 +2,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { DamperError } from '../errors.js';
+import { DamperError } from '../index.js';
 import { renderReport } from '../lab/report.js';
 import { resultsJson, type VariantName } from '../lab/results.js';
 import { WORKERS } from '../lab/parallel.js';

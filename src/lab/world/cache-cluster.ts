@@ -1,12 +1,4 @@
-import { Cache } from '../../cache/cache.js';
-import { SNAPSHOT_FORMAT, SNAPSHOT_VERSION, type SnapshotEntry } from '../../cache/snapshot.js';
-import { OverloadedError } from '../../errors.js';
-import { CircuitBreaker } from '../../guard/breaker.js';
-import { pipeline } from '../../guard/guard.js';
-import { ConcurrencyLimiter } from '../../guard/limiter.js';
-import { RateLimiter } from '../../guard/rate.js';
-import { encodeEnvelope } from '../../stores/envelope.js';
-import { VirtualClock } from '../../time/virtual.js';
+import { Cache, CircuitBreaker, ConcurrencyLimiter, OverloadedError, pipeline, RateLimiter, type Snapshot, VirtualClock } from '../../index.js';
 import { type ClientRequest, Clients, type Replies } from '../clients.js';
 import { Recorder } from '../metrics.js';
 import { type VariantName, type VariantRun } from '../results.js';
@@ -152,7 +144,7 @@ export async function runCacheCluster(scenario: CacheClusterScenario, variant: V
   const allKeys = [...keysOf.values()].flat();
   const draw = remainingFreshness(seed, scenario.cache.ttlS * 1000);
   const freshness = allKeys.map(() => draw());
-  const reader = variant === 'naive' ? naiveReader(clock, db, cluster, scenario, allKeys, freshness) : await damperReader(clock, db, cluster, scenario, allKeys, freshness, seed);
+  const reader = variant === 'naive' ? await naiveReader(clock, db, cluster, scenario, allKeys, freshness) : await damperReader(clock, db, cluster, scenario, allKeys, freshness, seed);
   let nextProc = 0;
   const clients = new Clients<ClusterFault>(
     clock,
@@ -277,8 +269,10 @@ const CACHE_FAILED = Symbol('cache failed');
  * query per read until a query comes back in time to refill it: when the
  * database's queue is longer than the clients' patience, none does.
  */
-function naiveReader(clock: VirtualClock, db: Database, cluster: CacheCluster, scenario: CacheClusterScenario, keys: readonly string[], freshness: readonly number[]): ClusterReader {
-  keys.forEach((key, i) => cluster.preload(key, NAIVE_VALUE, freshness[i]!));
+async function naiveReader(clock: VirtualClock, db: Database, cluster: CacheCluster, scenario: CacheClusterScenario, keys: readonly string[], freshness: readonly number[]): Promise<ClusterReader> {
+  await cluster.seed(async () => {
+    await Promise.all(keys.map((key, i) => cluster.set(key, NAIVE_VALUE, freshness[i]!)));
+  });
   const breakers = Array.from({ length: scenario.processes }, () => new NaiveBreaker());
   const ttlMs = scenario.cache.ttlS * 1000;
 
@@ -333,6 +327,53 @@ function naiveReader(clock: VirtualClock, db: Database, cluster: CacheCluster, s
 
 // ------------------------------------------------------------------ damper
 
+/**
+ * The steady state, written by the library itself: a `Cache` on the cluster
+ * (standing for the processes that served before the run) `set`s every key
+ * with its remaining freshness, so the cluster holds damper's own keys and
+ * envelopes; its `snapshot()` is what the run's processes `restore`. It runs
+ * on a clock of its own, as another machine would: it draws nothing from the
+ * run's clock, and its timers never fire.
+ */
+async function steadyState(cluster: CacheCluster, scenario: CacheClusterScenario, namespace: string, keys: readonly string[], freshness: readonly number[]): Promise<Snapshot<Row>> {
+  const row: Row = { version: 1, valid: true };
+  let snapshot: Snapshot<Row> | undefined;
+  await cluster.seed(async () => {
+    const ttlMs = scenario.cache.ttlS * 1000;
+    const writer = new Cache<Row>({
+      clock: new VirtualClock(),
+      ttl: ttlMs,
+      // Each key's remaining freshness is drawn already.
+      ttlJitter: 0,
+      staleFor: scenario.cache.staleForS * 1000,
+      maxEntries: keys.length + 1,
+      // While seeding, the writer never hears its own bus (publishes reach
+      // nobody): without this, it would hold every value fresh for 1 s only.
+      shared: { store: cluster, namespace, freshWithoutBus: ttlMs },
+    });
+    await Promise.all(keys.map((key, i) => writer.set(key, row, { ttl: freshness[i]! })));
+    snapshot = writer.snapshot();
+    await writer.close();
+  });
+  return snapshot!;
+}
+
+/**
+ * What process `i` holds of the steady state: everything, or, when it holds
+ * at most `limit` keys, a random subset of that many (what an LRU holds in
+ * steady state under uniform reads), its own, drawn per process.
+ */
+function held(steady: Snapshot<Row>, limit: number | undefined, seed: number, i: number): Snapshot<Row> {
+  if (limit === undefined || limit >= steady.entries.length) return steady;
+  const draw = stream(seed, STREAMS.processKeys ^ (i * 0x9e37_79b9));
+  const mine = [...steady.entries];
+  for (let j = mine.length - 1; j > 0; j--) {
+    const k = Math.floor(draw() * (j + 1));
+    [mine[j], mine[k]] = [mine[k]!, mine[j]!];
+  }
+  return { ...steady, entries: mine.slice(0, limit) };
+}
+
 /** Share of the database's capacity the processes' origin budgets add up to. */
 const BUDGET_SHARE = 0.4;
 
@@ -350,16 +391,7 @@ async function damperReader(clock: VirtualClock, db: Database, cluster: CacheClu
   const ttlMs = scenario.cache.ttlS * 1000;
   const staleForMs = scenario.cache.staleForS * 1000;
   const namespace = 'lab';
-  // The steady state: the cluster holds every key (with the envelope damper
-  // writes), and every process holds it too (or `processEntries` of them, below),
-  // with the cluster's remaining freshness.
-  const loadMs = Math.max(1, Math.round((scenario.origin.workers * 1000) / scenario.origin.capacityQps));
-  const row: Row = { version: 1, valid: true };
-  const text = encodeEnvelope(row, staleForMs, loadMs);
-  const entries: SnapshotEntry<Row>[] = keys.map((key, i) => {
-    cluster.preload(`${namespace}:${key}`, text, freshness[i]! + staleForMs);
-    return { key, value: row, freshMs: freshness[i]!, servableMs: freshness[i]! + staleForMs };
-  });
+  const steady = await steadyState(cluster, scenario, namespace, keys, freshness);
   const rate = (scenario.origin.capacityQps * BUDGET_SHARE) / scenario.processes;
   const caches = Array.from(
     { length: scenario.processes },
@@ -378,20 +410,7 @@ async function damperReader(clock: VirtualClock, db: Database, cluster: CacheClu
         shared: { store: cluster, namespace },
       }),
   );
-  // A process that holds fewer keys than there are holds, in steady state
-  // under uniform reads, a random subset of them: its own, drawn per process.
-  const held = (i: number): SnapshotEntry<Row>[] => {
-    const limit = scenario.cache.processEntries;
-    if (limit === undefined || limit >= entries.length) return entries;
-    const draw = stream(seed, STREAMS.processKeys ^ (i * 0x9e37_79b9));
-    const mine = [...entries];
-    for (let j = mine.length - 1; j > 0; j--) {
-      const k = Math.floor(draw() * (j + 1));
-      [mine[j], mine[k]] = [mine[k]!, mine[j]!];
-    }
-    return mine.slice(0, limit);
-  };
-  await Promise.all(caches.map((c, i) => c.restore({ format: SNAPSHOT_FORMAT, version: SNAPSHOT_VERSION, entries: held(i) })));
+  await Promise.all(caches.map((c, i) => c.restore(held(steady, scenario.cache.processEntries, seed, i))));
   const options = new Map(scenario.clients.map((p) => [p.priority, { priority: p.priority }] as const));
   const waits = new OriginWaits(clock);
   const query = async (key: string, signal: AbortSignal): Promise<Row> => {

@@ -1,7 +1,4 @@
-import { type LeaseGrant, type SharedBackend, type SharedRead } from '../../stores/backend.js';
-import { SharedSlots } from '../../stores/shared-slots.js';
-import { type Timer } from '../../time/clock.js';
-import { type VirtualClock } from '../../time/virtual.js';
+import { type LeaseGrant, type SharedBackend, type SharedRead, SharedSlots, type Timer, type VirtualClock } from '../../index.js';
 import { HashRing } from './hash-ring.js';
 import { Fifo } from './fifo.js';
 
@@ -185,6 +182,8 @@ export class CacheCluster implements SharedBackend {
   readonly nodes: readonly CacheNode[];
   readonly ring: HashRing;
   private readonly channels = new Map<string, Set<(message: string) => void>>();
+  /** Inside {@link seed}: calls cost nothing and take no time. */
+  private seeding = false;
 
   constructor(
     private readonly clock: VirtualClock,
@@ -215,9 +214,19 @@ export class CacheCluster implements SharedBackend {
     this.ring.add(i);
   }
 
-  /** Puts a value in place without costing a call: the steady state a run starts from. */
-  preload(key: string, text: string, ttlMs: number): void {
-    this.nodeOf(key)?.data.write(key, text, ttlMs);
+  /**
+   * Runs `fill`, whose calls are applied at once, cost no node capacity and
+   * take no time, and whose publishes reach nobody: how the steady state a
+   * run starts from is put in place, by the clients' own code (the naive
+   * `SET`s, a damper `Cache`'s `set`), before the run. A state, not traffic.
+   */
+  async seed(fill: () => Promise<void>): Promise<void> {
+    this.seeding = true;
+    try {
+      await fill();
+    } finally {
+      this.seeding = false;
+    }
   }
 
   // ------------------------------------------------- plain commands (naive)
@@ -263,6 +272,7 @@ export class CacheCluster implements SharedBackend {
   }
 
   publish(channel: string, message: string): Promise<void> {
+    if (this.seeding) return Promise.resolve();
     return this.on(channel, () => {
       const listeners = this.channels.get(channel);
       if (listeners === undefined || listeners.size === 0) return;
@@ -290,6 +300,7 @@ export class CacheCluster implements SharedBackend {
   private on<T>(key: string, apply: (node: CacheNode) => T): Promise<T> {
     const node = this.nodeOf(key);
     if (node === undefined) return Promise.reject(EMPTY);
+    if (this.seeding) return Promise.resolve(apply(node));
     return node.call(() => apply(node));
   }
 }

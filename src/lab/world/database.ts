@@ -1,5 +1,4 @@
-import { type Timer } from '../../time/clock.js';
-import { type VirtualClock } from '../../time/virtual.js';
+import { type Timer, type VirtualClock } from '../../index.js';
 import { type Recorder } from '../metrics.js';
 import { Fifo } from './fifo.js';
 

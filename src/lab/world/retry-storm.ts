@@ -1,12 +1,4 @@
-import { DeadlineExceededError } from '../../errors.js';
-import { RetryBudget } from '../../guard/budget.js';
-import { deadlineOf } from '../../guard/deadline.js';
-import { type Guard, type GuardContext, pipeline } from '../../guard/guard.js';
-import { ConcurrencyLimiter } from '../../guard/limiter.js';
-import { Retry } from '../../guard/retry.js';
-import { AdaptiveThrottle } from '../../guard/throttle.js';
-import { type Timer } from '../../time/clock.js';
-import { VirtualClock } from '../../time/virtual.js';
+import { AdaptiveThrottle, ConcurrencyLimiter, DeadlineExceededError, type Guard, type GuardContext, pipeline, Retry, RetryBudget, type Timer, VirtualClock } from '../../index.js';
 import { Clients } from '../clients.js';
 import { Recorder } from '../metrics.js';
 import { type VariantName, type VariantRun } from '../results.js';
@@ -241,7 +233,8 @@ function damperStack(clock: VirtualClock, recorder: Recorder, scenario: RetrySto
   // The server's handler: admission by the limiter, then work, unless the request's signal has aborted.
   const handle = (signal: AbortSignal): Promise<void> => {
     recorder.originQuery(clock.now());
-    const context: GuardContext = { key: 'request', signal, wait: true, deadline: deadlineOf(signal) };
+    // The signal carries the call's deadline (guards read it with effectiveDeadline), as a gRPC request does.
+    const context: GuardContext = { key: 'request', signal, wait: true };
     return limiter.run(
       (s) =>
         new Promise<void>((resolve, reject) => {
