@@ -3,6 +3,8 @@ import { simulate, type World } from './engine.js';
 import { type Recorder } from './metrics.js';
 import { type PopulationCounts, type VariantRun } from './results.js';
 import { type FaultEvent, type FaultSpanDoc, faultTimeline, type Population, type ScenarioCommon, triggerEndS, triggerStartS } from './scenario.js';
+import { retryDelayMs } from './retry-delay.js';
+import { stream, STREAMS } from './streams.js';
 import { poisson } from './traffic.js';
 
 /**
@@ -77,9 +79,26 @@ interface Counts {
  * requests of a healthy system are hits, and a timer each would cost more
  * than the rest of them).
  */
+/** What a run gives its clients: where they run, where they record, what they do, and the seed of their sources. */
+export interface ClientRun<F extends FaultSpanDoc> {
+  readonly clock: VirtualClock;
+  readonly recorder: Recorder;
+  readonly scenario: ScenarioCommon & { readonly faults: readonly F[] };
+  readonly seed: number;
+  /** The traffic source's constant. Default `STREAMS.traffic`. */
+  readonly traffic?: number;
+}
+
 export class Clients<F extends FaultSpanDoc> implements World, Replies {
   /** Arrival rates × this: a load spike. */
   load = 1;
+  private readonly clock: VirtualClock;
+  private readonly recorder: Recorder;
+  private readonly scenario: ScenarioCommon & { readonly faults: readonly F[] };
+  /** Arrivals and keys, nothing else. */
+  private readonly traffic: () => number;
+  /** Full-jitter retry delays, nothing else. */
+  private readonly jitter: () => number;
   private readonly timeline: FaultEvent<F>[];
   private readonly skipped = new Set<FaultSpanDoc>();
   private readonly pickers: ((random: () => number) => string)[];
@@ -89,13 +108,15 @@ export class Clients<F extends FaultSpanDoc> implements World, Replies {
   private pending: ClientRequest[] = [];
 
   constructor(
-    private readonly clock: VirtualClock,
-    private readonly recorder: Recorder,
-    private readonly scenario: ScenarioCommon & { readonly faults: readonly F[] },
+    run: ClientRun<F>,
     private readonly world: ClientWorld<F>,
-    /** The traffic source: arrivals and keys, nothing else. */
-    private readonly traffic: () => number,
   ) {
+    const { scenario } = run;
+    this.clock = run.clock;
+    this.recorder = run.recorder;
+    this.scenario = scenario;
+    this.traffic = stream(run.seed, run.traffic ?? STREAMS.traffic);
+    this.jitter = stream(run.seed, STREAMS.retryJitter);
     this.timeline = faultTimeline(scenario.faults);
     this.pickers = scenario.clients.map((p) => world.keys?.(p) ?? NO_KEY);
     this.counts = scenario.clients.map(() => ({ requests: 0, good: 0, shed: 0 }));
@@ -197,7 +218,7 @@ export class Clients<F extends FaultSpanDoc> implements World, Replies {
     }
     const { population } = req;
     if (!ok && req.attempt < population.retries) {
-      this.clock.setTimer(() => this.send(population, req.key, req.attempt + 1), population.retryDelayMs);
+      this.clock.setTimer(() => this.send(population, req.key, req.attempt + 1), retryDelayMs(population.backoff, req.attempt + 1, this.jitter));
     }
   }
 

@@ -17,6 +17,16 @@ export class ScenarioError extends DamperError {
 export type Priority = 'critical' | 'normal' | 'low' | 'background';
 const PRIORITIES: readonly Priority[] = ['critical', 'normal', 'low', 'background'];
 
+/**
+ * How a naive client waits before retrying: `none`, at once; `fixed`, the
+ * same delay each time; `exponential`, `min(maxMs, baseMs · 2^(n−1))` before
+ * retry n; `full-jitter`, uniform in [0, that). Whole milliseconds.
+ */
+export type Backoff = { readonly kind: 'none' } | { readonly kind: 'fixed'; readonly delayMs: number } | { readonly kind: 'exponential'; readonly baseMs: number; readonly maxMs: number } | { readonly kind: 'full-jitter'; readonly baseMs: number; readonly maxMs: number };
+
+/** A random (or constant) delay, ms: what one network hop costs. */
+export type Delay = { readonly kind: 'constant'; readonly ms: number } | { readonly kind: 'exponential'; readonly meanMs: number } | { readonly kind: 'lognormal'; readonly medianMs: number; readonly sigma: number };
+
 /** An open-loop client population: arrivals do not slow down when the system does. */
 export interface Population {
   readonly name: string;
@@ -26,8 +36,10 @@ export interface Population {
   readonly timeoutMs: number;
   /** Further attempts after a failure or timeout. */
   readonly retries: number;
-  /** Wait before each retry, ms. */
+  /** Wait before each retry, ms (see `backoff`, which supersedes it). */
   readonly retryDelayMs: number;
+  /** Wait before each retry. Default: `fixed` at `retryDelayMs` when that is above 0, else `none`. */
+  readonly backoff: Backoff;
   readonly priority: Priority;
 }
 
@@ -61,6 +73,8 @@ export interface ScenarioCommon {
   readonly objective: { readonly p99Ms: number; readonly goodputRatio: number; readonly holdS: number };
   readonly clients: readonly Population[];
   readonly faults: readonly FaultSpanDoc[];
+  /** What a hop between two tiers costs (each world says which hops its requests make). Default: a constant 0. */
+  readonly network: { readonly hopDelay: Delay };
 }
 
 export type Json = unknown;
@@ -117,6 +131,7 @@ export function checkCommon(
     },
     clients,
     faults,
+    network: { hopDelay: { kind: 'constant', ms: 0 } },
   };
 }
 
@@ -200,14 +215,21 @@ export function population(doc: Json, where: string): Population {
   const o = object(doc, where);
   const priority = o.priority === undefined ? 'normal' : str(o, 'priority', where);
   if (!PRIORITIES.includes(priority as Priority)) throw new ScenarioError(`${where}.priority`, `must be one of ${PRIORITIES.join(', ')}, got "${priority}"`);
+  const retryDelayMs = o.retryDelayMs === undefined ? 0 : num(o, 'retryDelayMs', where, { min: 0, integer: true, max: 600_000 });
   return {
     name: str(o, 'name', where),
     rate: num(o, 'rate', where, { min: 0, max: 1_000_000 }),
     timeoutMs: num(o, 'timeoutMs', where, { min: 1, integer: true, max: 600_000 }),
     retries: o.retries === undefined ? 0 : num(o, 'retries', where, { min: 0, integer: true, max: 10 }),
-    retryDelayMs: o.retryDelayMs === undefined ? 0 : num(o, 'retryDelayMs', where, { min: 0, integer: true, max: 600_000 }),
+    retryDelayMs,
+    backoff: defaultBackoff(retryDelayMs),
     priority: priority as Priority,
   };
+}
+
+/** The backoff a scenario without one means: its `retryDelayMs`, fixed, or none. */
+export function defaultBackoff(retryDelayMs: number): Backoff {
+  return retryDelayMs > 0 ? { kind: 'fixed', delayMs: retryDelayMs } : { kind: 'none' };
 }
 
 export function object(v: Json, where: string): Record<string, Json> {

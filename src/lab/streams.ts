@@ -18,6 +18,10 @@ export const STREAMS = {
   prewarm: 0x2c1b_3c6d,
   /** Which requests a front door that lets traffic back in gradually admits. */
   admission: 0x51ed_270b,
+  /** The naive clients' full-jitter retry delays. */
+  retryJitter: 0x6c8e_9cf5,
+  /** What each network hop between tiers costs, when `network.hopDelay` is random. */
+  network: 0x1f83_d9ab,
   /** The keys a process holds in memory when it holds fewer than there are (xor'ed with the process's own constant). */
   processKeys: 0x5bd1_e995,
 } as const;

@@ -137,9 +137,7 @@ export async function runCacheAside(scenario: CacheAsideScenario, variant: Varia
   const door = new FrontDoor(stream(seed, STREAMS.admission));
   const pick = (random: () => number): string => picker.pick(random);
   const clients = new Clients<Fault>(
-    clock,
-    recorder,
-    scenario,
+    { clock, recorder, scenario, seed },
     {
       send(req, replies) {
         if (door.turnsAway()) replies.fail(req);
@@ -161,7 +159,6 @@ export async function runCacheAside(scenario: CacheAsideScenario, variant: Varia
       keys: () => pick,
       everyStep: (t) => door.update(t),
     },
-    stream(seed, STREAMS.traffic),
   );
   await clients.run(onProgress);
   return clients.result();

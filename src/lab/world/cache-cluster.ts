@@ -147,9 +147,7 @@ export async function runCacheCluster(scenario: CacheClusterScenario, variant: V
   const reader = variant === 'naive' ? await naiveReader(clock, db, cluster, scenario, allKeys, freshness) : await damperReader(clock, db, cluster, scenario, allKeys, freshness, seed);
   let nextProc = 0;
   const clients = new Clients<ClusterFault>(
-    clock,
-    recorder,
-    scenario,
+    { clock, recorder, scenario, seed },
     {
       send(req, replies) {
         const proc = nextProc;
@@ -162,7 +160,6 @@ export async function runCacheCluster(scenario: CacheClusterScenario, variant: V
         return (random) => keys[Math.min(keys.length - 1, Math.floor(random() * keys.length))]!;
       },
     },
-    stream(seed, STREAMS.traffic),
   );
 
   // While a cache node is slow, the library raises (and handles) an error per

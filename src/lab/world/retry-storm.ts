@@ -1,8 +1,9 @@
 import { AdaptiveThrottle, ConcurrencyLimiter, DeadlineExceededError, type Guard, type GuardContext, pipeline, Retry, RetryBudget, type Timer, VirtualClock } from '../../index.js';
 import { Clients } from '../clients.js';
 import { Recorder } from '../metrics.js';
+import { retryDelayMs } from '../retry-delay.js';
 import { type VariantName, type VariantRun } from '../results.js';
-import { checkCommon, type FaultSpanDoc, type Json, num, object, type Population, type ScenarioCommon, ScenarioError, spanAxis } from '../scenario.js';
+import { type Backoff, checkCommon, defaultBackoff, type FaultSpanDoc, type Json, num, object, type Population, type ScenarioCommon, ScenarioError, spanAxis } from '../scenario.js';
 import { stream, STREAMS } from '../streams.js';
 import { type WorldKind } from '../worlds.js';
 import { Fifo } from './fifo.js';
@@ -41,9 +42,9 @@ import { Fifo } from './fifo.js';
  *   there is one attempt per call.
  *
  * The variants differ only in code:
- * - **naive**: every tier retries immediately (or after a fixed
- *   `retryDelayMs`) on a timeout or an error, up to `retries` times, with no
- *   budget and no backoff; nobody tells the tiers below that the user left.
+ * - **naive**: every tier retries immediately (or after the scenario's
+ *   `client.backoff`: fixed, exponential or full jitter) on a timeout or an
+ *   error, up to `retries` times, with no budget; nobody tells the tiers below that the user left.
  *   The server is a plain FIFO queue: an attempt that timed out stays queued
  *   and is served anyway, and its work slows every other request.
  * - **damper**: every tier is a real {@link Retry} (full-jitter backoff,
@@ -71,7 +72,7 @@ export interface RetryStormScenario extends ScenarioCommon {
   /** The server; see the module's comment for the service-time model. */
   readonly server: { readonly workers: number; readonly baseServiceMs: number; readonly slowdownPerInFlight: number; readonly maxQueue: number };
   /** The client stack between users and the server: tiers, the innermost's attempt timeout, retries per tier. */
-  readonly client: { readonly layers: number; readonly attemptTimeoutMs: number; readonly retries: number; readonly retryDelayMs: number };
+  readonly client: { readonly layers: number; readonly attemptTimeoutMs: number; readonly retries: number; readonly retryDelayMs: number; readonly backoff: Backoff };
   readonly faults: readonly RetryStormFault[];
 }
 
@@ -80,6 +81,7 @@ export function parseRetryStorm(o: Record<string, Json>, where: string): RetrySt
   const at = (field: string): string => `${where}.${field}`;
   const serverDoc = object(o.server, at('server'));
   const clientDoc = object(o.client, at('client'));
+  const retryDelayMs = clientDoc.retryDelayMs === undefined ? 0 : num(clientDoc, 'retryDelayMs', at('client'), { min: 0, integer: true, max: 600_000 });
   const common = checkCommon(o, where, (fo, span, w): RetryStormFault => {
     switch (span.kind) {
       case 'load-spike':
@@ -107,7 +109,8 @@ export function parseRetryStorm(o: Record<string, Json>, where: string): RetrySt
       layers: num(clientDoc, 'layers', at('client'), { min: 1, integer: true, max: 5 }),
       attemptTimeoutMs: num(clientDoc, 'attemptTimeoutMs', at('client'), { min: 1, integer: true, max: 600_000 }),
       retries: num(clientDoc, 'retries', at('client'), { min: 0, integer: true, max: 10 }),
-      retryDelayMs: clientDoc.retryDelayMs === undefined ? 0 : num(clientDoc, 'retryDelayMs', at('client'), { min: 0, integer: true, max: 600_000 }),
+      retryDelayMs,
+      backoff: defaultBackoff(retryDelayMs),
     },
     faults: common.faults as readonly RetryStormFault[],
   };
@@ -182,13 +185,14 @@ class NaiveServer {
 type Call = (onDone: (ok: boolean) => void) => void;
 
 /**
- * The naive client stack: every tier retries at once (or after the fixed
- * delay) on any failure, `retries` times, no budget, no backoff; the
- * innermost gives each attempt `attemptTimeoutMs` and leaves it queued at the
- * server when it gives up. Callbacks, not promises: in the storm this runs
- * thousands of times per simulated second.
+ * The naive client stack: every tier retries on any failure, `retries`
+ * times, with no budget, at once or after the scenario's `backoff` (its
+ * full jitter drawn from `jitter`); the innermost gives each attempt
+ * `attemptTimeoutMs` and leaves it queued at the server when it gives up.
+ * Callbacks, not promises: in the storm this runs thousands of times per
+ * simulated second.
  */
-function naiveStack(clock: VirtualClock, server: NaiveServer, client: RetryStormScenario['client']): Call {
+function naiveStack(clock: VirtualClock, server: NaiveServer, client: RetryStormScenario['client'], jitter: () => number): Call {
   const attempt = (onDone: (ok: boolean) => void): void => {
     let timer: Timer | undefined;
     const job: NaiveJob = {
@@ -206,8 +210,9 @@ function naiveStack(clock: VirtualClock, server: NaiveServer, client: RetryStorm
     const once = (): void => {
       tries++;
       const next = (ok: boolean): void => {
-        if (ok || tries > client.retries) onDone(ok);
-        else if (client.retryDelayMs > 0) clock.setTimer(once, client.retryDelayMs);
+        if (ok || tries > client.retries) return onDone(ok);
+        const delay = retryDelayMs(client.backoff, tries, jitter);
+        if (delay > 0) clock.setTimer(once, delay);
         else once();
       };
       if (depth === client.layers - 1) attempt(next);
@@ -281,7 +286,7 @@ export async function runRetryStorm(scenario: RetryStormScenario, variant: Varia
   let naiveServer: NaiveServer | undefined;
   if (variant === 'naive') {
     naiveServer = new NaiveServer(clock, recorder, scenario.server);
-    const stack = naiveStack(clock, naiveServer, scenario.client);
+    const stack = naiveStack(clock, naiveServer, scenario.client, stream(seed, STREAMS.retryJitter));
     call = () => stack;
   } else {
     const stack = damperStack(clock, recorder, scenario, () => slowdown);
@@ -289,9 +294,7 @@ export async function runRetryStorm(scenario: RetryStormScenario, variant: Varia
     call = (p) => byPopulation.get(p)!;
   }
   const clients: Clients<RetryStormFault> = new Clients<RetryStormFault>(
-    clock,
-    recorder,
-    scenario,
+    { clock, recorder, scenario, seed, traffic: STREAMS.retryStormTraffic },
     {
       send(req, replies) {
         call(req.population)((ok) => {
@@ -307,7 +310,6 @@ export async function runRetryStorm(scenario: RetryStormScenario, variant: Varia
         if (naiveServer !== undefined) naiveServer.slowdown = slowdown;
       },
     },
-    stream(seed, STREAMS.retryStormTraffic),
   );
   await clients.run(onProgress);
   return clients.result();

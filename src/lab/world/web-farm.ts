@@ -3,7 +3,7 @@ import { Clients } from '../clients.js';
 import { Recorder } from '../metrics.js';
 import { type VariantName, type VariantRun } from '../results.js';
 import { array, checkCommon, type FaultSpanDoc, type Json, num, object, parseCacheWindows, parseOrigin, type ScenarioCommon, ScenarioError, spanAxis, str } from '../scenario.js';
-import { remainingFreshness, stream, STREAMS } from '../streams.js';
+import { remainingFreshness } from '../streams.js';
 import { KeyPicker } from '../traffic.js';
 import { type WorldKind } from '../worlds.js';
 import { Database } from './database.js';
@@ -148,9 +148,7 @@ export async function runWebFarm(scenario: WebFarmScenario, variant: VariantName
 
   const pick = (random: () => number): string => picker.pick(random);
   const clients: Clients<WebFarmFault> = new Clients<WebFarmFault>(
-    clock,
-    recorder,
-    scenario,
+    { clock, recorder, scenario, seed },
     {
       send(req, replies) {
         void door.send(req.key, req.population.priority, req.population.timeoutMs).then((outcome) => {
@@ -170,7 +168,6 @@ export async function runWebFarm(scenario: WebFarmScenario, variant: VariantName
       },
       keys: () => pick,
     },
-    stream(seed, STREAMS.traffic),
   );
 
   try {
