@@ -4,6 +4,7 @@ import { VirtualClock } from '../src/index.js';
 import { type ClientWorld, Clients } from '../src/lab/clients.js';
 import { loadScenario } from '../src/lab/lab.js';
 import { Recorder } from '../src/lab/metrics.js';
+import { Network } from '../src/lab/network.js';
 import { runIsolated } from '../src/lab/parallel.js';
 import { retryDelayMs } from '../src/lab/retry-delay.js';
 import { type Backoff, type FaultSpanDoc, type ScenarioCommon } from '../src/lab/scenario.js';
@@ -74,7 +75,7 @@ async function retryGaps(backoff: Backoff): Promise<number[][]> {
     fault: () => {},
     keys: () => () => `r${next++}`,
   };
-  const clients = new Clients({ clock, recorder: new Recorder(scenario.durationS), scenario, seed: 1 }, world);
+  const clients = new Clients({ clock, recorder: new Recorder(scenario.durationS), scenario, seed: 1, network: new Network(clock, scenario.network.hopDelay, 1) }, world);
   await clients.run();
   // Requests whose retries outlive the run are left out.
   return [...starts.values()].filter((s) => s.length === 5).map((s) => s.slice(1).map((t, i) => t - s[i]!));

@@ -1,6 +1,7 @@
 import { type Timer, type VirtualClock } from '../index.js';
 import { simulate, type World } from './engine.js';
 import { type Recorder } from './metrics.js';
+import { type Network } from './network.js';
 import { type PopulationCounts, type VariantRun } from './results.js';
 import { type FaultEvent, type FaultSpanDoc, faultTimeline, type Population, type ScenarioCommon, triggerEndS, triggerStartS } from './scenario.js';
 import { retryDelayMs } from './retry-delay.js';
@@ -87,6 +88,8 @@ export interface ClientRun<F extends FaultSpanDoc> {
   readonly seed: number;
   /** The traffic source's constant. Default `STREAMS.traffic`. */
   readonly traffic?: number;
+  /** The network between the clients and the system (one hop each way), shared with the world's other tiers. */
+  readonly network: Network;
 }
 
 export class Clients<F extends FaultSpanDoc> implements World, Replies {
@@ -99,6 +102,7 @@ export class Clients<F extends FaultSpanDoc> implements World, Replies {
   private readonly traffic: () => number;
   /** Full-jitter retry delays, nothing else. */
   private readonly jitter: () => number;
+  private readonly network: Network;
   private readonly timeline: FaultEvent<F>[];
   private readonly skipped = new Set<FaultSpanDoc>();
   private readonly pickers: ((random: () => number) => string)[];
@@ -117,6 +121,7 @@ export class Clients<F extends FaultSpanDoc> implements World, Replies {
     this.scenario = scenario;
     this.traffic = stream(run.seed, run.traffic ?? STREAMS.traffic);
     this.jitter = stream(run.seed, STREAMS.retryJitter);
+    this.network = run.network;
     this.timeline = faultTimeline(scenario.faults);
     this.pickers = scenario.clients.map((p) => world.keys?.(p) ?? NO_KEY);
     this.counts = scenario.clients.map(() => ({ requests: 0, good: 0, shed: 0 }));
@@ -147,16 +152,16 @@ export class Clients<F extends FaultSpanDoc> implements World, Replies {
   }
 
   answer(req: ClientRequest): void {
-    this.end(req, true);
+    this.reply(req, true);
   }
 
   fail(req: ClientRequest): void {
-    this.end(req, false);
+    this.reply(req, false);
   }
 
   invalid(req: ClientRequest): void {
     if (!req.done) this.recorder.invalidServed++;
-    this.end(req, false);
+    this.reply(req, false);
   }
 
   shed(req: ClientRequest): void {
@@ -202,8 +207,18 @@ export class Clients<F extends FaultSpanDoc> implements World, Replies {
     const start = this.clock.now();
     this.recorder.started(start);
     const req: ClientRequest = { population, key, attempt, start, done: false, waitedForOrigin: false, timeout: undefined };
-    this.world.send(req, this);
+    const ms = this.network.hopMs();
+    if (ms === 0) this.world.send(req, this);
+    else this.clock.setTimer(() => this.world.send(req, this), ms);
     this.pending.push(req);
+  }
+
+  /** The system's answer travels back one hop; a client that gave up meanwhile ignores it. */
+  private reply(req: ClientRequest, ok: boolean): void {
+    if (req.done) return;
+    const ms = this.network.hopMs();
+    if (ms === 0) this.end(req, ok);
+    else this.clock.setTimer(() => this.end(req, ok), ms);
   }
 
   private end(req: ClientRequest, ok: boolean): void {

@@ -1,6 +1,7 @@
 import { VirtualClock } from '../../index.js';
 import { Clients } from '../clients.js';
 import { Recorder } from '../metrics.js';
+import { Network } from '../network.js';
 import { type VariantName, type VariantRun } from '../results.js';
 import { array, checkCommon, type FaultSpanDoc, type Json, num, object, parseCacheWindows, parseOrigin, type ScenarioCommon, ScenarioError, spanAxis, str } from '../scenario.js';
 import { remainingFreshness, stream, STREAMS } from '../streams.js';
@@ -129,7 +130,8 @@ class FrontDoor {
 export async function runCacheAside(scenario: CacheAsideScenario, variant: VariantName, seed: number, onProgress?: (fraction: number) => void): Promise<VariantRun> {
   const clock = new VirtualClock({ seed });
   const recorder = new Recorder(scenario.durationS);
-  const db = new Database(clock, recorder, scenario.origin);
+  const network = new Network(clock, scenario.network.hopDelay, seed);
+  const db = new Database(clock, recorder, scenario.origin, network);
   const picker = new KeyPicker(scenario.keys.hot, scenario.keys.tailCount);
   const reader: Reader = variant === 'naive' ? naiveReader(clock, db, scenario) : damperReader(clock, db, scenario, picker.keys.length);
   const freshness = remainingFreshness(seed, scenario.cache.ttlS * 1000);
@@ -137,7 +139,7 @@ export async function runCacheAside(scenario: CacheAsideScenario, variant: Varia
   const door = new FrontDoor(stream(seed, STREAMS.admission));
   const pick = (random: () => number): string => picker.pick(random);
   const clients = new Clients<Fault>(
-    { clock, recorder, scenario, seed },
+    { clock, recorder, scenario, seed, network },
     {
       send(req, replies) {
         if (door.turnsAway()) replies.fail(req);

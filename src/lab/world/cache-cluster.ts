@@ -1,6 +1,7 @@
 import { Cache, CircuitBreaker, ConcurrencyLimiter, OverloadedError, pipeline, RateLimiter, type Snapshot, VirtualClock } from '../../index.js';
 import { type ClientRequest, Clients, type Replies } from '../clients.js';
 import { Recorder } from '../metrics.js';
+import { Network } from '../network.js';
 import { type VariantName, type VariantRun } from '../results.js';
 import { array, checkCommon, type FaultSpanDoc, type Json, num, object, parseCacheWindows, parseOrigin, type ScenarioCommon, ScenarioError, spanAxis, str } from '../scenario.js';
 import { remainingFreshness, stream, STREAMS } from '../streams.js';
@@ -137,8 +138,9 @@ interface ClusterReader {
 export async function runCacheCluster(scenario: CacheClusterScenario, variant: VariantName, seed: number, onProgress?: (fraction: number) => void): Promise<VariantRun> {
   const clock = new VirtualClock({ seed });
   const recorder = new Recorder(scenario.durationS);
-  const db = new Database(clock, recorder, scenario.origin);
-  const cluster = new CacheCluster(clock, scenario.nodes.count, scenario.nodes, scenario.nodes.vnodes);
+  const network = new Network(clock, scenario.network.hopDelay, seed);
+  const db = new Database(clock, recorder, scenario.origin, network);
+  const cluster = new CacheCluster(clock, scenario.nodes.count, scenario.nodes, scenario.nodes.vnodes, network);
   // Key strings are built once: the hot loop must not allocate per request.
   const keysOf = new Map(scenario.clients.map((p) => [p, Array.from({ length: scenario.keys[p.name]! }, (_, i) => `${p.name}:${i}`)]));
   const allKeys = [...keysOf.values()].flat();
@@ -147,7 +149,7 @@ export async function runCacheCluster(scenario: CacheClusterScenario, variant: V
   const reader = variant === 'naive' ? await naiveReader(clock, db, cluster, scenario, allKeys, freshness) : await damperReader(clock, db, cluster, scenario, allKeys, freshness, seed);
   let nextProc = 0;
   const clients = new Clients<ClusterFault>(
-    { clock, recorder, scenario, seed },
+    { clock, recorder, scenario, seed, network },
     {
       send(req, replies) {
         const proc = nextProc;

@@ -1,4 +1,5 @@
 import { type LeaseGrant, type SharedBackend, type SharedRead, SharedSlots, type Timer, type VirtualClock } from '../../index.js';
+import { type Network } from '../network.js';
 import { HashRing } from './hash-ring.js';
 import { Fifo } from './fifo.js';
 
@@ -190,6 +191,8 @@ export class CacheCluster implements SharedBackend {
     count: number,
     private readonly shape: CacheNodeShape,
     vnodes = 160,
+    /** Between the processes and the nodes: a call and its answer make one hop each, beside the node's own `latencyMs`. */
+    private readonly network?: Network,
   ) {
     this.nodes = Array.from({ length: count }, (_, i) => new CacheNode(i, clock, shape));
     this.ring = new HashRing(vnodes);
@@ -301,6 +304,15 @@ export class CacheCluster implements SharedBackend {
     const node = this.nodeOf(key);
     if (node === undefined) return Promise.reject(EMPTY);
     if (this.seeding) return Promise.resolve(apply(node));
-    return node.call(() => apply(node));
+    const network = this.network;
+    if (network === undefined || network.free) return node.call(() => apply(node));
+    return new Promise<T>((resolve, reject) =>
+      network.hop(() =>
+        node.call(() => apply(node)).then(
+          (value) => network.hop(() => resolve(value)),
+          (error: unknown) => network.hop(() => reject(error as Error)),
+        ),
+      ),
+    );
   }
 }

@@ -1,6 +1,7 @@
 import { AdaptiveThrottle, ConcurrencyLimiter, DeadlineExceededError, type Guard, type GuardContext, pipeline, Retry, RetryBudget, type Timer, VirtualClock } from '../../index.js';
 import { Clients } from '../clients.js';
 import { Recorder } from '../metrics.js';
+import { Network } from '../network.js';
 import { retryDelayMs } from '../retry-delay.js';
 import { type VariantName, type VariantRun } from '../results.js';
 import { type Backoff, checkCommon, defaultBackoff, type FaultSpanDoc, type Json, num, object, type Population, type ScenarioCommon, ScenarioError, spanAxis } from '../scenario.js';
@@ -281,6 +282,7 @@ function damperStack(clock: VirtualClock, recorder: Recorder, scenario: RetrySto
 export async function runRetryStorm(scenario: RetryStormScenario, variant: VariantName, seed: number, onProgress?: (fraction: number) => void): Promise<VariantRun> {
   const clock = new VirtualClock({ seed });
   const recorder = new Recorder(scenario.durationS);
+  const network = new Network(clock, scenario.network.hopDelay, seed);
   let slowdown = 1;
   let call: (population: Population) => Call;
   let naiveServer: NaiveServer | undefined;
@@ -294,7 +296,7 @@ export async function runRetryStorm(scenario: RetryStormScenario, variant: Varia
     call = (p) => byPopulation.get(p)!;
   }
   const clients: Clients<RetryStormFault> = new Clients<RetryStormFault>(
-    { clock, recorder, scenario, seed, traffic: STREAMS.retryStormTraffic },
+    { clock, recorder, scenario, seed, network, traffic: STREAMS.retryStormTraffic },
     {
       send(req, replies) {
         call(req.population)((ok) => {

@@ -1,6 +1,7 @@
 import { VirtualClock } from '../../index.js';
 import { Clients } from '../clients.js';
 import { Recorder } from '../metrics.js';
+import { Network } from '../network.js';
 import { type VariantName, type VariantRun } from '../results.js';
 import { array, checkCommon, type FaultSpanDoc, type Json, num, object, parseCacheWindows, parseOrigin, type ScenarioCommon, ScenarioError, spanAxis, str } from '../scenario.js';
 import { remainingFreshness } from '../streams.js';
@@ -125,7 +126,8 @@ export const webFarm: WorldKind<WebFarmScenario> = {
 export async function runWebFarm(scenario: WebFarmScenario, variant: VariantName, seed: number, onProgress?: (fraction: number) => void): Promise<VariantRun> {
   const clock = new VirtualClock({ seed });
   const recorder = new Recorder(scenario.durationS);
-  const db = new Database(clock, recorder, scenario.origin);
+  const network = new Network(clock, scenario.network.hopDelay, seed);
+  const db = new Database(clock, recorder, scenario.origin, network);
   const picker = new KeyPicker(scenario.keys.hot, scenario.keys.tailCount);
   const keys = picker.keys;
   const ids = Array.from({ length: scenario.servers.count }, (_, i) => serverId(i));
@@ -148,7 +150,7 @@ export async function runWebFarm(scenario: WebFarmScenario, variant: VariantName
 
   const pick = (random: () => number): string => picker.pick(random);
   const clients: Clients<WebFarmFault> = new Clients<WebFarmFault>(
-    { clock, recorder, scenario, seed },
+    { clock, recorder, scenario, seed, network },
     {
       send(req, replies) {
         void door.send(req.key, req.population.priority, req.population.timeoutMs).then((outcome) => {
