@@ -67,19 +67,9 @@ function onlyIfUnhealthy(fault: FaultSpanDoc): boolean {
   return 'when' in fault && fault.when === 'unhealthy';
 }
 
-interface Counts {
-  requests: number;
-  good: number;
-  shed: number;
-}
+/** A population's counts while the run keeps them. */
+type Counts = { -readonly [K in keyof PopulationCounts]: PopulationCounts[K] };
 
-/**
- * The client side of a run, as the engine's `World`: at each 1 ms step the
- * faults due, then each population's Poisson arrivals (× `load`), each sent
- * to the system; timers only for requests not answered at once (most
- * requests of a healthy system are hits, and a timer each would cost more
- * than the rest of them).
- */
 /** What a run gives its clients: where they run, where they record, what they do, and the seed of their sources. */
 export interface ClientRun<F extends FaultSpanDoc> {
   readonly clock: VirtualClock;
@@ -92,6 +82,13 @@ export interface ClientRun<F extends FaultSpanDoc> {
   readonly network: Network;
 }
 
+/**
+ * The client side of a run, as the engine's `World`: at each 1 ms step the
+ * faults due, then each population's Poisson arrivals (× `load`), each sent
+ * to the system; timers only for requests not answered at once (most
+ * requests of a healthy system are hits, and a timer each would cost more
+ * than the rest of them).
+ */
 export class Clients<F extends FaultSpanDoc> implements World, Replies {
   /** Arrival rates × this: a load spike. */
   load = 1;
