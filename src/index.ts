@@ -25,9 +25,11 @@ export { Retry, type RetryEvents, type RetryOptions, type RetryStats } from './g
 export { AdaptiveThrottle, type AdaptiveThrottleEvents, type AdaptiveThrottleOptions } from './guard/throttle.js';
 export { type LeaseGrant, type SharedBackend, type SharedRead } from './stores/backend.js';
 export { InMemorySharedStore, type InMemorySharedStoreOptions } from './stores/in-memory-shared.js';
+export { SharedSlots } from './stores/shared-slots.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory.js';
 export { type Clock, MAX_TIMER_MS, sleep, type Timer } from './time/clock.js';
 export { seededRandom } from './time/random.js';
+export { forbidRealTime, RealTimeInSimulationError } from './time/real-time-guard.js';
 export { createSystemClock, systemClock } from './time/system.js';
 export { VirtualClock, type VirtualClockOptions } from './time/virtual.js';
 export { Balancer, type BalancerEvents, type BalancerOptions, type BalancerSnapshot, type PickedUpstream, type Upstream, type UpstreamSnapshot } from './balance/balancer.js';

@@ -226,7 +226,9 @@ describe('the simulated cluster as a SharedBackend', () => {
     const clock = new VirtualClock({ seed: 1 });
     const c = new CacheCluster(clock, 4, shape);
     const keys = Array.from({ length: 200 }, (_, i) => `k${i}`);
-    for (const k of keys) c.preload(k, 'v', 60_000);
+    await c.seed(async () => {
+      await Promise.all(keys.map((k) => c.set(k, 'v', 60_000)));
+    });
     const onZero = keys.filter((k) => c.nodeOf(k)!.id === 0);
     c.eject(0);
     const reads = await settle(clock, Promise.all(keys.map((k) => c.read(k))));

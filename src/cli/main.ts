@@ -2,8 +2,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { DamperError } from '../errors.js';
-import { formatDemo, runDemo } from '../lab/demo.js';
+import { DamperError } from '../index.js';
 import { renderReport } from '../lab/report.js';
 import { resultsJson, VARIANTS, type VariantName } from '../lab/results.js';
 import { seriesCsv, seriesFile } from '../lab/series-csv.js';
@@ -46,8 +45,6 @@ commands:
         (cache-aside, cache-cluster, retry-storm, web-farm), or of any
         scenario file, for an editor: damper lab schema > scenario.schema.json,
         then "$schema": "./scenario.schema.json" in the file
-  demo [--seed N] [--json]
-        a naive cache-aside loop and damper, side by side, under a failing database
 
 options:
   -h, --help      show this help
@@ -135,13 +132,6 @@ async function main(argv: string[]): Promise<number> {
         });
       }
       return lab(rest, seed, values.out ?? 'lab-out', { json: values.json === true, series: values.series === true });
-    case 'demo': {
-      if (rest.length > 0) throw new UsageError(`demo takes no arguments, got: ${rest.join(' ')}`);
-      if (values.out !== undefined) throw new UsageError('demo takes no --out');
-      const result = await runDemo(seed);
-      process.stdout.write(values.json === true ? `${JSON.stringify(result, null, 2)}\n` : `${formatDemo(result)}\n`);
-      return 0;
-    }
     case undefined:
       throw new UsageError('no command given');
     default:

@@ -1,5 +1,4 @@
-import { forbidRealTime } from '../time/real-time-guard.js';
-import { type VirtualClock } from '../time/virtual.js';
+import { forbidRealTime, type VirtualClock } from '../index.js';
 
 /** What a simulated world does at each step of the engine. */
 export interface World {

@@ -1,4 +1,4 @@
-import { DamperError } from '../errors.js';
+import { DamperError } from '../index.js';
 
 /**
  * A scenario is data: a JSON file that describes a system (its clients, its

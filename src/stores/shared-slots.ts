@@ -16,6 +16,11 @@ const FAILED = '\0failed';
  * semantics RedisStore's Lua scripts have, in one place. `InMemorySharedStore`
  * wraps it with latency and faults; the incident lab's cache nodes each hold
  * one. Each method is one atomic step, as one script is on Redis.
+ *
+ * Public for whoever writes a `SharedBackend` of their own that holds its
+ * data in process (a simulated cluster with its own queues and faults, as
+ * the lab's, or a test double): these are the semantics every backend must
+ * keep, so the shared tier's leases run over it unchanged.
  */
 export class SharedSlots {
   private readonly slots = new Map<string, Slot>();

@@ -25,7 +25,12 @@ const PATCHES: readonly [Patch, string][] = [
 let depth = 0;
 let restoreAll: (() => void) | undefined;
 
-/** Forbids real time until the returned function is called. Nested calls share one patch. */
+/**
+ * Forbids real time until the returned function is called. Nested calls share
+ * one patch. Public for tests that run code in virtual time, as the lab does:
+ * a test whose result must depend on its `VirtualClock` alone fails at the
+ * first stray real-clock read instead of flaking.
+ */
 export function forbidRealTime(): () => void {
   if (depth++ === 0) {
     const saved = PATCHES.map(([[target, key]]) => [target, key, Object.getOwnPropertyDescriptor(target, key)] as const);

@@ -1,14 +1,14 @@
-import { type Timer } from '../../time/clock.js';
-import { seededRandom } from '../../time/random.js';
-import { VirtualClock } from '../../time/virtual.js';
-import { simulate, type World } from '../engine.js';
+import { VirtualClock } from '../../index.js';
+import { Clients } from '../clients.js';
 import { Recorder } from '../metrics.js';
+import { Network } from '../network.js';
 import { type VariantName, type VariantRun } from '../results.js';
-import { type FaultSpanDoc, faultTimeline, type Json, type Population, type ScenarioCommon, ScenarioError, sizeAxis, spanAxis } from '../scenario.js';
+import { type FaultSpanDoc, type Json, type ScenarioCommon, ScenarioError, sizeAxis, spanAxis } from '../scenario.js';
 import { cacheAsideSchema } from '../schema/cache-aside.js';
 import { check } from '../schema/problems.js';
+import { remainingFreshness, stream, STREAMS } from '../streams.js';
 import { type WorldKind } from '../worlds.js';
-import { KeyPicker, poisson } from '../traffic.js';
+import { KeyPicker } from '../traffic.js';
 import { Database } from './database.js';
 import { damperReader, naiveReader, type Reader } from './readers.js';
 
@@ -63,13 +63,36 @@ export const cacheAside: WorldKind<CacheAsideScenario> = {
   ),
 };
 
-interface Request {
-  readonly population: Population;
-  readonly key: string;
-  readonly attempt: number;
-  readonly start: number;
-  done: boolean;
-  timeout: Timer | undefined;
+/**
+ * The front door of the Facebook 2010 site: it lets every request in, none
+ * while operators cut traffic, and a rising share of them while traffic is
+ * let back in over a ramp. Which requests of a ramp get in is drawn from a
+ * source of its own.
+ */
+class FrontDoor {
+  /** The share of arrivals let in: 1, 0 while traffic is cut, rising during a ramp back. */
+  private admitted = 1;
+  private ramp: { from: number; overMs: number } | undefined;
+
+  constructor(private readonly admission: () => number) {}
+
+  /** Traffic is cut at `t`; with `rampS`, let back in linearly over that long from `t`. */
+  cut(t: number, rampMs: number | undefined): void {
+    this.admitted = 0;
+    this.ramp = rampMs === undefined ? undefined : { from: t, overMs: rampMs };
+  }
+
+  /** Moves a ramp on: called once per step. */
+  update(t: number): void {
+    if (this.ramp === undefined) return;
+    this.admitted = this.ramp.overMs === 0 ? 1 : Math.min(1, (t - this.ramp.from) / this.ramp.overMs);
+    if (this.admitted === 1) this.ramp = undefined;
+  }
+
+  /** Whether the next request is turned away. */
+  turnsAway(): boolean {
+    return this.admitted < 1 && this.admission() >= this.admitted;
+  }
 }
 
 /**
@@ -77,107 +100,44 @@ interface Request {
  * keys through a cache tier in front of a database; faults on a timeline
  * write invalid values, fix them, and cut traffic at the front door.
  *
- * Both variants get the same arrivals and keys (drawn from a source of their
- * own, seeded from the run's seed) and the same faults; they differ only in
- * their `Reader`.
+ * Both variants get the same arrivals and keys and the same faults; they
+ * differ only in their `Reader`.
  */
 export async function runCacheAside(scenario: CacheAsideScenario, variant: VariantName, seed: number, onProgress?: (fraction: number) => void): Promise<VariantRun> {
   const clock = new VirtualClock({ seed });
-  const traffic = seededRandom((seed ^ 0x7a3f_19c5) >>> 0);
   const recorder = new Recorder(scenario.durationS);
-  const db = new Database(clock, recorder, scenario.origin);
+  const network = new Network(clock, scenario.network.hopDelay, seed);
+  const db = new Database(clock, recorder, scenario.origin, network);
   const picker = new KeyPicker(scenario.keys.hot, scenario.keys.tailCount);
   const reader: Reader = variant === 'naive' ? naiveReader(clock, db, scenario) : damperReader(clock, db, scenario, picker.keys.length);
-  const timeline = faultTimeline(scenario.faults);
-  // The run starts in steady state, not cold: the system has served for a long
-  // time, so every key is cached with a remaining freshness spread evenly over
-  // the ttl. (A cold start would line all expiries up and make a herd that is
-  // no part of the incident.) Drawn from a stream of its own, equal for both variants.
-  const prewarm = seededRandom((seed ^ 0x2c1b_3c6d) >>> 0);
-  const ttlMs = scenario.cache.ttlS * 1000;
-  for (const key of picker.keys) await reader.prewarm(key, db.read(key), Math.max(1, Math.ceil(prewarm() * ttlMs)));
-  // The share of arrivals the front door lets in: 1, 0 while traffic is cut, rising during a ramp back.
-  let admitted = 1;
-  let ramp: { from: number; overMs: number } | undefined;
-  const admission = seededRandom((seed ^ 0x51ed_270b) >>> 0);
-  // Operator actions that were not needed (the system was healthy when they were due).
-  const cancelled = new Set<Fault>();
-  let pending: Request[] = [];
-
-  const end = (req: Request, ok: boolean): void => {
-    if (req.done) return;
-    req.done = true;
-    req.timeout?.cancel();
-    const now = clock.now();
-    recorder.ended(req.start, now, ok, ok && now === req.start);
-    if (!ok && req.attempt < req.population.retries) {
-      clock.setTimer(() => begin(req.population, req.key, req.attempt + 1), req.population.retryDelayMs);
-    }
-  };
-
-  const begin = (population: Population, key: string, attempt: number): void => {
-    const start = clock.now();
-    recorder.started(start);
-    const req: Request = { population, key, attempt, start, done: false, timeout: undefined };
-    if (admitted < 1 && admission() >= admitted) {
-      end(req, false);
-      return;
-    }
-    reader.read(key, population.timeoutMs).then(
-      (outcome) => {
-        if (outcome instanceof Error) return end(req, false);
-        if (!outcome.valid && !req.done) recorder.invalidServed++;
-        end(req, outcome.valid);
+  const freshness = remainingFreshness(seed, scenario.cache.ttlS * 1000);
+  for (const key of picker.keys) await reader.prewarm(key, db.read(key), freshness());
+  const door = new FrontDoor(stream(seed, STREAMS.admission));
+  const pick = (random: () => number): string => picker.pick(random);
+  const clients = new Clients<Fault>(
+    { clock, recorder, scenario, seed, network },
+    {
+      send(req, replies) {
+        if (door.turnsAway()) replies.fail(req);
+        else reader.read(req, replies);
       },
-      () => end(req, false),
-    );
-    pending.push(req);
-  };
-
-  const world: World = {
-    step(t) {
-      let started = false;
-      while (timeline.length > 0 && timeline[0]!.at <= t) {
-        started = true;
-        const e = timeline.shift()!;
-        switch (e.fault.kind) {
+      fault({ fault, starts }, t) {
+        switch (fault.kind) {
           case 'invalid-value': {
             // Start: the persistent copy turns invalid and the write reaches the cache tier. End: the fix, in the database only.
-            const row = db.write(e.fault.key, !e.starts);
-            if (e.starts) reader.push(e.fault.key, row);
+            const row = db.write(fault.key, !starts);
+            if (starts) reader.push(fault.key, row);
             break;
           }
           case 'cut-traffic':
-            if (e.starts && e.fault.when === 'unhealthy' && recorder.recentGoodputRatio(t, scenario.objective.holdS) >= scenario.objective.goodputRatio) {
-              cancelled.add(e.fault);
-            } else if (!cancelled.has(e.fault)) {
-              admitted = 0;
-              ramp = e.starts ? undefined : { from: t, overMs: e.fault.rampS * 1000 };
-            }
+            door.cut(t, starts ? undefined : fault.rampS * 1000);
             break;
         }
-      }
-      if (ramp !== undefined) {
-        admitted = ramp.overMs === 0 ? 1 : Math.min(1, (t - ramp.from) / ramp.overMs);
-        if (admitted === 1) ramp = undefined;
-      }
-      for (const population of scenario.clients) {
-        const n = poisson(population.rate / 1000, traffic);
-        for (let i = 0; i < n; i++) begin(population, picker.pick(traffic), 0);
-        if (n > 0) started = true;
-      }
-      return started;
+      },
+      keys: () => pick,
+      everyStep: (t) => door.update(t),
     },
-    afterStep(t) {
-      // Only requests not answered at once need a timeout timer.
-      for (const req of pending) {
-        if (!req.done) req.timeout = clock.setTimer(() => end(req, false), req.start + req.population.timeoutMs - t);
-      }
-      pending = [];
-    },
-  };
-
-  await simulate({ clock, world, durationMs: scenario.durationS * 1000, ...(onProgress === undefined ? {} : { onProgress }) });
-  const series = recorder.series();
-  return { series, summary: recorder.summary(scenario, series), skippedFaults: scenario.faults.flatMap((f, i) => (cancelled.has(f) ? [i] : [])) };
+  );
+  await clients.run(onProgress);
+  return clients.result();
 }

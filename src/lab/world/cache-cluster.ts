@@ -1,24 +1,16 @@
-import { Cache } from '../../cache/cache.js';
-import { SNAPSHOT_FORMAT, SNAPSHOT_VERSION, type SnapshotEntry } from '../../cache/snapshot.js';
-import { OverloadedError } from '../../errors.js';
-import { CircuitBreaker } from '../../guard/breaker.js';
-import { pipeline } from '../../guard/guard.js';
-import { ConcurrencyLimiter } from '../../guard/limiter.js';
-import { RateLimiter } from '../../guard/rate.js';
-import { encodeEnvelope } from '../../stores/envelope.js';
-import { type Timer } from '../../time/clock.js';
-import { seededRandom } from '../../time/random.js';
-import { VirtualClock } from '../../time/virtual.js';
-import { simulate, type World } from '../engine.js';
+import { Cache, CircuitBreaker, ConcurrencyLimiter, OverloadedError, pipeline, RateLimiter, type Snapshot, VirtualClock } from '../../index.js';
+import { type ClientRequest, Clients, type Replies } from '../clients.js';
 import { Recorder } from '../metrics.js';
-import { type PopulationCounts, type VariantName, type VariantRun } from '../results.js';
-import { type FaultSpanDoc, faultTimeline, type Json, type Population, type ScenarioCommon, replaceFault, ScenarioError, sizeAxis, spanAxis, triggerEndS, triggerStartS } from '../scenario.js';
+import { type VariantName, type VariantRun } from '../results.js';
+import { type FaultSpanDoc, type Json, type ScenarioCommon, replaceFault, ScenarioError, sizeAxis, spanAxis } from '../scenario.js';
 import { cacheClusterSchema } from '../schema/cache-cluster.js';
 import { check } from '../schema/problems.js';
-import { poisson } from '../traffic.js';
+import { Network } from '../network.js';
+import { remainingFreshness, stream, STREAMS } from '../streams.js';
 import { type WorldKind } from '../worlds.js';
 import { CacheCluster } from './cache-nodes.js';
 import { Database, QueryError, type Row } from './database.js';
+import { OriginWaits } from './origin-waits.js';
 
 /** A fault of the cache-cluster world. `nodes` are indices into the cluster's nodes. */
 export type ClusterFault = FaultSpanDoc &
@@ -79,24 +71,9 @@ export const cacheCluster: WorldKind<CacheClusterScenario> = {
   ),
 };
 
-/** One client request (one attempt). */
-interface Request {
-  readonly population: Population;
-  readonly key: string;
-  readonly proc: number;
-  readonly attempt: number;
-  readonly start: number;
-  done: boolean;
-  /** A database query was made on this request's behalf (it was not answered from a cache). */
-  origin: boolean;
-  /** Refused by the origin budget (damper): shed. */
-  shed: boolean;
-  timeout: Timer | undefined;
-}
-
-/** A read path of one variant: resolves true when the client got its value. Never rejects. */
+/** A read path of one variant: answers the client through `replies`, on process `proc`. */
 interface ClusterReader {
-  read(req: Request): Promise<boolean>;
+  read(req: ClientRequest, proc: number, replies: Replies): void;
   close(): Promise<void>;
 }
 
@@ -111,103 +88,32 @@ interface ClusterReader {
  */
 export async function runCacheCluster(scenario: CacheClusterScenario, variant: VariantName, seed: number, onProgress?: (fraction: number) => void): Promise<VariantRun> {
   const clock = new VirtualClock({ seed });
-  const traffic = seededRandom((seed ^ 0x7a3f_19c5) >>> 0);
   const recorder = new Recorder(scenario.durationS);
-  const db = new Database(clock, recorder, scenario.origin);
-  const cluster = new CacheCluster(clock, scenario.nodes.count, scenario.nodes, scenario.nodes.vnodes);
+  const network = new Network(clock, scenario.network.hopDelay, seed);
+  const db = new Database(clock, recorder, scenario.origin, network);
+  const cluster = new CacheCluster(clock, scenario.nodes.count, scenario.nodes, scenario.nodes.vnodes, network);
   // Key strings are built once: the hot loop must not allocate per request.
   const keysOf = new Map(scenario.clients.map((p) => [p, Array.from({ length: scenario.keys[p.name]! }, (_, i) => `${p.name}:${i}`)]));
   const allKeys = [...keysOf.values()].flat();
-  // The run starts in steady state: every key cached, each with a remaining
-  // freshness spread evenly over the ttl (drawn from a stream of its own, equal for both variants).
-  const prewarm = seededRandom((seed ^ 0x2c1b_3c6d) >>> 0);
-  const ttlMs = scenario.cache.ttlS * 1000;
-  const freshness = allKeys.map(() => Math.max(1, Math.ceil(prewarm() * ttlMs)));
-  const reader = variant === 'naive' ? naiveReader(clock, db, cluster, scenario, allKeys, freshness) : await damperReader(clock, db, cluster, scenario, allKeys, freshness, seed);
-  const timeline = faultTimeline(scenario.faults);
-  const cancelled = new Set<ClusterFault>();
-  // Per population, over the trigger's span: requests, answered, shed (for the tests).
-  const spanFrom = triggerStartS(scenario) * 1000;
-  const spanTo = triggerEndS(scenario) * 1000;
-  const counts = new Map(scenario.clients.map((p) => [p, { requests: 0, good: 0, shed: 0 }]));
-  let pending: Request[] = [];
+  const draw = remainingFreshness(seed, scenario.cache.ttlS * 1000);
+  const freshness = allKeys.map(() => draw());
+  const reader = variant === 'naive' ? await naiveReader(clock, db, cluster, scenario, allKeys, freshness) : await damperReader(clock, db, cluster, scenario, allKeys, freshness, seed);
   let nextProc = 0;
-
-  const end = (req: Request, ok: boolean): void => {
-    if (req.done) return;
-    req.done = true;
-    req.timeout?.cancel();
-    const now = clock.now();
-    recorder.ended(req.start, now, ok, ok && !req.origin);
-    if (req.start >= spanFrom && req.start < spanTo) {
-      const c = counts.get(req.population)!;
-      c.requests++;
-      if (ok) c.good++;
-    }
-    if (!ok && req.attempt < req.population.retries) {
-      clock.setTimer(() => begin(req.population, req.key, req.attempt + 1), req.population.retryDelayMs);
-    }
-  };
-
-  const begin = (population: Population, key: string, attempt: number): void => {
-    const start = clock.now();
-    recorder.started(start);
-    const proc = nextProc;
-    nextProc = (nextProc + 1) % scenario.processes;
-    const req: Request = { population, key, proc, attempt, start, done: false, origin: false, shed: false, timeout: undefined };
-    reader.read(req).then((ok) => {
-      // Counted even when the client gave up first: the budget refused it all the same.
-      if (req.shed && start >= spanFrom && start < spanTo) counts.get(population)!.shed++;
-      end(req, ok);
-    });
-    pending.push(req);
-  };
-
-  const world: World = {
-    step(t) {
-      let started = false;
-      while (timeline.length > 0 && timeline[0]!.at <= t) {
-        started = true;
-        const { fault, starts } = timeline.shift()!;
-        switch (fault.kind) {
-          case 'degrade-nodes':
-            for (const n of fault.nodes) cluster.nodes[n]!.degrade(starts ? fault.factor : 1);
-            break;
-          case 'fail-nodes':
-            for (const n of fault.nodes) {
-              if (starts) cluster.nodes[n]!.fail();
-              else cluster.nodes[n]!.recover();
-            }
-            break;
-          case 'eject-nodes':
-            if (starts && fault.when === 'unhealthy' && recorder.recentGoodputRatio(t, scenario.objective.holdS) >= scenario.objective.goodputRatio) {
-              cancelled.add(fault);
-            } else if (!cancelled.has(fault)) {
-              for (const n of fault.nodes) {
-                if (starts) cluster.eject(n);
-                else cluster.rejoin(n);
-              }
-            }
-            break;
-        }
-      }
-      for (const population of scenario.clients) {
-        const n = poisson(population.rate / 1000, traffic);
-        if (n === 0) continue;
-        started = true;
+  const clients = new Clients<ClusterFault>(
+    { clock, recorder, scenario, seed, network },
+    {
+      send(req, replies) {
+        const proc = nextProc;
+        nextProc = (nextProc + 1) % scenario.processes;
+        reader.read(req, proc, replies);
+      },
+      fault: ({ fault, starts }) => nodeFault(cluster, fault, starts),
+      keys(population) {
         const keys = keysOf.get(population)!;
-        for (let i = 0; i < n; i++) begin(population, keys[Math.min(keys.length - 1, Math.floor(traffic() * keys.length))]!, 0);
-      }
-      return started;
+        return (random) => keys[Math.min(keys.length - 1, Math.floor(random() * keys.length))]!;
+      },
     },
-    afterStep(t) {
-      // Only requests not answered at once need a timeout timer.
-      for (const req of pending) {
-        if (!req.done) req.timeout = clock.setTimer(() => end(req, false), req.start + req.population.timeoutMs - t);
-      }
-      pending = [];
-    },
-  };
+  );
 
   // While a cache node is slow, the library raises (and handles) an error per
   // deferred refresh and per refused call, tens of thousands a simulated
@@ -216,17 +122,32 @@ export async function runCacheCluster(scenario: CacheClusterScenario, variant: V
   const stackTraceLimit = Error.stackTraceLimit;
   Error.stackTraceLimit = 0;
   try {
-    await simulate({ clock, world, durationMs: scenario.durationS * 1000, ...(onProgress === undefined ? {} : { onProgress }) });
+    await clients.run(onProgress);
   } finally {
     Error.stackTraceLimit = stackTraceLimit;
     await reader.close();
   }
-  const series = recorder.series();
-  const populations: Record<string, PopulationCounts> = {};
-  for (const [p, c] of counts) populations[p.name] = c;
-  return { series, summary: recorder.summary(scenario, series), skippedFaults: scenario.faults.flatMap((f, i) => (cancelled.has(f) ? [i] : [])), populations };
+  return clients.result();
 }
 
+/** What a fault does to the cluster when it starts (`starts`) or ends. */
+function nodeFault(cluster: CacheCluster, fault: ClusterFault, starts: boolean): void {
+  for (const n of fault.nodes) {
+    switch (fault.kind) {
+      case 'degrade-nodes':
+        cluster.nodes[n]!.degrade(starts ? fault.factor : 1);
+        break;
+      case 'fail-nodes':
+        if (starts) cluster.nodes[n]!.fail();
+        else cluster.nodes[n]!.recover();
+        break;
+      case 'eject-nodes':
+        if (starts) cluster.eject(n);
+        else cluster.rejoin(n);
+        break;
+    }
+  }
+}
 
 // ------------------------------------------------------------------ naive
 
@@ -298,8 +219,10 @@ const CACHE_FAILED = Symbol('cache failed');
  * query per read until a query comes back in time to refill it: when the
  * database's queue is longer than the clients' patience, none does.
  */
-function naiveReader(clock: VirtualClock, db: Database, cluster: CacheCluster, scenario: CacheClusterScenario, keys: readonly string[], freshness: readonly number[]): ClusterReader {
-  keys.forEach((key, i) => cluster.preload(key, NAIVE_VALUE, freshness[i]!));
+async function naiveReader(clock: VirtualClock, db: Database, cluster: CacheCluster, scenario: CacheClusterScenario, keys: readonly string[], freshness: readonly number[]): Promise<ClusterReader> {
+  await cluster.seed(async () => {
+    await Promise.all(keys.map((key, i) => cluster.set(key, NAIVE_VALUE, freshness[i]!)));
+  });
   const breakers = Array.from({ length: scenario.processes }, () => new NaiveBreaker());
   const ttlMs = scenario.cache.ttlS * 1000;
 
@@ -318,8 +241,8 @@ function naiveReader(clock: VirtualClock, db: Database, cluster: CacheCluster, s
       );
     });
 
-  const fromDb = async (req: Request, fill: boolean): Promise<boolean> => {
-    req.origin = true;
+  const fromDb = async (req: ClientRequest, fill: boolean): Promise<boolean> => {
+    req.waitedForOrigin = true;
     const deadline = req.start + req.population.timeoutMs;
     for (let attempt = 0; attempt <= NAIVE_DB_RETRIES; attempt++) {
       const remaining = deadline - clock.now();
@@ -332,24 +255,74 @@ function naiveReader(clock: VirtualClock, db: Database, cluster: CacheCluster, s
     return false;
   };
 
+  const read = async (req: ClientRequest, proc: number): Promise<boolean> => {
+    const breaker = breakers[proc]!;
+    if (breaker.isOpen(clock.now())) return fromDb(req, false); // bug 1
+    const got = await cacheGet(req.key);
+    if (got === CACHE_FAILED) {
+      breaker.failure(clock.now());
+      return fromDb(req, false); // bug 2
+    }
+    breaker.success();
+    if (got !== undefined) return true;
+    return fromDb(req, true);
+  };
   return {
-    async read(req) {
-      const breaker = breakers[req.proc]!;
-      if (breaker.isOpen(clock.now())) return fromDb(req, false); // bug 1
-      const got = await cacheGet(req.key);
-      if (got === CACHE_FAILED) {
-        breaker.failure(clock.now());
-        return fromDb(req, false); // bug 2
-      }
-      breaker.success();
-      if (got !== undefined) return true;
-      return fromDb(req, true);
+    read(req, proc, replies) {
+      void read(req, proc).then((ok) => (ok ? replies.answer(req) : replies.fail(req)));
     },
     close: async () => {},
   };
 }
 
 // ------------------------------------------------------------------ damper
+
+/**
+ * The steady state, written by the library itself: a `Cache` on the cluster
+ * (standing for the processes that served before the run) `set`s every key
+ * with its remaining freshness, so the cluster holds damper's own keys and
+ * envelopes; its `snapshot()` is what the run's processes `restore`. It runs
+ * on a clock of its own, as another machine would: it draws nothing from the
+ * run's clock, and its timers never fire.
+ */
+async function steadyState(cluster: CacheCluster, scenario: CacheClusterScenario, namespace: string, keys: readonly string[], freshness: readonly number[]): Promise<Snapshot<Row>> {
+  const row: Row = { version: 1, valid: true };
+  let snapshot: Snapshot<Row> | undefined;
+  await cluster.seed(async () => {
+    const ttlMs = scenario.cache.ttlS * 1000;
+    const writer = new Cache<Row>({
+      clock: new VirtualClock(),
+      ttl: ttlMs,
+      // Each key's remaining freshness is drawn already.
+      ttlJitter: 0,
+      staleFor: scenario.cache.staleForS * 1000,
+      maxEntries: keys.length + 1,
+      // While seeding, the writer never hears its own bus (publishes reach
+      // nobody): without this, it would hold every value fresh for 1 s only.
+      shared: { store: cluster, namespace, freshWithoutBus: ttlMs },
+    });
+    await Promise.all(keys.map((key, i) => writer.set(key, row, { ttl: freshness[i]! })));
+    snapshot = writer.snapshot();
+    await writer.close();
+  });
+  return snapshot!;
+}
+
+/**
+ * What process `i` holds of the steady state: everything, or, when it holds
+ * at most `limit` keys, a random subset of that many (what an LRU holds in
+ * steady state under uniform reads), its own, drawn per process.
+ */
+function held(steady: Snapshot<Row>, limit: number | undefined, seed: number, i: number): Snapshot<Row> {
+  if (limit === undefined || limit >= steady.entries.length) return steady;
+  const draw = stream(seed, STREAMS.processKeys ^ (i * 0x9e37_79b9));
+  const mine = [...steady.entries];
+  for (let j = mine.length - 1; j > 0; j--) {
+    const k = Math.floor(draw() * (j + 1));
+    [mine[j], mine[k]] = [mine[k]!, mine[j]!];
+  }
+  return { ...steady, entries: mine.slice(0, limit) };
+}
 
 /** Share of the database's capacity the processes' origin budgets add up to. */
 const BUDGET_SHARE = 0.4;
@@ -368,16 +341,7 @@ async function damperReader(clock: VirtualClock, db: Database, cluster: CacheClu
   const ttlMs = scenario.cache.ttlS * 1000;
   const staleForMs = scenario.cache.staleForS * 1000;
   const namespace = 'lab';
-  // The steady state: the cluster holds every key (with the envelope damper
-  // writes), and every process holds it too (or `processEntries` of them, below),
-  // with the cluster's remaining freshness.
-  const loadMs = Math.max(1, Math.round((scenario.origin.workers * 1000) / scenario.origin.capacityQps));
-  const row: Row = { version: 1, valid: true };
-  const text = encodeEnvelope(row, staleForMs, loadMs);
-  const entries: SnapshotEntry<Row>[] = keys.map((key, i) => {
-    cluster.preload(`${namespace}:${key}`, text, freshness[i]! + staleForMs);
-    return { key, value: row, freshMs: freshness[i]!, servableMs: freshness[i]! + staleForMs };
-  });
+  const steady = await steadyState(cluster, scenario, namespace, keys, freshness);
   const rate = (scenario.origin.capacityQps * BUDGET_SHARE) / scenario.processes;
   const caches = Array.from(
     { length: scenario.processes },
@@ -396,40 +360,28 @@ async function damperReader(clock: VirtualClock, db: Database, cluster: CacheClu
         shared: { store: cluster, namespace },
       }),
   );
-  // A process that holds fewer keys than there are holds, in steady state
-  // under uniform reads, a random subset of them: its own, drawn per process.
-  const held = (i: number): SnapshotEntry<Row>[] => {
-    const limit = scenario.cache.processEntries;
-    if (limit === undefined || limit >= entries.length) return entries;
-    const draw = seededRandom((seed ^ 0x5bd1_e995 ^ (i * 0x9e37_79b9)) >>> 0);
-    const mine = [...entries];
-    for (let j = mine.length - 1; j > 0; j--) {
-      const k = Math.floor(draw() * (j + 1));
-      [mine[j], mine[k]] = [mine[k]!, mine[j]!];
-    }
-    return mine.slice(0, limit);
-  };
-  await Promise.all(caches.map((c, i) => c.restore({ format: SNAPSHOT_FORMAT, version: SNAPSHOT_VERSION, entries: held(i) })));
+  await Promise.all(caches.map((c, i) => c.restore(held(steady, scenario.cache.processEntries, seed, i))));
   const options = new Map(scenario.clients.map((p) => [p.priority, { priority: p.priority }] as const));
+  const waits = new OriginWaits(clock);
   const query = async (key: string, signal: AbortSignal): Promise<Row> => {
     const outcome = await db.query(key, { signal });
+    waits.loaded(key);
     if (outcome instanceof QueryError) throw outcome;
     return outcome;
   };
+  const loader = ({ key, signal }: { key: string; signal: AbortSignal }): Promise<Row> => query(key, signal);
   return {
-    read(req) {
-      return caches[req.proc]!.get(
-        req.key,
-        ({ key, signal }) => {
-          req.origin = true;
-          return query(key, signal);
+    read(req, proc, replies) {
+      caches[proc]!.get(req.key, loader, options.get(req.population.priority)).then(
+        (r) => {
+          waits.mark(req);
+          if (r.valid) replies.answer(req);
+          else replies.invalid(req);
         },
-        options.get(req.population.priority),
-      ).then(
-        (r) => r.valid,
         (error: unknown) => {
-          req.shed = error instanceof OverloadedError;
-          return false;
+          // Counted even when the client gave up first: the budget refused it all the same.
+          if (error instanceof OverloadedError) replies.shed(req);
+          replies.fail(req);
         },
       );
     },

@@ -1,7 +1,5 @@
-import { type LeaseGrant, type SharedBackend, type SharedRead } from '../../stores/backend.js';
-import { SharedSlots } from '../../stores/shared-slots.js';
-import { type Timer } from '../../time/clock.js';
-import { type VirtualClock } from '../../time/virtual.js';
+import { type LeaseGrant, type SharedBackend, type SharedRead, SharedSlots, type Timer, type VirtualClock } from '../../index.js';
+import { type Network } from '../network.js';
 import { HashRing } from './hash-ring.js';
 import { Fifo } from './fifo.js';
 
@@ -185,12 +183,16 @@ export class CacheCluster implements SharedBackend {
   readonly nodes: readonly CacheNode[];
   readonly ring: HashRing;
   private readonly channels = new Map<string, Set<(message: string) => void>>();
+  /** Inside {@link seed}: calls cost nothing and take no time. */
+  private seeding = false;
 
   constructor(
     private readonly clock: VirtualClock,
     count: number,
     private readonly shape: CacheNodeShape,
     vnodes = 160,
+    /** Between the processes and the nodes: a call and its answer make one hop each, beside the node's own `latencyMs`. */
+    private readonly network?: Network,
   ) {
     this.nodes = Array.from({ length: count }, (_, i) => new CacheNode(i, clock, shape));
     this.ring = new HashRing(vnodes);
@@ -215,9 +217,19 @@ export class CacheCluster implements SharedBackend {
     this.ring.add(i);
   }
 
-  /** Puts a value in place without costing a call: the steady state a run starts from. */
-  preload(key: string, text: string, ttlMs: number): void {
-    this.nodeOf(key)?.data.write(key, text, ttlMs);
+  /**
+   * Runs `fill`, whose calls are applied at once, cost no node capacity and
+   * take no time, and whose publishes reach nobody: how the steady state a
+   * run starts from is put in place, by the clients' own code (the naive
+   * `SET`s, a damper `Cache`'s `set`), before the run. A state, not traffic.
+   */
+  async seed(fill: () => Promise<void>): Promise<void> {
+    this.seeding = true;
+    try {
+      await fill();
+    } finally {
+      this.seeding = false;
+    }
   }
 
   // ------------------------------------------------- plain commands (naive)
@@ -263,6 +275,7 @@ export class CacheCluster implements SharedBackend {
   }
 
   publish(channel: string, message: string): Promise<void> {
+    if (this.seeding) return Promise.resolve();
     return this.on(channel, () => {
       const listeners = this.channels.get(channel);
       if (listeners === undefined || listeners.size === 0) return;
@@ -290,6 +303,16 @@ export class CacheCluster implements SharedBackend {
   private on<T>(key: string, apply: (node: CacheNode) => T): Promise<T> {
     const node = this.nodeOf(key);
     if (node === undefined) return Promise.reject(EMPTY);
-    return node.call(() => apply(node));
+    if (this.seeding) return Promise.resolve(apply(node));
+    const network = this.network;
+    if (network === undefined || network.free) return node.call(() => apply(node));
+    return new Promise<T>((resolve, reject) =>
+      network.hop(() =>
+        node.call(() => apply(node)).then(
+          (value) => network.hop(() => resolve(value)),
+          (error: unknown) => network.hop(() => reject(error as Error)),
+        ),
+      ),
+    );
   }
 }

@@ -1,5 +1,4 @@
-import { type Timer } from '../../time/clock.js';
-import { type VirtualClock } from '../../time/virtual.js';
+import { type Timer, type VirtualClock } from '../../index.js';
 
 /**
  * A web server's processors, shared by every request being served

@@ -1,6 +1,6 @@
-import { type Timer } from '../../time/clock.js';
-import { type VirtualClock } from '../../time/virtual.js';
+import { type Timer, type VirtualClock } from '../../index.js';
 import { type Recorder } from '../metrics.js';
+import { type Network } from '../network.js';
 import { Fifo } from './fifo.js';
 
 /** A row as the simulated database stores it. `valid: false` is the Facebook 2010 trigger. */
@@ -59,6 +59,8 @@ export class Database {
     private readonly clock: VirtualClock,
     private readonly recorder: Recorder,
     private readonly shape: { readonly capacityQps: number; readonly workers: number; readonly maxQueue: number },
+    /** Between the callers and the database: a query and its answer make one hop each. */
+    private readonly network?: Network,
   ) {
     // Whole milliseconds keep completions on the engine's 1 ms steps.
     this.serviceMs = Math.max(1, Math.round((shape.workers * 1000) / shape.capacityQps));
@@ -94,6 +96,34 @@ export class Database {
    * rejected promise costs Node's unhandled-rejection bookkeeping twice over.
    */
   query(key: string, options: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<Row | QueryError> {
+    const network = this.network;
+    return network === undefined || network.free ? this.arrive(key, options) : this.across(network, key, options);
+  }
+
+  /**
+   * A query over the network: it reaches the database one hop after it was
+   * sent and its answer comes back one hop after it was given. The caller's
+   * timeout and abort run from the send, on the caller's side; the database
+   * never learns of them, as without a network.
+   */
+  private across(network: Network, key: string, options: { timeoutMs?: number; signal?: AbortSignal }): Promise<Row | QueryError> {
+    return new Promise<Row | QueryError>((answer) => {
+      let settled = false;
+      const settle = (outcome: Row | QueryError): void => {
+        if (settled) return;
+        settled = true;
+        timer?.cancel();
+        answer(outcome);
+      };
+      const { timeoutMs, signal } = options;
+      const timer = timeoutMs === undefined ? undefined : this.clock.setTimer(() => settle(TIMED_OUT), timeoutMs);
+      signal?.addEventListener('abort', () => settle(ABORTED), { once: true });
+      network.hop(() => void this.arrive(key, {}).then((outcome) => network.hop(() => settle(outcome))));
+    });
+  }
+
+  /** A query as it reaches the database. */
+  private arrive(key: string, options: { timeoutMs?: number; signal?: AbortSignal }): Promise<Row | QueryError> {
     this.recorder.originQuery(this.clock.now());
     if (this.busy >= this.shape.workers && this.queued >= this.shape.maxQueue) return Promise.resolve(OVERLOADED);
     return new Promise<Row | QueryError>((answer) => {

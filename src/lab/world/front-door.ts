@@ -1,7 +1,4 @@
-import { Balancer } from '../../balance/balancer.js';
-import { type Priority } from '../../guard/priority.js';
-import { type Timer } from '../../time/clock.js';
-import { type VirtualClock } from '../../time/virtual.js';
+import { Balancer, type Priority, type Timer, type VirtualClock } from '../../index.js';
 import { type DamperServer, isShedding, type Served, ServerError, type WebServer } from './web-server.js';
 
 /**

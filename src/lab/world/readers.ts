@@ -1,7 +1,8 @@
-import { Cache } from '../../cache/cache.js';
-import { type VirtualClock } from '../../time/virtual.js';
+import { Cache, type VirtualClock } from '../../index.js';
+import { type ClientRequest, type Replies } from '../clients.js';
 import { type CacheAsideScenario as Scenario } from './cache-aside.js';
 import { type Database, QueryError, type Row } from './database.js';
+import { OriginWaits } from './origin-waits.js';
 
 /**
  * The two read paths a client process can run against the same cache tier and
@@ -10,21 +11,13 @@ import { type Database, QueryError, type Row } from './database.js';
  * configuration system of the Facebook 2010 outage did.
  */
 export interface Reader {
-  /** Resolves with the value handed to the client, or with (or rejects with) why there is none. */
-  read(key: string, timeoutMs: number): Promise<Row | Error>;
+  /** Reads `req.key` and replies to the client; marks the request when it waited for the database. */
+  read(req: ClientRequest, replies: Replies): void;
   /** The write path's push of a freshly written row into the cache tier. */
   push(key: string, row: Row): void;
   /** Puts `row` in the cache tier, fresh for `freshMs` more: the steady state a run starts from. */
   prewarm(key: string, row: Row, freshMs: number): Promise<void>;
 }
-
-/** Thrown by the naive reader when a value is invalid. One instance: a stack per throw would dominate a run. */
-export class InvalidValueError extends Error {
-  constructor() {
-    super('invalid configuration value');
-  }
-}
-const INVALID = new InvalidValueError();
 
 /**
  * The postmortem's cache-aside loop, bugs included. A missing, expired or
@@ -38,18 +31,21 @@ export function naiveReader(clock: VirtualClock, db: Database, scenario: Scenari
   const ttlMs = scenario.cache.ttlS * 1000;
   // No exceptions and no rejected promises on the failure path: in an
   // overload it runs millions of times, and each throw or rejection cost more
-  // than the rest of a request.
+  // than the rest of a request. A hit is answered at once, with no promise.
   return {
-    read(key, timeoutMs) {
+    read(req, replies) {
+      const { key } = req;
       const hit = tier.get(key);
-      if (hit !== undefined && hit.expires > clock.now() && hit.row.valid) return Promise.resolve(hit.row);
-      return db.query(key, { timeoutMs }).then((outcome) => {
+      if (hit !== undefined && hit.expires > clock.now() && hit.row.valid) return replies.answer(req);
+      req.waitedForOrigin = true;
+      void db.query(key, { timeoutMs: req.population.timeoutMs }).then((outcome) => {
+        // The client sees an invalid value as an error: it is never served, only deleted.
         if (outcome instanceof QueryError || !outcome.valid) {
           tier.delete(key);
-          return outcome instanceof QueryError ? outcome : INVALID;
+          return replies.fail(req);
         }
         tier.set(key, { row: outcome, expires: clock.now() + ttlMs });
-        return outcome;
+        replies.answer(req);
       });
     },
     push(key, row) {
@@ -75,13 +71,24 @@ export function damperReader(clock: VirtualClock, db: Database, scenario: Scenar
     maxEntries: keyCount + 1,
     validate: (row) => row.valid || 'invalid configuration value',
   });
+  const waits = new OriginWaits(clock);
   const loader = async ({ key, signal }: { key: string; signal: AbortSignal }): Promise<Row> => {
     const outcome = await db.query(key, { signal });
+    waits.loaded(key);
     if (outcome instanceof QueryError) throw outcome;
     return outcome;
   };
   return {
-    read: (key) => cache.get(key, loader),
+    read(req, replies) {
+      cache.get(req.key, loader).then(
+        (row) => {
+          waits.mark(req);
+          if (row.valid) replies.answer(req);
+          else replies.invalid(req);
+        },
+        () => replies.fail(req),
+      );
+    },
     push(key, row) {
       // An invalid push is refused by validation: the last known good stays.
       cache.set(key, row).catch(() => {});

@@ -1,20 +1,13 @@
-import { DeadlineExceededError } from '../../errors.js';
-import { RetryBudget } from '../../guard/budget.js';
-import { deadlineOf } from '../../guard/deadline.js';
-import { type Guard, type GuardContext, pipeline } from '../../guard/guard.js';
-import { ConcurrencyLimiter } from '../../guard/limiter.js';
-import { Retry } from '../../guard/retry.js';
-import { AdaptiveThrottle } from '../../guard/throttle.js';
-import { type Timer } from '../../time/clock.js';
-import { seededRandom } from '../../time/random.js';
-import { VirtualClock } from '../../time/virtual.js';
-import { simulate, type World } from '../engine.js';
+import { AdaptiveThrottle, ConcurrencyLimiter, DeadlineExceededError, type Guard, type GuardContext, pipeline, Retry, RetryBudget, type Timer, VirtualClock } from '../../index.js';
+import { Clients } from '../clients.js';
 import { Recorder } from '../metrics.js';
+import { Network } from '../network.js';
+import { retryDelayMs } from '../retry-delay.js';
 import { type VariantName, type VariantRun } from '../results.js';
-import { type Backoff, type FaultSpanDoc, faultTimeline, type Json, type Population, type ScenarioCommon, replaceFault, sizeAxis, spanAxis } from '../scenario.js';
+import { type Backoff, type FaultSpanDoc, type Json, type Population, type ScenarioCommon, replaceFault, sizeAxis, spanAxis } from '../scenario.js';
 import { check } from '../schema/problems.js';
 import { retryStormSchema } from '../schema/retry-storm.js';
-import { poisson } from '../traffic.js';
+import { stream, STREAMS } from '../streams.js';
 import { type WorldKind } from '../worlds.js';
 import { Fifo } from './fifo.js';
 
@@ -52,9 +45,9 @@ import { Fifo } from './fifo.js';
  *   there is one attempt per call.
  *
  * The variants differ only in code:
- * - **naive**: every tier retries immediately (or after a fixed
- *   `retryDelayMs`) on a timeout or an error, up to `retries` times, with no
- *   budget and no backoff; nobody tells the tiers below that the user left.
+ * - **naive**: every tier retries immediately (or after the scenario's
+ *   `client.backoff`: fixed, exponential or full jitter) on a timeout or an
+ *   error, up to `retries` times, with no budget; nobody tells the tiers below that the user left.
  *   The server is a plain FIFO queue: an attempt that timed out stays queued
  *   and is served anyway, and its work slows every other request.
  * - **damper**: every tier is a real {@link Retry} (full-jitter backoff,
@@ -167,13 +160,14 @@ class NaiveServer {
 type Call = (onDone: (ok: boolean) => void) => void;
 
 /**
- * The naive client stack: every tier retries at once (or after the fixed
- * delay) on any failure, `retries` times, no budget, no backoff; the
- * innermost gives each attempt `attemptTimeoutMs` and leaves it queued at the
- * server when it gives up. Callbacks, not promises: in the storm this runs
- * thousands of times per simulated second.
+ * The naive client stack: every tier retries on any failure, `retries`
+ * times, with no budget, at once or after the scenario's `backoff` (its
+ * full jitter drawn from `jitter`); the innermost gives each attempt
+ * `attemptTimeoutMs` and leaves it queued at the server when it gives up.
+ * Callbacks, not promises: in the storm this runs thousands of times per
+ * simulated second.
  */
-function naiveStack(clock: VirtualClock, server: NaiveServer, client: RetryStormScenario['client']): Call {
+function naiveStack(clock: VirtualClock, server: NaiveServer, client: RetryStormScenario['client'], jitter: () => number): Call {
   const attempt = (onDone: (ok: boolean) => void): void => {
     let timer: Timer | undefined;
     const job: NaiveJob = {
@@ -191,8 +185,9 @@ function naiveStack(clock: VirtualClock, server: NaiveServer, client: RetryStorm
     const once = (): void => {
       tries++;
       const next = (ok: boolean): void => {
-        if (ok || tries > client.retries) onDone(ok);
-        else if (client.retryDelayMs > 0) clock.setTimer(once, client.retryDelayMs);
+        if (ok || tries > client.retries) return onDone(ok);
+        const delay = retryDelayMs(client.backoff, tries, jitter);
+        if (delay > 0) clock.setTimer(once, delay);
         else once();
       };
       if (depth === client.layers - 1) attempt(next);
@@ -218,7 +213,8 @@ function damperStack(clock: VirtualClock, recorder: Recorder, scenario: RetrySto
   // The server's handler: admission by the limiter, then work, unless the request's signal has aborted.
   const handle = (signal: AbortSignal): Promise<void> => {
     recorder.originQuery(clock.now());
-    const context: GuardContext = { key: 'request', signal, wait: true, deadline: deadlineOf(signal) };
+    // The signal carries the call's deadline (guards read it with effectiveDeadline), as a gRPC request does.
+    const context: GuardContext = { key: 'request', signal, wait: true };
     return limiter.run(
       (s) =>
         new Promise<void>((resolve, reject) => {
@@ -252,78 +248,45 @@ function damperStack(clock: VirtualClock, recorder: Recorder, scenario: RetrySto
   };
 }
 
-interface UserCall {
-  readonly population: Population;
-  readonly start: number;
-  done: boolean;
-  timeout: Timer | undefined;
-}
-
 /**
  * Runs one variant of a retry-storm scenario. Both variants get the same
- * arrivals (drawn from a source of their own, seeded from the run's seed) and
- * the same faults; they differ only in the client stack and the server's
- * admission.
+ * arrivals and the same faults; they differ only in the client stack and the
+ * server's admission.
  */
 export async function runRetryStorm(scenario: RetryStormScenario, variant: VariantName, seed: number, onProgress?: (fraction: number) => void): Promise<VariantRun> {
   const clock = new VirtualClock({ seed });
-  const traffic = seededRandom((seed ^ 0x3d5e_a1c7) >>> 0);
   const recorder = new Recorder(scenario.durationS);
+  const network = new Network(clock, scenario.network.hopDelay, seed);
   let slowdown = 1;
-  let spike = 1;
   let call: (population: Population) => Call;
   let naiveServer: NaiveServer | undefined;
   if (variant === 'naive') {
     naiveServer = new NaiveServer(clock, recorder, scenario.server);
-    const stack = naiveStack(clock, naiveServer, scenario.client);
+    const stack = naiveStack(clock, naiveServer, scenario.client, stream(seed, STREAMS.retryJitter));
     call = () => stack;
   } else {
     const stack = damperStack(clock, recorder, scenario, () => slowdown);
     const byPopulation = new Map(scenario.clients.map((p) => [p, stack(p.timeoutMs)]));
     call = (p) => byPopulation.get(p)!;
   }
-  const timeline = faultTimeline(scenario.faults);
-  let pending: UserCall[] = [];
-
-  const end = (req: UserCall, ok: boolean): void => {
-    if (req.done) return;
-    req.done = true;
-    req.timeout?.cancel();
-    recorder.ended(req.start, clock.now(), ok, false);
-  };
-
-  const world: World = {
-    step(t) {
-      let started = false;
-      while (timeline.length > 0 && timeline[0]!.at <= t) {
-        started = true;
-        const e = timeline.shift()!;
-        if (e.fault.kind === 'server-slowdown') slowdown = e.starts ? e.fault.factor : 1;
-        else spike = e.starts ? e.fault.factor : 1;
+  const clients: Clients<RetryStormFault> = new Clients<RetryStormFault>(
+    { clock, recorder, scenario, seed, network, traffic: STREAMS.retryStormTraffic },
+    {
+      send(req, replies) {
+        call(req.population)((ok) => {
+          // Every answer comes from the server, this world's origin: there are no hits.
+          req.waitedForOrigin = true;
+          if (ok) replies.answer(req);
+          else replies.fail(req);
+        });
+      },
+      fault({ fault, starts }) {
+        if (fault.kind === 'server-slowdown') slowdown = starts ? fault.factor : 1;
+        else clients.load = starts ? fault.factor : 1;
         if (naiveServer !== undefined) naiveServer.slowdown = slowdown;
-      }
-      for (const population of scenario.clients) {
-        const n = poisson((population.rate * spike) / 1000, traffic);
-        for (let i = 0; i < n; i++) {
-          const req: UserCall = { population, start: t, done: false, timeout: undefined };
-          recorder.started(t);
-          call(population)((ok) => end(req, ok));
-          pending.push(req);
-        }
-        if (n > 0) started = true;
-      }
-      return started;
+      },
     },
-    afterStep(t) {
-      // The user gives up after its timeout; only calls not answered at once need the timer.
-      for (const req of pending) {
-        if (!req.done) req.timeout = clock.setTimer(() => end(req, false), req.start + req.population.timeoutMs - t);
-      }
-      pending = [];
-    },
-  };
-
-  await simulate({ clock, world, durationMs: scenario.durationS * 1000, ...(onProgress === undefined ? {} : { onProgress }) });
-  const series = recorder.series();
-  return { series, summary: recorder.summary(scenario, series), skippedFaults: [] };
+  );
+  await clients.run(onProgress);
+  return clients.result();
 }

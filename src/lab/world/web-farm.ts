@@ -1,12 +1,13 @@
-import { seededRandom } from '../../time/random.js';
-import { VirtualClock } from '../../time/virtual.js';
-import { simulate, type World } from '../engine.js';
+import { VirtualClock } from '../../index.js';
+import { Clients } from '../clients.js';
 import { Recorder } from '../metrics.js';
+import { Network } from '../network.js';
 import { type VariantName, type VariantRun } from '../results.js';
-import { type FaultSpanDoc, faultTimeline, type Json, type Population, type ScenarioCommon, replaceFault, sizeAxis, spanAxis } from '../scenario.js';
+import { type FaultSpanDoc, type Json, type ScenarioCommon, replaceFault, sizeAxis, spanAxis } from '../scenario.js';
 import { check } from '../schema/problems.js';
 import { serverId, webFarmSchema } from '../schema/web-farm.js';
-import { KeyPicker, poisson } from '../traffic.js';
+import { KeyPicker } from '../traffic.js';
+import { remainingFreshness } from '../streams.js';
 import { type WorldKind } from '../worlds.js';
 import { Database } from './database.js';
 import { DamperFrontDoor, type FrontDoor, type HealthShape, NaiveBalancer } from './front-door.js';
@@ -67,24 +68,16 @@ export const webFarm: WorldKind<WebFarmScenario> = {
   ),
 };
 
-interface Request {
-  readonly population: Population;
-  readonly start: number;
-  done: boolean;
-  timeout: { cancel(): void } | undefined;
-}
-
 /**
  * Runs one variant of a web-farm scenario. Both variants get the same
- * arrivals and pages (drawn from a source of their own, seeded from the
- * run's seed), the same servers and database, and the same faults; they
+ * arrivals and pages, the same servers and database, and the same faults; they
  * differ in the balancer and in what runs on the servers.
  */
 export async function runWebFarm(scenario: WebFarmScenario, variant: VariantName, seed: number, onProgress?: (fraction: number) => void): Promise<VariantRun> {
   const clock = new VirtualClock({ seed });
-  const traffic = seededRandom((seed ^ 0x7a3f_19c5) >>> 0);
   const recorder = new Recorder(scenario.durationS);
-  const db = new Database(clock, recorder, scenario.origin);
+  const network = new Network(clock, scenario.network.hopDelay, seed);
+  const db = new Database(clock, recorder, scenario.origin, network);
   const picker = new KeyPicker(scenario.keys.hot, scenario.keys.tailCount);
   const keys = picker.keys;
   const ids = Array.from({ length: scenario.servers.count }, (_, i) => serverId(i));
@@ -102,62 +95,38 @@ export async function runWebFarm(scenario: WebFarmScenario, variant: VariantName
   // Steady state, not a cold start: every server has served for a long time,
   // so each holds every page with a remaining freshness spread evenly over the
   // ttl. Drawn from a stream of its own, equal for both variants.
-  const prewarm = seededRandom((seed ^ 0x2c1b_3c6d) >>> 0);
-  const ttlMs = scenario.cache.ttlS * 1000;
-  for (const server of servers) for (const key of keys) await server.prewarm(key, db.read(key), Math.max(1, Math.ceil(prewarm() * ttlMs)));
+  const freshness = remainingFreshness(seed, scenario.cache.ttlS * 1000);
+  for (const server of servers) for (const key of keys) await server.prewarm(key, db.read(key), freshness());
 
-  const timeline = faultTimeline(scenario.faults);
-  let factor = 1;
-  let pending: Request[] = [];
-
-  const end = (req: Request, ok: boolean, hit: boolean): void => {
-    if (req.done) return;
-    req.done = true;
-    req.timeout?.cancel();
-    recorder.ended(req.start, clock.now(), ok, hit);
-  };
-
-  const world: World = {
-    step(t) {
-      let started = false;
-      while (timeline.length > 0 && timeline[0]!.at <= t) {
-        started = true;
-        const e = timeline.shift()!;
-        const fault = e.fault;
-        if (fault.kind === 'traffic-spike') factor = e.starts ? fault.factor : 1;
+  const pick = (random: () => number): string => picker.pick(random);
+  const clients: Clients<WebFarmFault> = new Clients<WebFarmFault>(
+    { clock, recorder, scenario, seed, network },
+    {
+      send(req, replies) {
+        void door.send(req.key, req.population.priority, req.population.timeoutMs).then((outcome) => {
+          if (outcome instanceof Error) return replies.fail(req);
+          // A page the server had to render from the database waited for it.
+          if (!outcome.hit) req.waitedForOrigin = true;
+          replies.answer(req);
+        });
+      },
+      fault({ fault, starts }) {
+        if (fault.kind === 'traffic-spike') clients.load = starts ? fault.factor : 1;
         else {
           const server = servers[ids.indexOf(fault.server)]!;
-          if (e.starts) server.hang();
+          if (starts) server.hang();
           else server.restart();
         }
-      }
-      for (const population of scenario.clients) {
-        const n = poisson((population.rate * factor) / 1000, traffic);
-        for (let i = 0; i < n; i++) {
-          const key = picker.pick(traffic);
-          const req: Request = { population, start: t, done: false, timeout: undefined };
-          recorder.started(t);
-          door.send(key, population.priority, population.timeoutMs).then((outcome) => (outcome instanceof Error ? end(req, false, false) : end(req, true, outcome.hit)));
-          pending.push(req);
-        }
-        if (n > 0) started = true;
-      }
-      return started;
+      },
+      keys: () => pick,
     },
-    afterStep(t) {
-      for (const req of pending) {
-        if (!req.done) req.timeout = clock.setTimer(() => end(req, false, false), req.start + req.population.timeoutMs - t);
-      }
-      pending = [];
-    },
-  };
+  );
 
   try {
-    await simulate({ clock, world, durationMs: scenario.durationS * 1000, ...(onProgress === undefined ? {} : { onProgress }) });
+    await clients.run(onProgress);
   } finally {
     door.close();
     for (const s of servers) if (s instanceof DamperServer) s.close();
   }
-  const series = recorder.series();
-  return { series, summary: recorder.summary(scenario, series), skippedFaults: [] };
+  return clients.result();
 }

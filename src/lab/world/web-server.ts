@@ -1,8 +1,4 @@
-import { Cache } from '../../cache/cache.js';
-import { OverloadedError } from '../../errors.js';
-import { ConcurrencyLimiter } from '../../guard/limiter.js';
-import { type Priority } from '../../guard/priority.js';
-import { type VirtualClock } from '../../time/virtual.js';
+import { Cache, ConcurrencyLimiter, OverloadedError, type Priority, type VirtualClock } from '../../index.js';
 import { Cpu } from './cpu.js';
 import { type Database, QueryError, type Row } from './database.js';
 

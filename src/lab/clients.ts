@@ -1,0 +1,240 @@
+import { type Timer, type VirtualClock } from '../index.js';
+import { simulate, type World } from './engine.js';
+import { type Recorder } from './metrics.js';
+import { type Network } from './network.js';
+import { type PopulationCounts, type VariantRun } from './results.js';
+import { type FaultEvent, type FaultSpanDoc, faultTimeline, type Population, type ScenarioCommon, triggerEndS, triggerStartS } from './scenario.js';
+import { retryDelayMs } from './retry-delay.js';
+import { stream, STREAMS } from './streams.js';
+import { poisson } from './traffic.js';
+
+/**
+ * The clients of every world, written once: open-loop populations whose
+ * arrivals do not slow down when the system does, each request with its
+ * client's timeout and retries, and the scenario's fault timeline with its
+ * operator actions. A world brings only what is its own: the system its
+ * requests meet (naive or damper) and what its faults do to it.
+ */
+
+/** One request of a client (one attempt: a retry is a request of its own). */
+export interface ClientRequest {
+  readonly population: Population;
+  /** What it reads; '' in a world where keys mean nothing. */
+  readonly key: string;
+  /** 0 for a first attempt, n for the n-th retry. */
+  readonly attempt: number;
+  /** When it was sent, ms. */
+  readonly start: number;
+  /** Ended: answered, failed, or its client gave up. Later replies are ignored. */
+  done: boolean;
+  /**
+   * Set by the system when the answer had to wait for the origin: a request
+   * answered with a valid value and not marked is a hit. The one definition
+   * of a hit the report's hit ratio uses, in every world.
+   */
+  waitedForOrigin: boolean;
+  timeout: Timer | undefined;
+}
+
+/** How the system under test answers a request. A request never answered ends at its client's timeout. */
+export interface Replies {
+  /** A valid value. */
+  answer(req: ClientRequest): void;
+  /** An error, a refusal, or nothing usable. */
+  fail(req: ClientRequest): void;
+  /** A value that is not valid, handed to the client as if it were: counted in `invalidServed`, and a failure. */
+  invalid(req: ClientRequest): void;
+  /** The origin budget refused the request's load (`OverloadedError`): counted per population, whether or not the client still waits. */
+  shed(req: ClientRequest): void;
+}
+
+/** What a world gives the clients. */
+export interface ClientWorld<F extends FaultSpanDoc> {
+  /** Sends one request into the system under test, which answers through `replies` (at once or later). */
+  send(req: ClientRequest, replies: Replies): void;
+  /** A fault starts or ends. An operator action that `when: "unhealthy"` made unnecessary never gets here. */
+  fault(event: FaultEvent<F>, t: number): void;
+  /** The key picker of a population: draws a new arrival's key from the traffic source. Default: no key, no draw. */
+  keys?(population: Population): (random: () => number) => string;
+  /** Called at each step after the faults and before the arrivals (a ramp that moves every step). */
+  everyStep?(t: number): void;
+}
+
+const NO_KEY = (): string => '';
+
+/** An operator action the scenario makes conditional on the dashboards (`when: "unhealthy"`). */
+function onlyIfUnhealthy(fault: FaultSpanDoc): boolean {
+  return 'when' in fault && fault.when === 'unhealthy';
+}
+
+/** A population's counts while the run keeps them. */
+type Counts = { -readonly [K in keyof PopulationCounts]: PopulationCounts[K] };
+
+/** What a run gives its clients: where they run, where they record, what they do, and the seed of their sources. */
+export interface ClientRun<F extends FaultSpanDoc> {
+  readonly clock: VirtualClock;
+  readonly recorder: Recorder;
+  readonly scenario: ScenarioCommon & { readonly faults: readonly F[] };
+  readonly seed: number;
+  /** The traffic source's constant. Default `STREAMS.traffic`. */
+  readonly traffic?: number;
+  /** The network between the clients and the system (one hop each way), shared with the world's other tiers. */
+  readonly network: Network;
+}
+
+/**
+ * The client side of a run, as the engine's `World`: at each 1 ms step the
+ * faults due, then each population's Poisson arrivals (× `load`), each sent
+ * to the system; timers only for requests not answered at once (most
+ * requests of a healthy system are hits, and a timer each would cost more
+ * than the rest of them).
+ */
+export class Clients<F extends FaultSpanDoc> implements World, Replies {
+  /** Arrival rates × this: a load spike. */
+  load = 1;
+  private readonly clock: VirtualClock;
+  private readonly recorder: Recorder;
+  private readonly scenario: ScenarioCommon & { readonly faults: readonly F[] };
+  /** Arrivals and keys, nothing else. */
+  private readonly traffic: () => number;
+  /** Full-jitter retry delays, nothing else. */
+  private readonly jitter: () => number;
+  private readonly network: Network;
+  private readonly timeline: FaultEvent<F>[];
+  private readonly skipped = new Set<FaultSpanDoc>();
+  private readonly pickers: ((random: () => number) => string)[];
+  private readonly counts: Counts[];
+  private readonly spanFrom: number;
+  private readonly spanTo: number;
+  private pending: ClientRequest[] = [];
+
+  constructor(
+    run: ClientRun<F>,
+    private readonly world: ClientWorld<F>,
+  ) {
+    const { scenario } = run;
+    this.clock = run.clock;
+    this.recorder = run.recorder;
+    this.scenario = scenario;
+    this.traffic = stream(run.seed, run.traffic ?? STREAMS.traffic);
+    this.jitter = stream(run.seed, STREAMS.retryJitter);
+    this.network = run.network;
+    this.timeline = faultTimeline(scenario.faults);
+    this.pickers = scenario.clients.map((p) => world.keys?.(p) ?? NO_KEY);
+    this.counts = scenario.clients.map(() => ({ requests: 0, good: 0, shed: 0 }));
+    this.spanFrom = triggerStartS(scenario) * 1000;
+    this.spanTo = triggerEndS(scenario) * 1000;
+  }
+
+  step(t: number): boolean {
+    let started = this.faults(t);
+    this.world.everyStep?.(t);
+    const { clients } = this.scenario;
+    for (let i = 0; i < clients.length; i++) {
+      const population = clients[i]!;
+      const n = poisson((population.rate * this.load) / 1000, this.traffic);
+      if (n === 0) continue;
+      started = true;
+      const pick = this.pickers[i]!;
+      for (let k = 0; k < n; k++) this.send(population, pick(this.traffic), 0);
+    }
+    return started;
+  }
+
+  afterStep(t: number): void {
+    for (const req of this.pending) {
+      if (!req.done) req.timeout = this.clock.setTimer(() => this.end(req, false), req.start + req.population.timeoutMs - t);
+    }
+    this.pending = [];
+  }
+
+  answer(req: ClientRequest): void {
+    this.reply(req, true);
+  }
+
+  fail(req: ClientRequest): void {
+    this.reply(req, false);
+  }
+
+  invalid(req: ClientRequest): void {
+    if (!req.done) this.recorder.invalidServed++;
+    this.reply(req, false);
+  }
+
+  shed(req: ClientRequest): void {
+    if (this.inSpan(req)) this.counts[this.scenario.clients.indexOf(req.population)]!.shed++;
+  }
+
+  /** Runs the scenario on the engine. */
+  run(onProgress?: (fraction: number) => void): Promise<void> {
+    return simulate({ clock: this.clock, world: this, durationMs: this.scenario.durationS * 1000, ...(onProgress === undefined ? {} : { onProgress }) });
+  }
+
+  /** What the run measured, once it is over. */
+  result(): VariantRun {
+    const series = this.recorder.series();
+    const populations: Record<string, PopulationCounts> = {};
+    this.scenario.clients.forEach((p, i) => (populations[p.name] = this.counts[i]!));
+    return {
+      series,
+      summary: this.recorder.summary(this.scenario, series),
+      skippedFaults: this.scenario.faults.flatMap((f, i) => (this.skipped.has(f) ? [i] : [])),
+      populations,
+    };
+  }
+
+  /** Applies the faults due at `t`; true when there were any (their effects need the step to settle). */
+  private faults(t: number): boolean {
+    const timeline = this.timeline;
+    let any = false;
+    while (timeline.length > 0 && timeline[0]!.at <= t) {
+      any = true;
+      const event = timeline.shift()!;
+      const { fault } = event;
+      // Operators react to what the dashboards show, not to which code runs:
+      // a conditional action is skipped, start and end, when the objective held.
+      if (event.starts && onlyIfUnhealthy(fault) && this.recorder.recentGoodputRatio(t, this.scenario.objective.holdS) >= this.scenario.objective.goodputRatio) {
+        this.skipped.add(fault);
+      } else if (!this.skipped.has(fault)) this.world.fault(event, t);
+    }
+    return any;
+  }
+
+  private send(population: Population, key: string, attempt: number): void {
+    const start = this.clock.now();
+    this.recorder.started(start);
+    const req: ClientRequest = { population, key, attempt, start, done: false, waitedForOrigin: false, timeout: undefined };
+    const ms = this.network.hopMs();
+    if (ms === 0) this.world.send(req, this);
+    else this.clock.setTimer(() => this.world.send(req, this), ms);
+    this.pending.push(req);
+  }
+
+  /** The system's answer travels back one hop; a client that gave up meanwhile ignores it. */
+  private reply(req: ClientRequest, ok: boolean): void {
+    if (req.done) return;
+    const ms = this.network.hopMs();
+    if (ms === 0) this.end(req, ok);
+    else this.clock.setTimer(() => this.end(req, ok), ms);
+  }
+
+  private end(req: ClientRequest, ok: boolean): void {
+    if (req.done) return;
+    req.done = true;
+    req.timeout?.cancel();
+    this.recorder.ended(req.start, this.clock.now(), ok, ok && !req.waitedForOrigin);
+    if (this.inSpan(req)) {
+      const c = this.counts[this.scenario.clients.indexOf(req.population)]!;
+      c.requests++;
+      if (ok) c.good++;
+    }
+    const { population } = req;
+    if (!ok && req.attempt < population.retries) {
+      this.clock.setTimer(() => this.send(population, req.key, req.attempt + 1), retryDelayMs(population.backoff, req.attempt + 1, this.jitter));
+    }
+  }
+
+  private inSpan(req: ClientRequest): boolean {
+    return req.start >= this.spanFrom && req.start < this.spanTo;
+  }
+}

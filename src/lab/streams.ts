@@ -1,0 +1,44 @@
+import { seededRandom } from '../index.js';
+
+/**
+ * The seeded sources of a run, one per purpose, each derived from the run's
+ * seed. A source belongs to one thing only (the arrivals, the steady state,
+ * the front door's admission…), so the naive and damper variants, which make
+ * different calls to the library's clock, still see exactly the same traffic
+ * and the same starting state. The constants are the ones the worlds used
+ * before the client driver was written once: changing one changes every
+ * result.
+ */
+export const STREAMS = {
+  /** Arrivals per step and the key each one reads. */
+  traffic: 0x7a3f_19c5,
+  /** The retry-storm world's arrivals: seeded apart from the start, kept so its results stay what they were. */
+  retryStormTraffic: 0x3d5e_a1c7,
+  /** The steady state's remaining freshness per cached value. */
+  prewarm: 0x2c1b_3c6d,
+  /** Which requests a front door that lets traffic back in gradually admits. */
+  admission: 0x51ed_270b,
+  /** The naive clients' full-jitter retry delays. */
+  retryJitter: 0x6c8e_9cf5,
+  /** What each network hop between tiers costs, when `network.hopDelay` is random. */
+  network: 0x1f83_d9ab,
+  /** The keys a process holds in memory when it holds fewer than there are (xor'ed with the process's own constant). */
+  processKeys: 0x5bd1_e995,
+} as const;
+
+/** The source `stream` of the run seeded `seed`. */
+export function stream(seed: number, constant: number): () => number {
+  return seededRandom((seed ^ constant) >>> 0);
+}
+
+/**
+ * The steady state a run starts from: a system that has served for a long
+ * time holds each value with a remaining freshness spread evenly over the
+ * ttl. (A cold start would line all expiries up into a herd that is no part
+ * of any incident.) Each call draws one value's remaining freshness, whole
+ * ms, at least 1, from the run's prewarm source.
+ */
+export function remainingFreshness(seed: number, ttlMs: number): () => number {
+  const random = stream(seed, STREAMS.prewarm);
+  return () => Math.max(1, Math.ceil(random() * ttlMs));
+}

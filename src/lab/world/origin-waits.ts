@@ -1,0 +1,29 @@
+import { type VirtualClock } from '../../index.js';
+import { type ClientRequest } from '../clients.js';
+
+/**
+ * Which requests read through a damper `Cache` waited for the origin. The
+ * cache does not say, per call, whether its answer came from memory, from
+ * the shared tier, or from a load: a request waited for the origin when it
+ * was not answered at once and its answer came at the instant a load of its
+ * key (its own, or one it was coalesced onto) came back from the database in
+ * its process. A request answered stale at once while a refresh runs did not
+ * wait; one answered from the shared tier did not either, even when that
+ * value was being loaded by another process.
+ */
+export class OriginWaits {
+  private readonly loadedAt = new Map<string, number>();
+
+  constructor(private readonly clock: VirtualClock) {}
+
+  /** A query for `key` came back (a row or an error): called by the loader. */
+  loaded(key: string): void {
+    this.loadedAt.set(key, this.clock.now());
+  }
+
+  /** Marks `req`, now being answered, if it waited for the origin. */
+  mark(req: ClientRequest): void {
+    const now = this.clock.now();
+    if (now !== req.start && this.loadedAt.get(req.key) === now) req.waitedForOrigin = true;
+  }
+}

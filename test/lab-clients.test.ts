@@ -1,0 +1,113 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { VirtualClock } from '../src/index.js';
+import { type ClientWorld, Clients } from '../src/lab/clients.js';
+import { loadScenario } from '../src/lab/lab.js';
+import { Recorder } from '../src/lab/metrics.js';
+import { Network } from '../src/lab/network.js';
+import { runIsolated } from '../src/lab/parallel.js';
+import { retryDelayMs } from '../src/lab/retry-delay.js';
+import { type Backoff, type FaultSpanDoc, type ScenarioCommon } from '../src/lab/scenario.js';
+import { retryStorm, type RetryStormScenario } from '../src/lab/world/retry-storm.js';
+
+/** The shipped retry storm, its naive tiers backing off per `backoff`, its ×4 slowdown held `size` s. */
+const storm = (backoff: Backoff, size: number): Promise<RetryStormScenario> =>
+  loadScenario('retry-storm').then((s) => retryStorm.trigger.resize({ ...(s as RetryStormScenario), client: { ...(s as RetryStormScenario).client, backoff } }, size));
+const FULL_JITTER: Backoff = { kind: 'full-jitter', baseMs: 1000, maxMs: 30_000 };
+// Started at once, in worker threads, to share the cores with the unit tests below.
+const edge = {
+  immediateAt21: storm({ kind: 'none' }, 2.1).then((s) => runIsolated(s, 1)),
+  jitterAt21: storm(FULL_JITTER, 2.1).then((s) => runIsolated(s, 1)),
+  jitterAt3: storm(FULL_JITTER, 3).then((s) => runIsolated(s, 1)),
+};
+
+describe('a naive client’s retry delays, per backoff', () => {
+  const never = (): number => assert.fail('no draw without full jitter');
+
+  test('none retries at once; fixed waits the same each time', () => {
+    assert.deepEqual([1, 2, 3].map((n) => retryDelayMs({ kind: 'none' }, n, never)), [0, 0, 0]);
+    assert.deepEqual([1, 2, 3].map((n) => retryDelayMs({ kind: 'fixed', delayMs: 250 }, n, never)), [250, 250, 250]);
+  });
+
+  test('exponential doubles from baseMs up to maxMs', () => {
+    const b: Backoff = { kind: 'exponential', baseMs: 100, maxMs: 1000 };
+    assert.deepEqual([1, 2, 3, 4, 5, 6, 2000].map((n) => retryDelayMs(b, n, never)), [100, 200, 400, 800, 1000, 1000, 1000]);
+  });
+
+  test('full jitter draws whole ms uniformly below the exponential delay', () => {
+    const b: Backoff = { kind: 'full-jitter', baseMs: 100, maxMs: 1000 };
+    let u = 0;
+    const sweep = (): number => (u = (u + 0.618_034) % 1);
+    for (const [n, cap] of [[1, 100], [3, 400], [9, 1000]] as const) {
+      const draws = Array.from({ length: 2000 }, () => retryDelayMs(b, n, sweep));
+      assert.ok(draws.every((d) => Number.isInteger(d) && d >= 0 && d < cap), `retry ${n}: outside [0, ${cap})`);
+      const mean = draws.reduce((a, d) => a + d, 0) / draws.length;
+      assert.ok(Math.abs(mean - (cap - 1) / 2) < cap * 0.02, `retry ${n}: mean ${mean}, cap ${cap}`);
+    }
+    assert.equal(retryDelayMs(b, 1, () => 0), 0);
+  });
+});
+
+/** A scenario of one population and nothing else, for the clients alone. */
+function bare(backoff: Backoff): ScenarioCommon {
+  const fault: FaultSpanDoc = { kind: 'none', startS: 1, endS: 2, label: 'nothing', trigger: true };
+  return {
+    name: 'bare', title: 'bare', description: '', source: '', scaling: '', durationS: 20,
+    baseline: { fromS: 0, toS: 1 }, objective: { p99Ms: 100, goodputRatio: 0.9, holdS: 1 },
+    clients: [{ name: 'c', rate: 1, timeoutMs: 50, retries: 4, retryDelayMs: 0, backoff, priority: 'normal' }],
+    faults: [fault], network: { hopDelay: { kind: 'constant', ms: 0 } },
+  };
+}
+
+/** Runs `bare(backoff)` against a system that fails every request at once; the gaps between each request's attempts. */
+async function retryGaps(backoff: Backoff): Promise<number[][]> {
+  const clock = new VirtualClock({ seed: 1 });
+  const scenario = bare(backoff);
+  const starts = new Map<string, number[]>();
+  let next = 0;
+  const world: ClientWorld<FaultSpanDoc> = {
+    send(req, replies) {
+      const s = starts.get(req.key) ?? [];
+      s.push(req.start);
+      starts.set(req.key, s);
+      replies.fail(req);
+    },
+    fault: () => {},
+    keys: () => () => `r${next++}`,
+  };
+  const clients = new Clients({ clock, recorder: new Recorder(scenario.durationS), scenario, seed: 1, network: new Network(clock, scenario.network.hopDelay, 1) }, world);
+  await clients.run();
+  // Requests whose retries outlive the run are left out.
+  return [...starts.values()].filter((s) => s.length === 5).map((s) => s.slice(1).map((t, i) => t - s[i]!));
+}
+
+describe('the client driver retries per its population’s backoff, in virtual time', () => {
+  test('exponential: 100, 200, then capped at 300 ms', async () => {
+    const gaps = await retryGaps({ kind: 'exponential', baseMs: 100, maxMs: 300 });
+    assert.ok(gaps.length >= 5, `${gaps.length} requests`);
+    for (const g of gaps) assert.deepEqual(g, [100, 200, 300, 300]);
+  });
+
+  test('full jitter: each gap below its cap, and not the same for every request', async () => {
+    const gaps = await retryGaps({ kind: 'full-jitter', baseMs: 100, maxMs: 300 });
+    for (const g of gaps) g.forEach((d, i) => assert.ok(d >= 0 && d < [100, 200, 300, 300][i]!, `gap ${d} of retry ${i + 1}`));
+    assert.ok(new Set(gaps.map((g) => g.join())).size > 1);
+  });
+
+  test('none: every retry at once', async () => {
+    for (const g of await retryGaps({ kind: 'none' })) assert.deepEqual(g, [0, 0, 0, 0]);
+  });
+});
+
+describe('naive backoff moves the retry storm’s edge without removing the loop', () => {
+  test('a 2.1 s slowdown collapses immediate retries, not full-jitter ones; 3 s collapses both', async () => {
+    const immediate = (await edge.immediateAt21).variants.naive.summary;
+    assert.equal(immediate.recoverySeconds, null, `immediate retries recovered after ${immediate.recoverySeconds} s`);
+    const jitter = (await edge.jitterAt21).variants.naive.summary;
+    assert.ok(jitter.recoverySeconds !== null && jitter.recoverySeconds <= 30, `full jitter: recovery ${jitter.recoverySeconds}`);
+    // Backoff spreads the retries but no budget bounds them: past the edge every call still makes all its attempts.
+    const longer = (await edge.jitterAt3).variants.naive.summary;
+    assert.equal(longer.recoverySeconds, null, `full jitter at 3 s recovered after ${longer.recoverySeconds} s`);
+    assert.ok(longer.amplification >= 10, `amplification ${longer.amplification}`);
+  });
+});
