@@ -26,6 +26,14 @@ const loadSpike = shipped().then((s) =>
   runIsolated({ ...s, faults: [{ kind: 'load-spike', factor: 2, startS: 120, endS: 150, label: 'users ×2 for 30 s', trigger: true }] }, 1),
 );
 
+/** 90 % of the server's healthy capacity (360 of 397 calls/s) and no trigger to speak of (a ×1 "slowdown" of 1 s at the end), with damper's admission limit `limit`. */
+const busy = (limit: number) =>
+  shipped().then((s) =>
+    runIsolated({ ...s, clients: s.clients.map((c) => ({ ...c, rate: c.rate * 1.8 })), server: { ...s.server, admissionLimit: limit }, durationS: 200, faults: [{ ...s.faults[0]!, startS: 190, endS: 191, factor: 1 }] }, 1),
+  );
+const busyAtWorkers = busy(4);
+const busyAtShipped = busy(16);
+
 describe('retry-storm, at the default seed and three others', () => {
   for (const seed of SEEDS) {
     test(`seed ${seed}: naive stays down, damper stays up`, async () => {
@@ -34,6 +42,17 @@ describe('retry-storm, at the default seed and three others', () => {
       assertBars(run);
     });
   }
+});
+
+describe('damper\'s admission limit is its own setting, not the worker count', () => {
+  test('at 90 % load with no trigger, one request per worker sheds 1.9 %; the shipped 16 sheds at most 0.2 %', async () => {
+    const atWorkers = (await busyAtWorkers).variants;
+    const shipped16 = (await busyAtShipped).variants;
+    // naive serves nearly all of it: a healthy server at 90 % is no reason to refuse work.
+    assert.ok(atWorkers.naive.summary.goodputRatio >= 0.999, `naive ${atWorkers.naive.summary.goodputRatio}`);
+    assert.ok(atWorkers.damper.summary.goodputRatio < 0.99, `limit 4: damper ${atWorkers.damper.summary.goodputRatio}`);
+    assert.ok(shipped16.damper.summary.goodputRatio >= 0.998, `limit 16: damper ${shipped16.damper.summary.goodputRatio}`);
+  });
 });
 
 describe('the collapse comes from the retry loop, not from the script', () => {

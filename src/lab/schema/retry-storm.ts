@@ -23,8 +23,15 @@ const fields = scenario(
         baseServiceMs: z.number().min(1).max(600_000).meta({ description: 'Service time of a request on an idle server, ms.' }),
         slowdownPerInFlight: z.number().min(0).max(100).meta({ description: 'Each request the server holds (in service and queued) adds this share to every service time started.' }),
         maxQueue: z.int().min(0).max(10_000_000).meta({ description: 'Requests waiting beyond which the server refuses at once.' }),
+        admissionLimit: z
+          .int()
+          .min(1)
+          .max(1_000_000)
+          .optional()
+          .meta({ description: 'damper’s admission limit: requests its ConcurrencyLimiter admits at once (in service or in the server’s own queue); default: workers. Its own setting: the best one is not the worker count.' }),
       })
-      .meta({ description: 'The server: service time baseServiceMs × (1 + slowdownPerInFlight × requests held) × the slowdown fault’s factor.' }),
+      .meta({ description: 'The server: service time baseServiceMs × (1 + slowdownPerInFlight × requests held) × the slowdown fault’s factor.' })
+      .transform(({ admissionLimit, ...server }) => ({ ...server, admissionLimit: admissionLimit ?? server.workers })),
     client,
   },
   tagged('kind', 'fault kind', [

@@ -1,4 +1,4 @@
-import { AdaptiveThrottle, ConcurrencyLimiter, DeadlineExceededError, type Guard, type GuardContext, pipeline, Retry, RetryBudget, type Timer, VirtualClock } from '../../index.js';
+import { AdaptiveThrottle, ConcurrencyLimiter, DeadlineExceededError, OverloadedError, type Guard, type GuardContext, pipeline, Retry, RetryBudget, type Timer, VirtualClock } from '../../index.js';
 import { Clients } from '../clients.js';
 import { Recorder } from '../metrics.js';
 import { Network } from '../network.js';
@@ -73,7 +73,15 @@ export type RetryStormFault = FaultSpanDoc &
 export interface RetryStormScenario extends ScenarioCommon {
   readonly world: 'retry-storm';
   /** The server; see the module's comment for the service-time model. */
-  readonly server: { readonly workers: number; readonly baseServiceMs: number; readonly slowdownPerInFlight: number; readonly maxQueue: number };
+  /**
+   * The server; see the module's comment for the service-time model.
+   * `admissionLimit` is damper's setting, not the server's: how many requests
+   * its `ConcurrencyLimiter` admits at once (in service, or in the server's
+   * own queue behind its workers); absent from the file, the number of workers. It is its
+   * own number because the best one is not the worker count: a server of
+   * 10,000 threads that slows down with each is best at a few hundred.
+   */
+  readonly server: { readonly workers: number; readonly baseServiceMs: number; readonly slowdownPerInFlight: number; readonly maxQueue: number; readonly admissionLimit: number };
   /** The client stack between users and the server: tiers, the innermost's attempt timeout, retries per tier and the wait before each (`retryDelayMs`: `backoff`'s delay when it is fixed, else 0). */
   readonly client: { readonly layers: number; readonly attemptTimeoutMs: number; readonly retries: number; readonly retryDelayMs: number; readonly backoff: Backoff };
   readonly faults: readonly RetryStormFault[];
@@ -104,38 +112,38 @@ function serviceMs(server: RetryStormScenario['server'], held: number, slowdown:
   return Math.max(1, Math.round(server.baseServiceMs * (1 + server.slowdownPerInFlight * held) * slowdown));
 }
 
-/** How a naive attempt ended, as its tier sees it. */
-type NaiveOutcome = 'ok' | 'refused' | 'timeout';
+/** How an attempt ended at the server, as its tier sees it. */
+type Outcome = 'ok' | 'refused' | 'timeout' | 'dropped';
 
-interface NaiveJob {
-  done: ((outcome: NaiveOutcome) => void) | undefined;
+interface Job {
+  /** Called once with the outcome; cleared by the caller when it stops waiting. */
+  done: ((outcome: Outcome) => void) | undefined;
+  /** Whether nobody waits for this job any more: a damper request carries its signal, a naive one nobody's word. */
+  readonly abandoned?: () => boolean;
 }
 
 /**
- * The naive server: a FIFO queue in front of `workers`. It does not know
- * whether anyone still waits for a request: an abandoned one is served like
- * any other, and it counts in the load that slows service down.
+ * The server, the same for both variants: `workers` in service, a FIFO queue
+ * of at most `maxQueue` behind them (beyond it, refused at once). It serves a
+ * job whose caller left like any other unless the job says it was abandoned
+ * (damper's requests carry their signal, as a gRPC request does): then a
+ * worker that takes it up drops it at once. Every job it holds counts in the
+ * load that slows service down.
  */
-class NaiveServer {
-  private readonly queue = new Fifo<NaiveJob>();
+class Server {
+  private readonly queue = new Fifo<Job>();
   private busy = 0;
   slowdown = 1;
 
   constructor(
     private readonly clock: VirtualClock,
-    private readonly recorder: Recorder,
     private readonly shape: RetryStormScenario['server'],
   ) {}
 
-  private get queued(): number {
-    return this.queue.size;
-  }
-
   /** Takes a request; `job.done` is called with its outcome (synchronously when refused). */
-  submit(job: NaiveJob): void {
-    this.recorder.originQuery(this.clock.now());
+  submit(job: Job): void {
     if (this.busy >= this.shape.workers) {
-      if (this.queued >= this.shape.maxQueue) {
+      if (this.queue.size >= this.shape.maxQueue) {
         job.done?.('refused');
         return;
       }
@@ -143,17 +151,25 @@ class NaiveServer {
     } else this.serve(job);
   }
 
-  private serve(job: NaiveJob): void {
+  private serve(job: Job): void {
+    if (job.abandoned?.() === true) {
+      job.done?.('dropped');
+      this.next();
+      return;
+    }
     this.busy++;
-    const ms = serviceMs(this.shape, this.busy + this.queued, this.slowdown);
+    const ms = serviceMs(this.shape, this.busy + this.queue.size, this.slowdown);
     this.clock.setTimer(() => {
       this.busy--;
       job.done?.('ok');
-      const next = this.queue.shift();
-      if (next !== undefined) this.serve(next);
+      this.next();
     }, ms);
   }
 
+  private next(): void {
+    const next = this.queue.shift();
+    if (next !== undefined) this.serve(next);
+  }
 }
 
 /** A user's call through the client stack: resolves true for an answer, false for a failure. */
@@ -167,16 +183,17 @@ type Call = (onDone: (ok: boolean) => void) => void;
  * Callbacks, not promises: in the storm this runs thousands of times per
  * simulated second.
  */
-function naiveStack(clock: VirtualClock, server: NaiveServer, client: RetryStormScenario['client'], jitter: () => number): Call {
+function naiveStack(clock: VirtualClock, recorder: Recorder, server: Server, client: RetryStormScenario['client'], jitter: () => number): Call {
   const attempt = (onDone: (ok: boolean) => void): void => {
     let timer: Timer | undefined;
-    const job: NaiveJob = {
+    const job: Job = {
       done: (outcome) => {
         job.done = undefined;
         timer?.cancel();
         onDone(outcome === 'ok');
       },
     };
+    recorder.originQuery(clock.now());
     server.submit(job);
     if (job.done !== undefined) timer = clock.setTimer(() => job.done?.('timeout'), client.attemptTimeoutMs);
   };
@@ -198,31 +215,31 @@ function naiveStack(clock: VirtualClock, server: NaiveServer, client: RetryStorm
   return (onDone) => tier(0, onDone);
 }
 
-/** The server drops a request whose signal aborted (deadline or cancellation) by the time a worker takes it up. One instance: nobody reads its stack. */
+/** What a damper request that the server refused or dropped rejects with. One instance each: nobody reads their stacks. */
+const REFUSED = new OverloadedError('server: queue full; refused');
 const DROPPED = new DeadlineExceededError('server: the request was abandoned before its work started; dropped');
 
 /**
  * damper's stack: each tier a real `Retry` with a `RetryBudget` of its own,
- * the innermost behind an `AdaptiveThrottle`; the server admits work through
- * a `ConcurrencyLimiter`, with the attempt's signal (its timeout and the
- * call's deadline) travelling with the request.
+ * the innermost behind an `AdaptiveThrottle`; in front of the server, a
+ * `ConcurrencyLimiter` admits at most `admissionLimit` requests at once (the
+ * rest wait briefly in its queue, CoDel and adaptive LIFO, or are shed), with
+ * the attempt's signal (its timeout and the call's deadline) travelling with
+ * the request, so that the server drops what nobody waits for.
  */
-function damperStack(clock: VirtualClock, recorder: Recorder, scenario: RetryStormScenario, slowdown: () => number): (timeoutMs: number) => Call {
-  const { server, client } = scenario;
-  const limiter = new ConcurrencyLimiter({ limit: server.workers, maxQueue: server.maxQueue, clock });
-  // The server's handler: admission by the limiter, then work, unless the request's signal has aborted.
+function damperStack(clock: VirtualClock, recorder: Recorder, server: Server, scenario: RetryStormScenario): (timeoutMs: number) => Call {
+  const { client } = scenario;
+  const limiter = new ConcurrencyLimiter({ limit: scenario.server.admissionLimit, maxQueue: scenario.server.maxQueue, clock });
+  // The server's handler: admission by the limiter, then the server's own queue and work.
   const handle = (signal: AbortSignal): Promise<void> => {
+    // An attempt reaching the server counts, admitted or shed: the origin's load.
     recorder.originQuery(clock.now());
     // The signal carries the call's deadline (guards read it with effectiveDeadline), as a gRPC request does.
     const context: GuardContext = { key: 'request', signal, wait: true };
     return limiter.run(
       (s) =>
         new Promise<void>((resolve, reject) => {
-          if (s.aborted) {
-            reject(DROPPED);
-            return;
-          }
-          clock.setTimer(resolve, serviceMs(server, limiter.inFlight + limiter.queued, slowdown()));
+          server.submit({ done: (outcome) => (outcome === 'ok' ? resolve() : reject(outcome === 'refused' ? REFUSED : DROPPED)), abandoned: () => s.aborted });
         }),
       context,
     );
@@ -257,15 +274,13 @@ export async function runRetryStorm(scenario: RetryStormScenario, variant: Varia
   const clock = new VirtualClock({ seed });
   const recorder = new Recorder(scenario.durationS);
   const network = new Network(clock, scenario.network.hopDelay, seed);
-  let slowdown = 1;
+  const server = new Server(clock, scenario.server);
   let call: (population: Population) => Call;
-  let naiveServer: NaiveServer | undefined;
   if (variant === 'naive') {
-    naiveServer = new NaiveServer(clock, recorder, scenario.server);
-    const stack = naiveStack(clock, naiveServer, scenario.client, stream(seed, STREAMS.retryJitter));
+    const stack = naiveStack(clock, recorder, server, scenario.client, stream(seed, STREAMS.retryJitter));
     call = () => stack;
   } else {
-    const stack = damperStack(clock, recorder, scenario, () => slowdown);
+    const stack = damperStack(clock, recorder, server, scenario);
     const byPopulation = new Map(scenario.clients.map((p) => [p, stack(p.timeoutMs)]));
     call = (p) => byPopulation.get(p)!;
   }
@@ -281,9 +296,8 @@ export async function runRetryStorm(scenario: RetryStormScenario, variant: Varia
         });
       },
       fault({ fault, starts }) {
-        if (fault.kind === 'server-slowdown') slowdown = starts ? fault.factor : 1;
+        if (fault.kind === 'server-slowdown') server.slowdown = starts ? fault.factor : 1;
         else clients.load = starts ? fault.factor : 1;
-        if (naiveServer !== undefined) naiveServer.slowdown = slowdown;
       },
     },
   );
