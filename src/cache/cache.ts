@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { AbortedError, ArgumentError, type DamperError, LoaderError, LoadTimeoutError, OverloadedError, type SharedTierError, ValidationError } from '../errors.js';
 import { Events } from '../events.js';
 import { Backoff } from '../guard/backoff.js';
+import { abortOwned, onAbort, ownedSignal } from '../guard/abort.js';
 import { type Guard } from '../guard/guard.js';
 import { ConcurrencyLimiter } from '../guard/limiter.js';
 import { type Priority } from '../guard/priority.js';
@@ -429,8 +430,9 @@ export class Cache<V> {
     }
     const deadline = started + o.loadTimeout;
     const controller = (flight.controller = new AbortController());
-    const { signal } = controller;
-    const timer = this.clock.setTimer(() => controller.abort(new LoadTimeoutError(key, o.loadTimeout, 'load')), o.loadTimeout);
+    // Aborted only by the hard timeout below: guards and the loader's wrapper watch it without a listener on it.
+    const signal = ownedSignal(controller);
+    const timer = this.clock.setTimer(() => abortOwned(controller, new LoadTimeoutError(key, o.loadTimeout, 'load')), o.loadTimeout);
     const stale = entry !== undefined && entry.hasValue ? entry.value : undefined;
     const load = (): Promise<V> => this.load(key, flight, loader, o, stale, wait, deadline);
     try {
@@ -511,13 +513,12 @@ export class Cache<V> {
         reject(signal.reason instanceof Error ? signal.reason : new AbortedError(`load of "${key}" aborted`, signal.reason));
         return;
       }
-      const onAbort = (): void => settle(false, signal.reason instanceof Error ? signal.reason : new AbortedError(`load of "${key}" aborted`, signal.reason));
       const settle = (ok: boolean, v: unknown): void => {
-        signal.removeEventListener('abort', onAbort);
+        unsubscribe();
         if (ok) resolve(v as V);
         else reject(v instanceof Error ? v : new LoaderError(key, v));
       };
-      signal.addEventListener('abort', onAbort, { once: true });
+      const unsubscribe = onAbort(signal, () => settle(false, signal.reason instanceof Error ? signal.reason : new AbortedError(`load of "${key}" aborted`, signal.reason)));
       try {
         Promise.resolve(loader({ key, signal, stale })).then(
           (v) => settle(true, v),

@@ -1,5 +1,7 @@
 import { type Timer } from './clock.js';
 
+const NOOP = (): void => {};
+
 /**
  * One timer of a {@link TimerQueue}, and the handle its setter gets back: one
  * object per timer rather than an entry, a handle and a `cancel` closure, since
@@ -13,12 +15,15 @@ export class QueuedTimer implements Timer {
     private readonly queue: TimerQueue,
     readonly due: number,
     readonly seq: number,
-    readonly fn: () => void,
+    public fn: () => void,
   ) {}
 
   cancel(): void {
     if (this.cancelled) return;
     this.cancelled = true;
+    // Let go of the callback now, not when the sweep or the top of the heap
+    // reaches it: what it holds (a call's signal, its closures) dies young.
+    this.fn = NOOP;
     this.queue.forget();
   }
 }
