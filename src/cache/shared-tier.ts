@@ -69,7 +69,10 @@ export interface SharedTierHooks {
 /** What one process asks of the shared tier for one key in flight. */
 export interface ResolveRequest<V> {
   readonly key: string;
+  /** Aborts at the load's hard timeout. Made when first read: read it only to wait or load. */
   readonly signal: AbortSignal;
+  /** The hard timeout's error once it has passed, else undefined: what `signal` would say, without making it. */
+  timedOut(): unknown;
   /** This process holds a value it may serve (within its stale window). */
   readonly servable: boolean;
   /** An early (XFetch) refresh: a fresh shared value does not end it, a lease attempt is made. */
@@ -220,11 +223,12 @@ export class SharedTier {
     let poll = Math.min(25, this.leasePoll);
     let seen = first;
     for (;;) {
-      if (r.signal.aborted) {
+      const timedOut = r.timedOut();
+      if (timedOut !== undefined) {
         // The load's hard timeout passed while waiting on another process's lease: for a
         // caller with nothing to serve that is a timed-out load, as without a shared tier.
-        if (r.servable) return this.deferred(r.signal.reason);
-        return { kind: 'failed', error: r.signal.reason, failures: r.failures + 1, retryInMs: r.backoff(r.failures + 1) };
+        if (r.servable) return this.deferred(timedOut);
+        return { kind: 'failed', error: timedOut, failures: r.failures + 1, retryInMs: r.backoff(r.failures + 1) };
       }
       seen ??= await this.lookup(r.key, r.accept);
       if (seen.kind === 'unavailable') return this.unavailable(r, seen.error);
