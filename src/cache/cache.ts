@@ -435,11 +435,7 @@ export class Cache<V> {
       if (this.shared !== undefined) {
         const resolution = await this.shared.resolve<V>({
           key,
-          // Made only if the resolution waits on a lease or loads (see HardTimeout).
-          get signal() {
-            return hard.signal;
-          },
-          timedOut: () => hard.expired,
+          hard,
           servable: entry !== undefined && entry.hasValue && started < entry.staleUntil,
           early: flight.early,
           failures: entry?.failures ?? 0,
