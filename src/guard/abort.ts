@@ -33,7 +33,7 @@ interface Owned {
   callbacks: Set<() => void> | undefined;
 }
 
-/** One entry per owned signal, the deadline included: a WeakMap entry costs about as much as the first listener it replaces. */
+/** One entry per owned signal, the deadline included: a WeakMap entry costs ~1 µs, and a Retry attempt makes one such signal. */
 const owned = new WeakMap<AbortSignal, Owned>();
 
 /**
