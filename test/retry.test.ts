@@ -3,7 +3,7 @@ import { getEventListeners } from 'node:events';
 import { describe, test } from 'node:test';
 import { AbortedError, BreakerOpenError, ConfigError, DeadlineExceededError, LoadTimeoutError, OverloadedError, ValidationError } from '../src/errors.js';
 import { RetryBudget } from '../src/guard/budget.js';
-import { DeadlineGuard, deadlineSignal } from '../src/guard/deadline.js';
+import { DeadlineGuard, deadlineSignal, scopedSignal } from '../src/guard/deadline.js';
 import { callContext, guarded, pipeline } from '../src/guard/guard.js';
 import { Retry } from '../src/guard/retry.js';
 import { type Clock } from '../src/time/clock.js';
@@ -528,6 +528,24 @@ describe('deadlines', () => {
 
     const none = deadlineSignal(clock, callContext({ signal: other.signal }));
     assert.equal(none.signal, other.signal, 'no deadline: the caller’s own signal, nothing allocated');
+  });
+
+  test('a signal scoped inside another is watched without a listener on it, and aborts with it, children in the order they were made', async () => {
+    const clock = new VirtualClock();
+    const parent = new AbortController();
+    const order: string[] = [];
+    const outer = scopedSignal(clock, parent.signal, 500, () => new Error('outer late'), () => order.push('outer'));
+    const a = scopedSignal(clock, outer.signal, 300, () => new Error('a late'), () => order.push('a'));
+    const b = scopedSignal(clock, outer.signal, 400, () => new Error('b late'), () => order.push('b'));
+    outer.signal.addEventListener('abort', () => order.push('listener'), { once: true });
+    assert.equal(getEventListeners(outer.signal, 'abort').length, 1, 'only the direct listener: the children need none');
+    b.dispose();
+    const c = scopedSignal(clock, outer.signal, 450, () => new Error('c late'), () => order.push('c'));
+    parent.abort(new Error('bye'));
+    assert.deepEqual(order, ['listener', 'a', 'c', 'outer']);
+    for (const s of [outer, a, c]) assert.equal((s.signal.reason as Error).message, 'bye');
+    assert.equal(b.signal.aborted, false, 'a disposed child is no longer tied to its parent');
+    assert.equal(clock.pendingTimers, 0);
   });
 
   test('DeadlineGuard answers at the deadline even when the task ignores its signal', async () => {

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import fc from 'fast-check';
 import { test } from 'node:test';
 import { createSystemClock, seededRandom, sleep, VirtualClock } from '../src/index.js';
 import { track } from './helpers.js';
@@ -113,4 +114,31 @@ test('system clock: a cached reading is refreshed within 16 reads, even without 
   let latest = first;
   for (let i = 0; i < 16; i++) latest = clock.now();
   assert.ok(latest - first >= 2, `reading lagged: ${latest - first} ms`);
+});
+
+test('VirtualClock: sweeping out cancelled timers never changes which timer fires next', async () => {
+  await fc.assert(
+    fc.asyncProperty(
+      fc.array(fc.record({ ms: fc.integer({ min: 0, max: 50 }), cancelAfter: fc.option(fc.integer({ min: 0, max: 300 }), { nil: undefined }) }), { minLength: 1, maxLength: 300 }),
+      async (plans) => {
+        // Enough cancellations to cross the sweep threshold (more dead than alive) several times over.
+        const clock = new VirtualClock();
+        const fired: number[] = [];
+        const timers = plans.map((p, i) => clock.setTimer(() => fired.push(i), p.ms));
+        plans.forEach((p, i) => {
+          if (p.cancelAfter !== undefined && p.cancelAfter % 3 !== 0) timers[i]!.cancel();
+        });
+        const expected = plans
+          .map((p, i) => ({ i, due: p.ms, cancelled: p.cancelAfter !== undefined && p.cancelAfter % 3 !== 0 }))
+          .filter((t) => !t.cancelled)
+          .sort((a, b) => a.due - b.due || a.i - b.i)
+          .map((t) => t.i);
+        assert.equal(clock.pendingTimers, expected.length);
+        await clock.advance(60);
+        assert.deepEqual(fired, expected);
+        assert.equal(clock.pendingTimers, 0);
+      },
+    ),
+    { numRuns: 200 },
+  );
 });

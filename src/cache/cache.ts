@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { AbortedError, ArgumentError, type DamperError, LoaderError, LoadTimeoutError, OverloadedError, type SharedTierError, ValidationError } from '../errors.js';
 import { Events } from '../events.js';
 import { Backoff } from '../guard/backoff.js';
+import { onAbort } from '../guard/abort.js';
 import { type Guard } from '../guard/guard.js';
 import { ConcurrencyLimiter } from '../guard/limiter.js';
 import { type Priority } from '../guard/priority.js';
@@ -10,6 +11,7 @@ import { type Clock, type Timer } from '../time/clock.js';
 import { systemClock } from '../time/system.js';
 import { shouldRefreshEarly } from './early-refresh.js';
 import { emptyEntry, type Entry } from './entry.js';
+import { HardTimeout } from './hard-timeout.js';
 import { type CacheOptions, type LoadOptions, resolveCacheShape, resolveLoadOptions, type ResolvedLoadOptions } from './options.js';
 import { type Lookup, type Resolution, SharedTier } from './shared-tier.js';
 import { checkSnapshot, resolveRestoreOptions, type RestoreOptions, type RestoreSummary, type Snapshot, SNAPSHOT_FORMAT, SNAPSHOT_VERSION, type SnapshotEntry } from './snapshot.js';
@@ -64,8 +66,6 @@ type Outcome<V> = { readonly ok: true; readonly value: V } | { readonly ok: fals
 /** One load in flight for one key, shared by every caller that wants it. */
 interface Flight<V> {
   promise: Promise<Outcome<V>>;
-  /** Created when the load needs one: a flight answered by a fresh shared value never does. */
-  controller: AbortController;
   /** Set by `set`/`delete`/`clear`: the result still reaches its waiters but is not stored. */
   superseded: boolean;
   /**
@@ -400,7 +400,7 @@ export class Cache<V> {
 
   private start(key: string, entry: Entry<V> | undefined, loader: Loader<V>, o: ResolvedLoadOptions, wait: boolean, warm = false, early = false): Flight<V> {
     assert(!this.flights.has(key), 'one load per key in flight');
-    const flight: Flight<V> = { promise: undefined as unknown as Promise<Outcome<V>>, controller: NO_CONTROLLER, superseded: false, warm, early };
+    const flight: Flight<V> = { promise: undefined as unknown as Promise<Outcome<V>>, superseded: false, warm, early };
     this.flights.set(key, flight);
     flight.promise = this.run(key, flight, loader, o, entry, wait);
     return flight;
@@ -428,16 +428,14 @@ export class Cache<V> {
       }
     }
     const deadline = started + o.loadTimeout;
-    const controller = (flight.controller = new AbortController());
-    const { signal } = controller;
-    const timer = this.clock.setTimer(() => controller.abort(new LoadTimeoutError(key, o.loadTimeout, 'load')), o.loadTimeout);
+    const hard = new HardTimeout(this.clock, key, o.loadTimeout);
     const stale = entry !== undefined && entry.hasValue ? entry.value : undefined;
-    const load = (): Promise<V> => this.load(key, flight, loader, o, stale, wait, deadline);
+    const load = (): Promise<V> => this.load(key, flight, hard, loader, o, stale, wait, deadline);
     try {
       if (this.shared !== undefined) {
         const resolution = await this.shared.resolve<V>({
           key,
-          signal,
+          hard,
           servable: entry !== undefined && entry.hasValue && started < entry.staleUntil,
           early: flight.early,
           failures: entry?.failures ?? 0,
@@ -458,18 +456,18 @@ export class Cache<V> {
       return { ok: true, value };
     } catch (thrown) {
       // Past the hard timeout, whatever a guard rejected with, the cause is the timeout.
-      const error = signal.aborted && signal.reason instanceof LoadTimeoutError ? signal.reason : thrown;
+      const error = hard.expired ?? thrown;
       if (!flight.superseded && !(flight.warm && error instanceof OverloadedError)) this.fail(key, error);
       return { ok: false, error };
     } finally {
-      timer.cancel();
+      hard.cancel();
       if (this.flights.get(key) === flight) this.flights.delete(key);
     }
   }
 
   /** One origin load: through the guard (the origin budget), then validated. Rejects on any failure. */
-  private async load(key: string, flight: Flight<V>, loader: Loader<V>, o: ResolvedLoadOptions, stale: V | undefined, wait: boolean, deadline: number): Promise<V> {
-    const context = { key, signal: flight.controller.signal, wait, priority: wait || flight.warm ? o.priority : 'background', deadline };
+  private async load(key: string, flight: Flight<V>, hard: HardTimeout, loader: Loader<V>, o: ResolvedLoadOptions, stale: V | undefined, wait: boolean, deadline: number): Promise<V> {
+    const context = { key, signal: hard.signal, wait, priority: wait || flight.warm ? o.priority : 'background', deadline };
     const loaded = await this.guard.run((attempt) => this.callLoader(key, loader, attempt, stale), context);
     if (this.check === undefined || loaded === undefined) return loaded;
     const verdict = await this.check(loaded);
@@ -511,13 +509,12 @@ export class Cache<V> {
         reject(signal.reason instanceof Error ? signal.reason : new AbortedError(`load of "${key}" aborted`, signal.reason));
         return;
       }
-      const onAbort = (): void => settle(false, signal.reason instanceof Error ? signal.reason : new AbortedError(`load of "${key}" aborted`, signal.reason));
       const settle = (ok: boolean, v: unknown): void => {
-        signal.removeEventListener('abort', onAbort);
+        unsubscribe();
         if (ok) resolve(v as V);
         else reject(v instanceof Error ? v : new LoaderError(key, v));
       };
-      signal.addEventListener('abort', onAbort, { once: true });
+      const unsubscribe = onAbort(signal, () => settle(false, signal.reason instanceof Error ? signal.reason : new AbortedError(`load of "${key}" aborted`, signal.reason)));
       try {
         Promise.resolve(loader({ key, signal, stale })).then(
           (v) => settle(true, v),
@@ -674,9 +671,6 @@ export class Cache<V> {
     this.flights.delete(key);
   }
 }
-
-/** The controller of a flight that has not needed one (yet). Never aborted. */
-const NO_CONTROLLER = new AbortController();
 
 /** Longest wait before a key whose refresh the origin budget refused tries again, ms. */
 const REFUSED_RETRY_MAX_MS = 1_000;

@@ -5,6 +5,7 @@ import { type GuardContext } from '../guard/guard.js';
 import { type LeaseGrant, type SharedBackend } from '../stores/backend.js';
 import { type CorruptReason, decodeEnvelope, encodeEnvelope } from '../stores/envelope.js';
 import { type Clock, type Timer } from '../time/clock.js';
+import { type HardTimeout } from './hard-timeout.js';
 import { LeaseWaiters } from './lease.js';
 import { type Verdict } from './validate.js';
 
@@ -69,7 +70,8 @@ export interface SharedTierHooks {
 /** What one process asks of the shared tier for one key in flight. */
 export interface ResolveRequest<V> {
   readonly key: string;
-  readonly signal: AbortSignal;
+  /** The load's hard timeout: read its `signal` only to wait or load (it is made when first read), `expired` otherwise. */
+  readonly hard: HardTimeout;
   /** This process holds a value it may serve (within its stale window). */
   readonly servable: boolean;
   /** An early (XFetch) refresh: a fresh shared value does not end it, a lease attempt is made. */
@@ -220,11 +222,12 @@ export class SharedTier {
     let poll = Math.min(25, this.leasePoll);
     let seen = first;
     for (;;) {
-      if (r.signal.aborted) {
+      const timedOut = r.hard.expired;
+      if (timedOut !== undefined) {
         // The load's hard timeout passed while waiting on another process's lease: for a
         // caller with nothing to serve that is a timed-out load, as without a shared tier.
-        if (r.servable) return this.deferred(r.signal.reason);
-        return { kind: 'failed', error: r.signal.reason, failures: r.failures + 1, retryInMs: r.backoff(r.failures + 1) };
+        if (r.servable) return this.deferred(timedOut);
+        return { kind: 'failed', error: timedOut, failures: r.failures + 1, retryInMs: r.backoff(r.failures + 1) };
       }
       seen ??= await this.lookup(r.key, r.accept);
       if (seen.kind === 'unavailable') return this.unavailable(r, seen.error);
@@ -251,7 +254,7 @@ export class SharedTier {
       if (r.servable) return { kind: 'deferred', error: new LeaseBackoffError(r.key, held.ttlMs, held.failures), retryInMs };
       if (held.holder === 'failed') return { kind: 'failed', error: new LeaseBackoffError(r.key, held.ttlMs, held.failures), failures: held.failures, retryInMs: held.ttlMs };
       // Nothing to serve: wait for the holder's fill (the bus wakes us) or a bounded poll.
-      await this.waiters.wait(r.key, Math.min(poll, held.ttlMs, Math.max(0, r.deadline - this.clock.now())), r.signal, this.clock);
+      await this.waiters.wait(r.key, Math.min(poll, held.ttlMs, Math.max(0, r.deadline - this.clock.now())), r.hard.signal, this.clock);
       poll = Math.min(poll * 2, this.leasePoll);
       seen = undefined;
     }

@@ -2,7 +2,7 @@ import { type Clock, MAX_TIMER_MS, type Timer } from '../time/clock.js';
 import { systemClock } from '../time/system.js';
 import { duration } from '../config.js';
 import { AbortedError, DeadlineExceededError } from '../errors.js';
-import { onAbort } from './abort.js';
+import { abortOwned, onAbort, ownedDeadline, ownedSignal } from './abort.js';
 import { callContext, type CallOptions, type Guard, type GuardContext, startTask } from './guard.js';
 
 /**
@@ -12,11 +12,6 @@ import { callContext, type CallOptions, type Guard, type GuardContext, startTask
  * slow (the Missourian 2010 servers kept serving requests whose readers had
  * left; Discord 2019's herd queued behind work nobody waited for).
  */
-
-// The deadline each signal made here stands for, so a guard further in (a
-// `pipeline` hands inner guards the outer context with only the signal
-// replaced) can still see it: see effectiveDeadline.
-const deadlines = new WeakMap<AbortSignal, number>();
 
 /** A signal scoped to one piece of work; `dispose` cancels its timer and unhooks it from its parent. */
 export interface ScopedSignal {
@@ -46,15 +41,18 @@ export function scopedSignal(clock: Clock, parent: AbortSignal, at: number | und
   const inherited = deadlineOf(parent);
   if (at === undefined || (inherited !== undefined && inherited <= at)) return { signal: parent, timedOut: false, dispose: NOOP };
   const controller = new AbortController();
-  const { signal } = controller;
-  deadlines.set(signal, at);
+  // Aborted only here: the tiers inside watch it through onAbort without a listener on it.
+  // It keeps the deadline it stands for, so a guard further in (a `pipeline`
+  // hands inner guards the outer context with only the signal replaced) can
+  // still see it: see effectiveDeadline.
+  const signal = ownedSignal(controller, at);
   if (parent.aborted) {
-    controller.abort(parent.reason);
+    abortOwned(controller, parent.reason);
     return { signal, timedOut: false, dispose: NOOP };
   }
   const remaining = at - clock.now();
   if (remaining <= 0) {
-    controller.abort(reason());
+    abortOwned(controller, reason());
     return { signal, timedOut: true, dispose: NOOP };
   }
   let timer: Timer | undefined;
@@ -75,7 +73,7 @@ export function scopedSignal(clock: Clock, parent: AbortSignal, at: number | und
       unsubscribe();
       unsubscribe = NOOP;
       scoped.timedOut = true;
-      controller.abort(reason());
+      abortOwned(controller, reason());
       onAborted();
     },
     Math.min(remaining, MAX_TIMER_MS),
@@ -83,7 +81,7 @@ export function scopedSignal(clock: Clock, parent: AbortSignal, at: number | und
   unsubscribe = onAbort(parent, () => {
     unsubscribe = NOOP;
     scoped.dispose();
-    controller.abort(parent.reason);
+    abortOwned(controller, parent.reason);
     onAborted();
   });
   return scoped;
@@ -91,7 +89,7 @@ export function scopedSignal(clock: Clock, parent: AbortSignal, at: number | und
 
 /** The deadline a signal made by {@link scopedSignal} stands for, if any. */
 export function deadlineOf(signal: AbortSignal): number | undefined {
-  return deadlines.get(signal);
+  return ownedDeadline(signal);
 }
 
 /**

@@ -1,7 +1,7 @@
 import { setImmediate as nextMacrotask } from 'node:timers/promises';
 import { type Clock, type Timer } from './clock.js';
 import { seededRandom } from './random.js';
-import { type QueuedTimer, TimerQueue } from './timer-queue.js';
+import { QueuedTimer, TimerQueue } from './timer-queue.js';
 
 /** Options for {@link VirtualClock}. */
 export interface VirtualClockOptions {
@@ -24,7 +24,6 @@ export interface VirtualClockOptions {
 export class VirtualClock implements Clock {
   private time: number;
   private seq = 0;
-  private live = 0;
   private readonly queue = new TimerQueue();
   readonly random: () => number;
 
@@ -38,21 +37,14 @@ export class VirtualClock implements Clock {
   }
 
   setTimer(fn: () => void, ms: number): Timer {
-    const t: QueuedTimer = { due: this.time + Math.max(0, ms), seq: this.seq++, fn, cancelled: false };
+    const t = new QueuedTimer(this.queue, this.time + Math.max(0, ms), this.seq++, fn);
     this.queue.push(t);
-    this.live++;
-    return {
-      cancel: () => {
-        if (t.cancelled) return;
-        t.cancelled = true;
-        this.live--;
-      },
-    };
+    return t;
   }
 
   /** Number of timers still scheduled and not cancelled. */
   get pendingTimers(): number {
-    return this.live;
+    return this.queue.live;
   }
 
   /**
@@ -137,10 +129,7 @@ export class VirtualClock implements Clock {
       this.time = due;
       // Fire the whole batch due at this instant, then settle once.
       while (next !== undefined && next.due === due) {
-        this.queue.pop();
-        next.cancelled = true;
-        this.live--;
-        next.fn();
+        this.queue.take()!.fn();
         next = this.queue.peek();
       }
       await this.drain();
