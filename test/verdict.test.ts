@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import { bestGoodput, originCapacity } from '../src/lab/best-possible.js';
 import { loadScenario } from '../src/lab/lab.js';
 import { type Series, type VariantRun } from '../src/lab/results.js';
-import { describe as describeVariant, judge } from '../src/lab/verdict.js';
+import { describeVariant, judge } from '../src/lab/verdict.js';
 import { type CacheClusterScenario } from '../src/lab/world/cache-cluster.js';
 import { type RetryStormScenario } from '../src/lab/world/retry-storm.js';
 import { type WebFarmScenario } from '../src/lab/world/web-farm.js';

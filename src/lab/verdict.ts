@@ -87,7 +87,7 @@ export function triggerHealthy(scenario: Scenario, run: JudgedRun): boolean {
  * the operators had to act. "Stayed healthy" only when the trigger window was
  * healthy too.
  */
-export function describe(scenario: Scenario, name: VariantName, run: JudgedRun): string {
+export function describeVariant(scenario: Scenario, name: VariantName, run: JudgedRun): string {
   const s = run.summary;
   const t = s.trigger;
   const during = `during the trigger ${percent(t.efficiency)} of the best possible (${percent(t.goodputRatio)} of offered served, ${percent(t.bestGoodputRatio)} possible)`;
@@ -102,5 +102,5 @@ export function describe(scenario: Scenario, name: VariantName, run: JudgedRun):
 
 /** One line per scenario: both variants, naive first. */
 export function verdict(scenario: Scenario, variants: Readonly<Record<VariantName, JudgedRun>>): string {
-  return `${describe(scenario, 'naive', variants.naive)}. ${describe(scenario, 'damper', variants.damper)}.`;
+  return `${describeVariant(scenario, 'naive', variants.naive)}. ${describeVariant(scenario, 'damper', variants.damper)}.`;
 }
