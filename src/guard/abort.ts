@@ -44,6 +44,9 @@ const owned = new WeakMap<AbortSignal, Owned>();
  * Calls `callback` once when `signal` aborts, unless the returned function is
  * called first. Each subscription must pass its own function object. Nothing
  * happens if the signal has already aborted: check `signal.aborted` first.
+ * Subscribing and unsubscribing cost O(1) however many calls share the
+ * signal, and a signal damper made gets no listener at all (see the module's
+ * comment): watch a call's signal with this rather than `addEventListener`.
  */
 export function onAbort(signal: AbortSignal, callback: () => void): () => void {
   const record = owned.get(signal);
