@@ -29,8 +29,12 @@ const fanouts = new WeakMap<AbortSignal, Fanout>();
 interface Owned {
   /** The instant it stands for, if any (see `deadlineOf`). */
   readonly at: number | undefined;
-  /** Its {@link onAbort} callbacks; made by the first one, since most such signals never get one. */
-  callbacks: Set<() => void> | undefined;
+  /**
+   * Its {@link onAbort} callbacks: none, the one (most such signals get one
+   * subscriber at most, the tier inside, and a `Set` costs more than the
+   * signal's record), or a `Set` once a second one comes, in subscription order.
+   */
+  callbacks: Set<() => void> | (() => void) | undefined;
 }
 
 /** One entry per owned signal, the deadline included: a WeakMap entry costs ~1 µs, and a Retry attempt makes one such signal. */
@@ -40,14 +44,21 @@ const owned = new WeakMap<AbortSignal, Owned>();
  * Calls `callback` once when `signal` aborts, unless the returned function is
  * called first. Each subscription must pass its own function object. Nothing
  * happens if the signal has already aborted: check `signal.aborted` first.
+ * Subscribing and unsubscribing cost O(1) however many calls share the
+ * signal, and a signal damper made gets no listener at all (see the module's
+ * comment): watch a call's signal with this rather than `addEventListener`.
  */
 export function onAbort(signal: AbortSignal, callback: () => void): () => void {
   const record = owned.get(signal);
   if (record !== undefined) {
-    const mine = (record.callbacks ??= new Set());
-    mine.add(callback);
+    const held = record.callbacks;
+    if (held === undefined) record.callbacks = callback;
+    else if (typeof held === 'function') record.callbacks = new Set([held, callback]);
+    else held.add(callback);
     return () => {
-      mine.delete(callback);
+      const now = record.callbacks;
+      if (now === callback) record.callbacks = undefined;
+      else if (typeof now === 'object') now.delete(callback);
     };
   }
   let fanout = fanouts.get(signal);
@@ -91,8 +102,13 @@ export function abortOwned(controller: AbortController, reason: unknown): void {
   const { signal } = controller;
   if (signal.aborted) return;
   controller.abort(reason);
-  const callbacks = owned.get(signal)?.callbacks;
-  if (callbacks !== undefined) fire(callbacks);
+  const record = owned.get(signal);
+  const callbacks = record?.callbacks;
+  if (callbacks === undefined) return;
+  if (typeof callbacks === 'function') {
+    record!.callbacks = undefined;
+    callbacks();
+  } else fire(callbacks);
 }
 
 function fire(callbacks: Set<() => void>): void {

@@ -1,7 +1,9 @@
-import { type Timer, type VirtualClock } from '../../index.js';
+import { onAbort, type Timer, type VirtualClock } from '../../index.js';
 import { type Recorder } from '../metrics.js';
 import { type Network } from '../network.js';
 import { Fifo } from './fifo.js';
+
+const NOOP = (): void => {};
 
 /** A row as the simulated database stores it. `valid: false` is the Facebook 2010 trigger. */
 export interface Row {
@@ -38,6 +40,8 @@ interface Job {
   /** Answered or given up on. A job given up on is still served; its answer is thrown away. */
   settled: boolean;
   timer: Timer | undefined;
+  /** Stops watching the caller's signal: a listener left on it would outlive the query. */
+  unsubscribe: () => void;
 }
 
 /**
@@ -113,11 +117,12 @@ export class Database {
         if (settled) return;
         settled = true;
         timer?.cancel();
+        unsubscribe();
         answer(outcome);
       };
       const { timeoutMs, signal } = options;
       const timer = timeoutMs === undefined ? undefined : this.clock.setTimer(() => settle(TIMED_OUT), timeoutMs);
-      signal?.addEventListener('abort', () => settle(ABORTED), { once: true });
+      const unsubscribe = signal === undefined ? NOOP : onAbort(signal, () => settle(ABORTED));
       network.hop(() => void this.arrive(key, {}).then((outcome) => network.hop(() => settle(outcome))));
     });
   }
@@ -127,10 +132,10 @@ export class Database {
     this.recorder.originQuery(this.clock.now());
     if (this.busy >= this.shape.workers && this.queued >= this.shape.maxQueue) return Promise.resolve(OVERLOADED);
     return new Promise<Row | QueryError>((answer) => {
-      const job: Job = { key, answer, settled: false, timer: undefined };
+      const job: Job = { key, answer, settled: false, timer: undefined, unsubscribe: NOOP };
       const { timeoutMs, signal } = options;
       if (timeoutMs !== undefined) job.timer = this.clock.setTimer(() => this.abandon(job, TIMED_OUT), timeoutMs);
-      signal?.addEventListener('abort', () => this.abandon(job, ABORTED), { once: true });
+      if (signal !== undefined) job.unsubscribe = onAbort(signal, () => this.abandon(job, ABORTED));
       if (this.busy < this.shape.workers) this.serve(job);
       else this.queue.push(job);
     });
@@ -140,6 +145,7 @@ export class Database {
     if (job.settled) return;
     job.settled = true;
     job.timer?.cancel();
+    job.unsubscribe();
     job.answer(error);
   }
 
@@ -149,6 +155,7 @@ export class Database {
       this.busy--;
       if (!job.settled) {
         job.timer?.cancel();
+        job.unsubscribe();
         job.settled = true;
         job.answer(this.read(job.key));
       }
