@@ -15,7 +15,9 @@
  * (more than the signal), and a retried call makes one such signal per attempt
  * per tier, each watched by the tier below.
  *
- * @internal
+ * `onAbort` is public: a driver or a task given a guard's signal watches it
+ * the same way, and gets the listener-free path on damper's own signals.
+ * `ownedSignal`, `ownedDeadline` and `abortOwned` are internal.
  */
 
 interface Fanout {

@@ -5,6 +5,7 @@ import { Events } from '../events.js';
 import { type Clock } from '../time/clock.js';
 import { systemClock } from '../time/system.js';
 import { Backoff } from './backoff.js';
+import { isLoadTimeout } from './classify.js';
 import { type CallOptions, callContext, type Guard, type GuardContext, startTask } from './guard.js';
 
 /** Where a {@link CircuitBreaker} is. */
@@ -353,7 +354,7 @@ export class CircuitBreaker implements Guard {
     // A call aborted by a load's hard timeout (the cache's `loadTimeout`) is the
     // dependency failing to answer in time, not a caller leaving: it counts,
     // or a hanging database would never trip the breaker inside a cache.
-    if (signal.aborted && signal.reason instanceof LoadTimeoutError && signal.reason.phase === 'load') error = signal.reason;
+    if (signal.aborted && isLoadTimeout(signal.reason)) error = signal.reason;
     else if (signal.aborted || error instanceof AbortedError || error instanceof BreakerOpenError) return OUT_IGNORED;
     let failed: boolean;
     try {

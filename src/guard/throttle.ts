@@ -1,7 +1,7 @@
+import assert from 'node:assert/strict';
 import { type Clock } from '../time/clock.js';
 import { systemClock } from '../time/system.js';
 import { between, duration, integer, optionalFunction, or } from '../config.js';
-import assert from 'node:assert/strict';
 import { ConfigError, OverloadedError } from '../errors.js';
 import { Events } from '../events.js';
 import { isAbort, isLoadTimeout, isOverloadSignal } from './classify.js';

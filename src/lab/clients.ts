@@ -222,7 +222,7 @@ export class Clients<F extends FaultSpanDoc> implements World, Replies {
     if (req.done) return;
     req.done = true;
     req.timeout?.cancel();
-    this.recorder.ended(req.start, this.clock.now(), ok, ok && !req.waitedForOrigin);
+    this.recorder.ended(req.start, this.clock.now(), !ok ? 'bad' : req.waitedForOrigin ? 'good' : 'hit');
     if (this.inSpan(req)) {
       const c = this.counts[this.scenario.clients.indexOf(req.population)]!;
       c.requests++;

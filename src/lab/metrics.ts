@@ -39,6 +39,9 @@ function percentile(hist: Uint32Array, offset: number, count: number, q: number)
 /** Sliding-window width for the peak origin rate, s: a peak is a sustained rate, not one Poisson spike. */
 export const PEAK_WINDOW_S = 10;
 
+/** How a request ended, for the {@link Recorder}. */
+export type RequestOutcome = 'hit' | 'good' | 'bad';
+
 export class Recorder {
   readonly seconds: number;
   private readonly offered: Uint32Array;
@@ -71,16 +74,23 @@ export class Recorder {
     this.offered[this.second(t)]!++;
   }
 
-  /** A request ended at `end`; `hit` when it was answered without waiting for the origin. */
-  ended(start: number, end: number, ok: boolean, hit: boolean): void {
+  /**
+   * A request ended at `end`: `hit` (answered with a valid value without
+   * waiting for the origin), `good` (a valid value, after the origin), or
+   * `bad` (an error, a timeout, an invalid value, a refusal).
+   */
+  ended(start: number, end: number, outcome: RequestOutcome): void {
     const s = this.second(end);
-    if (ok) this.good[s]!++;
-    else this.bad[s]!++;
-    if (hit) this.hits[s]!++;
+    if (outcome === 'bad') this.bad[s]!++;
+    else {
+      this.good[s]!++;
+      if (outcome === 'hit') this.hits[s]!++;
+    }
     const b = bucketOf(end - start);
     this.latency[s * BUCKETS + b]!++;
     this.total[b]!++;
   }
+
 
   /** Goodput over offered in the `windowS` whole seconds before `t`; 1 when nothing was offered. */
   recentGoodputRatio(t: number, windowS: number): number {
