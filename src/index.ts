@@ -30,7 +30,7 @@ export { SharedSlots } from './stores/shared-slots.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory.js';
 export { type Clock, MAX_TIMER_MS, sleep, type Timer } from './time/clock.js';
 export { seededRandom } from './time/random.js';
-export { forbidRealTime, RealTimeInSimulationError } from './time/real-time-guard.js';
+export { forbidRealTime, type RealTimeBan, RealTimeInSimulationError } from './time/real-time-guard.js';
 export { createSystemClock, systemClock } from './time/system.js';
 export { VirtualClock, type VirtualClockOptions } from './time/virtual.js';
 export { Balancer, type BalancerEvents, type BalancerOptions, type BalancerSnapshot, type PickedUpstream, type Upstream, type UpstreamSnapshot } from './balance/balancer.js';

@@ -36,7 +36,11 @@ export interface SimulateOptions {
  * times more than the events themselves.
  *
  * During a run the real clock, real timers and `Math.random` throw: a run
- * depends on its seed alone. Errors raised during a run carry no stack.
+ * depends on its seed alone. Such a throw may be caught by whoever made the
+ * call (a user's callback inside a guard), so the engine also checks the
+ * ban's record once a simulated second and at the end, and rejects with the
+ * first offence: a run that read real time has no result. Other errors
+ * raised during a run carry no stack.
  */
 export async function simulate(options: SimulateOptions): Promise<void> {
   const { clock, world, durationMs } = options;
@@ -67,11 +71,13 @@ export async function simulate(options: SimulateOptions): Promise<void> {
         nextProgress += 1000;
         options.onProgress?.((t - start) / durationMs);
         await clock.yieldToEventLoop();
+        if (release.violation !== undefined) break;
       }
     }
-    options.onProgress?.(1);
+    if (release.violation === undefined) options.onProgress?.(1);
   } finally {
     Error.stackTraceLimit = stackTraceLimit;
     release();
   }
+  if (release.violation !== undefined) throw release.violation;
 }

@@ -6,6 +6,8 @@ import { type JudgedRun, type LabRun, type ScenarioRun, VARIANTS, type VariantNa
 import { ScenarioError, triggerEndS, triggerStartS } from './scenario.js';
 import { originCapacity } from './best-possible.js';
 import { judge, verdict } from './verdict.js';
+import { realTimeError, resolveDamperConfig } from './damper-config.js';
+import { RealTimeInSimulationError } from '../index.js';
 import { parseScenario, type Scenario, worldOf } from './worlds.js';
 
 /** The package's root: the nearest folder above this module with a package.json (src/, dist/ and a test build all sit below it). */
@@ -45,7 +47,7 @@ export async function loadScenario(ref: string): Promise<Scenario> {
     if (isPath) throw new ScenarioError(ref, 'cannot read this file');
     throw new ScenarioError(ref, `unknown scenario (shipped: ${(await shippedScenarios()).join(', ')}; or give a path to a scenario file)`);
   }
-  return parseScenario(text, isPath ? ref : `${ref}.json`);
+  return resolveDamperConfig(parseScenario(text, isPath ? ref : `${ref}.json`), path);
 }
 
 /** Progress of a lab run: which scenario and variant, and how far (0 to 1) through all of them. */
@@ -56,7 +58,16 @@ export async function runScenario(scenario: Scenario, seed: number, onProgress?:
   const world = worldOf(scenario);
   const variants = {} as Record<VariantName, JudgedRun>;
   for (const variant of VARIANTS) {
-    variants[variant] = judge(scenario, await world.run(scenario, variant, seed, onProgress === undefined ? undefined : (f) => onProgress(variant, f)));
+    let run;
+    try {
+      run = await world.run(scenario, variant, seed, onProgress === undefined ? undefined : (f) => onProgress(variant, f));
+    } catch (error) {
+      // The lab's own code never reads real time (its tests run every world under the ban); a user's module may.
+      const config = scenario.damper?.config;
+      if (config !== undefined && error instanceof RealTimeInSimulationError) throw realTimeError(config, error);
+      throw error;
+    }
+    variants[variant] = judge(scenario, run);
   }
   return {
     name: scenario.name,

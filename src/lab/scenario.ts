@@ -107,6 +107,12 @@ export interface ScenarioCommon {
   readonly faults: readonly FaultSpanDoc[];
   /** The network between the world's parts; by default it adds no delay. */
   readonly network: Network;
+  /**
+   * The damper variant's configuration module (src/lab/damper-config.ts):
+   * absent, the lab's own settings. In a file the path is relative to the
+   * file; once loaded it is absolute.
+   */
+  readonly damper?: { readonly config: string };
 }
 
 export type Json = unknown;

@@ -24,6 +24,21 @@ const PATCHES: readonly [Patch, string][] = [
 
 let depth = 0;
 let restoreAll: (() => void) | undefined;
+/** Every offence since the patch went on, in order: a caller may swallow the throw, the record keeps it. */
+let offences: RealTimeInSimulationError[] = [];
+
+/**
+ * What {@link forbidRealTime} returns: call it to lift the ban. Its
+ * `violation` is the first offence since this ban began, or undefined: the
+ * code that read real time may have caught the throw (a `try` around a
+ * callback, a rejected promise nobody awaited), so a run that must depend on
+ * its seed alone checks this after it ends rather than trusting that the
+ * throw got out.
+ */
+export interface RealTimeBan {
+  (): void;
+  readonly violation: RealTimeInSimulationError | undefined;
+}
 
 /**
  * Forbids real time until the returned function is called. Nested calls share
@@ -31,15 +46,22 @@ let restoreAll: (() => void) | undefined;
  * a test whose result must depend on its `VirtualClock` alone fails at the
  * first stray real-clock read instead of flaking.
  */
-export function forbidRealTime(): () => void {
+export function forbidRealTime(): RealTimeBan {
   if (depth++ === 0) {
+    offences = [];
     const saved = PATCHES.map(([[target, key]]) => [target, key, Object.getOwnPropertyDescriptor(target, key)] as const);
     for (const [[target, key], what] of PATCHES) {
       Object.defineProperty(target, key, {
         configurable: true,
         writable: true,
         value: () => {
-          throw new RealTimeInSimulationError(what);
+          // A stack even where the caller turned stacks off (the lab does, for speed): it names who read real time.
+          const limit = Error.stackTraceLimit;
+          Error.stackTraceLimit = 20;
+          const offence = new RealTimeInSimulationError(what);
+          Error.stackTraceLimit = limit;
+          offences.push(offence);
+          throw offence;
         },
       });
     }
@@ -50,10 +72,12 @@ export function forbidRealTime(): () => void {
       }
     };
   }
+  const first = offences.length;
   let released = false;
-  return () => {
+  const release = (): void => {
     if (released) return;
     released = true;
     if (--depth === 0) restoreAll?.();
   };
+  return Object.defineProperty(release, 'violation', { get: () => offences[first] }) as RealTimeBan;
 }

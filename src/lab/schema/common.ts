@@ -196,6 +196,12 @@ function common<F extends z.ZodType<FaultSpanDoc>>(fault: F) {
       .meta({ description: 'What "healthy" means: goodput ≥ goodputRatio × offered and p99 ≤ p99Ms, every second for holdS.' }),
     clients: z.array(population).min(1, 'needs at least one population').meta({ description: 'The open-loop client populations.' }),
     faults: z.array(fault).meta({ description: 'The timeline; at least one fault must be a trigger (recovery counts from the end of the last trigger).' }),
+    damper: z
+      .strictObject({
+        config: text('An ES module (path relative to this file) whose default export ({ clock, scenario }) => ({ client?, admission?, cache?, balancer? }) builds the damper variant’s guards and options; see docs/lab.md, "Your damper configuration".'),
+      })
+      .exactOptional()
+      .meta({ description: 'The damper variant’s settings: by default the lab’s own.' }),
   };
 }
 

@@ -1,0 +1,180 @@
+import { register } from 'node:module';
+import { isAbsolute, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { type BalancerOptions, type CacheOptions, DamperError, forbidRealTime, type Guard, RealTimeInSimulationError, type VirtualClock } from '../index.js';
+import { type ScenarioCommon } from './scenario.js';
+
+/**
+ * A user's own damper configuration, as code (issue 12): an ES module whose
+ * default export receives `{ clock, scenario }` and returns the pieces the
+ * damper variant is built from. The lab runs the user's real configuration
+ * code in virtual time, so "is my configuration safe?" is answered about
+ * the configuration the service ships, not about a transcription of it.
+ *
+ * Every role is a factory, because a world may need several of a piece (a
+ * guard per client tier, an admission guard per server, a cache per
+ * process); a role the module leaves out keeps the lab's own settings. Which
+ * world uses which role is in docs/lab.md ("Your damper configuration").
+ */
+export interface DamperSettings {
+  /** The guard a client tier (0: the outermost, the users' own) wraps each of its calls to the tier below in. */
+  readonly client?: (tier: number) => Guard;
+  /** The guard in front of server number `server` (0, 1, …): its admission control. */
+  readonly admission?: (server: number) => Guard;
+  /**
+   * The options of process number `process`'s cache, laid over the lab's own
+   * (a field left out keeps the lab's): its `guard` is the origin budget. The
+   * world's own fields win over these: `clock` (virtual time) and `shared`
+   * (the world's shared tier, when it has one).
+   */
+  readonly cache?: (process: number) => Partial<CacheOptions<unknown>>;
+  /** The options of the front's balancer, laid over the lab's own; the world keeps `clock` and `upstreams`. */
+  readonly balancer?: () => Partial<BalancerOptions<unknown>>;
+}
+
+/** What a configuration module's default export is. */
+export type DamperConfigFunction = (context: { readonly clock: VirtualClock; readonly scenario: ScenarioCommon }) => DamperSettings;
+
+const ROLES = ['client', 'admission', 'cache', 'balancer'] as const;
+
+/**
+ * A configuration module that cannot be used, or that misbehaved during a
+ * run (read the real clock, set a real timer, drew from `Math.random`,
+ * threw): the message names the module's file and what went wrong.
+ */
+export class DamperConfigError extends DamperError {
+  readonly file: string;
+
+  constructor(file: string, problem: string, options?: { cause?: unknown }) {
+    super('DAMPER_CONFIG', `damper config ${file}: ${problem}`, options);
+    this.file = file;
+  }
+}
+
+/** The scenario with its damper configuration module set to `file` (resolved against the working directory): what `--damper-config` does. */
+export function withDamperConfig<S extends ScenarioCommon>(scenario: S, file: string): S {
+  return { ...scenario, damper: { config: resolve(file) } };
+}
+
+/** A scenario's `damper.config`, as written relative to the scenario file at `scenarioFile`, made absolute. */
+export function resolveDamperConfig<S extends ScenarioCommon>(scenario: S, scenarioFile: string): S {
+  const config = scenario.damper?.config;
+  if (config === undefined || isAbsolute(config)) return scenario;
+  return { ...scenario, damper: { config: resolve(scenarioFile, '..', config) } };
+}
+
+/**
+ * `import 'damper'` inside a configuration module must give the very copy of
+ * the library the lab is running: its `VirtualClock`, its error classes
+ * (`instanceof OverloadedError` decides what a world counts as shed). From a
+ * package install that is what Node resolves anyway; from a checkout, a test
+ * build or the sources it would be `dist/` or nothing. So the lab adds one
+ * resolve hook, once per thread, that sends the bare specifier `damper` to
+ * the lab's own entry point. Other specifiers resolve as Node resolves them.
+ * The hook is a data: URL so that it loads the same way from the sources
+ * (tsx), a test build and an install.
+ */
+let hooked = false;
+function resolveDamperToThisCopy(): void {
+  if (hooked) return;
+  hooked = true;
+  const index = new URL(import.meta.url.endsWith('.ts') ? '../index.ts' : '../index.js', import.meta.url).href;
+  const hook = `let index; export function initialize(data) { index = data.index; }
+export async function resolve(specifier, context, next) {
+  return specifier === 'damper' ? { url: index, shortCircuit: true } : next(specifier, context);
+}`;
+  register(`data:text/javascript,${encodeURIComponent(hook)}`, { data: { index } });
+}
+
+/** The module at `file`, its default export checked. */
+async function importConfig(file: string): Promise<DamperConfigFunction> {
+  resolveDamperToThisCopy();
+  let module: { default?: unknown };
+  try {
+    module = (await import(pathToFileURL(file).href)) as { default?: unknown };
+  } catch (error) {
+    throw new DamperConfigError(file, `cannot be imported (${(error as Error)?.message ?? String(error)})`, { cause: error });
+  }
+  if (typeof module.default !== 'function') throw new DamperConfigError(file, `its default export must be a function ({ clock, scenario }) => settings, got ${describe(module.default)}`);
+  return module.default as DamperConfigFunction;
+}
+
+function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return typeof value === 'object' ? 'an object' : typeof value === 'undefined' ? 'nothing' : `a ${typeof value}`;
+}
+
+/**
+ * Runs `body`, a call into the user's module, with real time forbidden, and
+ * turns what goes wrong into a DamperConfigError naming the module's file
+ * (the call is part of the run: principle 8 holds for the user's code too).
+ */
+function inModule<T>(file: string, what: string, body: () => T): T {
+  const ban = forbidRealTime();
+  let value: T;
+  try {
+    value = body();
+  } catch (error) {
+    ban();
+    throw error instanceof DamperConfigError ? error : new DamperConfigError(file, `${what} threw: ${(error as Error)?.message ?? String(error)}`, { cause: error });
+  }
+  ban();
+  if (ban.violation !== undefined) throw realTimeError(file, ban.violation);
+  return value;
+}
+
+/** The error for a run of `file`'s configuration that read real time: the first frame in the module, when the stack has one. */
+export function realTimeError(file: string, offence: RealTimeInSimulationError): DamperConfigError {
+  const url = pathToFileURL(file).href;
+  const frame = offence.stack?.split('\n').find((line) => line.includes(url))?.trim();
+  const where = frame === undefined ? ' (its code, or a damper object it built without the `clock` it was given)' : ` (${frame})`;
+  return new DamperConfigError(file, `${offence.message}${where}`, { cause: offence });
+}
+
+function isGuard(value: unknown): value is Guard {
+  return typeof value === 'object' && value !== null && typeof (value as Guard).run === 'function';
+}
+
+function isOptions(value: unknown): value is object {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * The damper variant's settings for one run of `scenario`: the roles its
+ * configuration module returns (none when it names no module), each wrapped
+ * so that a call checks what the module built and names the module when it
+ * misbehaves. Call once per run, with that run's clock.
+ */
+export async function damperSettings(scenario: ScenarioCommon, clock: VirtualClock): Promise<DamperSettings> {
+  const file = scenario.damper?.config;
+  if (file === undefined) return {};
+  const configure = await importConfig(file);
+  const settings: unknown = inModule(file, 'its default export', () => configure({ clock, scenario }));
+  if (!isOptions(settings)) throw new DamperConfigError(file, `its default export must return an object of roles (${ROLES.join(', ')}), got ${describe(settings)}`);
+  const unknown = Object.keys(settings).filter((k) => !(ROLES as readonly string[]).includes(k));
+  if (unknown.length > 0) throw new DamperConfigError(file, `unknown role ${unknown.map((k) => JSON.stringify(k)).join(', ')} (known: ${ROLES.join(', ')})`);
+  const roles = settings as Record<(typeof ROLES)[number], unknown>;
+  for (const role of ROLES) {
+    if (roles[role] !== undefined && typeof roles[role] !== 'function') throw new DamperConfigError(file, `${role} must be a function, got ${describe(roles[role])}`);
+  }
+  const factory = <A extends unknown[], R>(role: (typeof ROLES)[number], ok: (value: unknown) => value is R, expected: string) => {
+    const make = roles[role] as ((...args: A) => unknown) | undefined;
+    if (make === undefined) return undefined;
+    return (...args: A): R => {
+      const value = inModule(file, `${role}(${args.join(', ')})`, () => make(...args));
+      if (!ok(value)) throw new DamperConfigError(file, `${role}(${args.join(', ')}) must return ${expected}, got ${describe(value)}`);
+      return value;
+    };
+  };
+  const client = factory<[number], Guard>('client', isGuard, 'a Guard (an object with a run method)');
+  const admission = factory<[number], Guard>('admission', isGuard, 'a Guard (an object with a run method)');
+  const cache = factory<[number], Partial<CacheOptions<unknown>>>('cache', isOptions, 'an object of CacheOptions');
+  const balancer = factory<[], Partial<BalancerOptions<unknown>>>('balancer', isOptions, 'an object of BalancerOptions');
+  return {
+    ...(client === undefined ? {} : { client }),
+    ...(admission === undefined ? {} : { admission }),
+    ...(cache === undefined ? {} : { cache }),
+    ...(balancer === undefined ? {} : { balancer }),
+  };
+}
