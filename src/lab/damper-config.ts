@@ -1,7 +1,7 @@
 import { register } from 'node:module';
 import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { type BalancerOptions, type CacheOptions, DamperError, forbidRealTime, type Guard, RealTimeInSimulationError, type VirtualClock } from '../index.js';
+import { type BalancerOptions, type CacheOptions, DamperError, forbidRealTime, type Guard, type RealTimeInSimulationError, type VirtualClock } from '../index.js';
 import { type ScenarioCommon } from './scenario.js';
 
 /**
