@@ -178,3 +178,21 @@ export async function damperSettings(scenario: ScenarioCommon, clock: VirtualClo
     ...(balancer === undefined ? {} : { balancer }),
   };
 }
+
+/**
+ * Process `process`'s cache options: the lab's own (`lab`), the user's laid
+ * over them, and the world's over both: its `clock`, and its shared tier
+ * (`shared`, or none in a world without one: the world says which tiers
+ * exist, and a user's Redis has no place in virtual time).
+ */
+export function cacheOptions<V>(settings: DamperSettings, process: number, lab: CacheOptions<V>, world: Pick<CacheOptions<V>, 'clock'> & Partial<Pick<CacheOptions<V>, 'shared'>>): CacheOptions<V> {
+  const user: Partial<CacheOptions<V>> = { ...(settings.cache?.(process) as Partial<CacheOptions<V>> | undefined) };
+  delete user.shared;
+  return { ...lab, ...user, ...world };
+}
+
+/** The front's balancer options: the lab's own, the user's laid over them; the world keeps its `clock` and `upstreams`. */
+export function balancerOptions<U>(settings: DamperSettings, lab: Omit<BalancerOptions<U>, 'upstreams'>, world: Required<Pick<BalancerOptions<U>, 'clock' | 'upstreams'>>): BalancerOptions<U> {
+  const user = (settings.balancer?.() ?? {}) as Partial<BalancerOptions<U>>;
+  return { ...lab, ...user, ...world };
+}

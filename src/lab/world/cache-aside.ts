@@ -10,6 +10,7 @@ import { remainingFreshness, stream, STREAMS } from '../streams.js';
 import { type WorldKind } from '../worlds.js';
 import { KeyPicker } from '../traffic.js';
 import { Database } from './database.js';
+import { damperSettings } from '../damper-config.js';
 import { damperReader, naiveReader, type Reader } from './readers.js';
 
 /** A fault of the cache-aside world. */
@@ -109,7 +110,7 @@ export async function runCacheAside(scenario: CacheAsideScenario, variant: Varia
   const network = new Network(clock, scenario.network.hopDelay, seed);
   const db = new Database(clock, recorder, scenario.origin, network);
   const picker = new KeyPicker(scenario.keys.hot, scenario.keys.tailCount);
-  const reader: Reader = variant === 'naive' ? naiveReader(clock, db, scenario) : damperReader(clock, db, scenario, picker.keys.length);
+  const reader: Reader = variant === 'naive' ? naiveReader(clock, db, scenario) : damperReader(clock, db, scenario, picker.keys.length, await damperSettings(scenario, clock));
   const freshness = remainingFreshness(seed, scenario.cache.ttlS * 1000);
   for (const key of picker.keys) await reader.prewarm(key, db.read(key), freshness());
   const door = new FrontDoor(stream(seed, STREAMS.admission));

@@ -1,5 +1,6 @@
-import { Cache, CircuitBreaker, ConcurrencyLimiter, OverloadedError, pipeline, RateLimiter, type Snapshot, VirtualClock } from '../../index.js';
+import { Cache, type CacheOptions, CircuitBreaker, ConcurrencyLimiter, OverloadedError, pipeline, RateLimiter, type Snapshot, VirtualClock } from '../../index.js';
 import { type ClientRequest, Clients, type Replies } from '../clients.js';
+import { cacheOptions, damperSettings } from '../damper-config.js';
 import { Recorder } from '../metrics.js';
 import { type VariantName, type VariantRun } from '../results.js';
 import { type FaultSpanDoc, type Json, type ScenarioCommon, replaceFault, ScenarioError, sizeAxis, spanAxis } from '../scenario.js';
@@ -329,31 +330,31 @@ const BUDGET_SHARE = 0.4;
  * database's capacity × BUDGET_SHARE, split over the processes), a
  * concurrency limit, and a breaker. Each population's priority goes with its
  * reads, so a low-priority population's loads are the first the budget sheds.
- * Nothing here is told about the scenario's faults.
+ * A user's configuration's `cache(i)` is laid over these options per process
+ * (the cluster stays the shared tier). Nothing here is told about the
+ * scenario's faults.
  */
 async function damperReader(clock: VirtualClock, db: Database, cluster: CacheCluster, scenario: CacheClusterScenario, keys: readonly string[], freshness: readonly number[], seed: number): Promise<ClusterReader> {
+  const settings = await damperSettings(scenario, clock);
   const ttlMs = scenario.cache.ttlS * 1000;
   const staleForMs = scenario.cache.staleForS * 1000;
   const namespace = 'lab';
   const steady = await steadyState(cluster, scenario, namespace, keys, freshness);
   const rate = (scenario.origin.capacityQps * BUDGET_SHARE) / scenario.processes;
-  const caches = Array.from(
-    { length: scenario.processes },
-    () =>
-      new Cache<Row>({
-        clock,
-        ttl: ttlMs,
-        staleFor: staleForMs,
-        maxEntries: scenario.cache.processEntries ?? keys.length + 1,
-        validate: (r) => r.valid || 'invalid value',
-        guard: pipeline(
-          new RateLimiter({ rate, burst: Math.max(1, Math.ceil(rate / 4)), clock }),
-          new ConcurrencyLimiter({ limit: Math.max(2, Math.ceil((2 * scenario.origin.workers) / scenario.processes)), clock }),
-          new CircuitBreaker({ clock }),
-        ),
-        shared: { store: cluster, namespace },
-      }),
-  );
+  const caches = Array.from({ length: scenario.processes }, (_, i) => {
+    const lab: CacheOptions<Row> = {
+      ttl: ttlMs,
+      staleFor: staleForMs,
+      maxEntries: scenario.cache.processEntries ?? keys.length + 1,
+      validate: (r) => r.valid || 'invalid value',
+      guard: pipeline(
+        new RateLimiter({ rate, burst: Math.max(1, Math.ceil(rate / 4)), clock }),
+        new ConcurrencyLimiter({ limit: Math.max(2, Math.ceil((2 * scenario.origin.workers) / scenario.processes)), clock }),
+        new CircuitBreaker({ clock }),
+      ),
+    };
+    return new Cache<Row>(cacheOptions(settings, i, lab, { clock, shared: { store: cluster, namespace } }));
+  });
   await Promise.all(caches.map((c, i) => c.restore(held(steady, scenario.cache.processEntries, seed, i))));
   const options = new Map(scenario.clients.map((p) => [p.priority, { priority: p.priority }] as const));
   const waits = new OriginWaits(clock);

@@ -1,4 +1,5 @@
-import { Balancer, type Priority, type Timer, type VirtualClock } from '../../index.js';
+import { Balancer, type BalancerOptions, type Priority, type Timer, type VirtualClock } from '../../index.js';
+import { balancerOptions, type DamperSettings } from '../damper-config.js';
 import { type DamperServer, isShedding, type Served, ServerError, type WebServer } from './web-server.js';
 
 /**
@@ -121,7 +122,8 @@ const UPSTREAM_TIMEOUT = new ServerError('504: the web server did not answer in 
  * servers one may be out, never both), and slow start for a server that comes
  * back. A request the server sheds (`OverloadedError`) is not held against it:
  * overload is answered by shedding, not by removing capacity. The balancer
- * gives up on a server after the client's timeout, and that counts.
+ * gives up on a server after the client's timeout, and that counts. A
+ * user's configuration's `balancer()` is laid over these options.
  */
 export class DamperFrontDoor implements FrontDoor {
   readonly balancer: Balancer<DamperServer>;
@@ -130,10 +132,9 @@ export class DamperFrontDoor implements FrontDoor {
     private readonly clock: VirtualClock,
     servers: readonly DamperServer[],
     shape: HealthShape,
+    settings: DamperSettings,
   ) {
-    this.balancer = new Balancer<DamperServer>({
-      clock,
-      upstreams: servers.map((s) => ({ id: s.id, target: s })),
+    const lab: Omit<BalancerOptions<DamperServer>, 'upstreams'> = {
       health: {
         check: (server, signal) => server.alive(signal),
         interval: shape.intervalS * 1000,
@@ -142,7 +143,8 @@ export class DamperFrontDoor implements FrontDoor {
         healthyThreshold: shape.rise,
       },
       isFailure: (error) => !isShedding(error),
-    });
+    };
+    this.balancer = new Balancer<DamperServer>(balancerOptions(settings, lab, { clock, upstreams: servers.map((s) => ({ id: s.id, target: s })) }));
   }
 
   send(key: string, priority: Priority, timeoutMs: number): Promise<Served | Error> {

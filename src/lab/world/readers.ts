@@ -1,5 +1,6 @@
-import { Cache, type VirtualClock } from '../../index.js';
+import { Cache, type CacheOptions, type VirtualClock } from '../../index.js';
 import { type ClientRequest, type Replies } from '../clients.js';
+import { cacheOptions, type DamperSettings } from '../damper-config.js';
 import { type CacheAsideScenario as Scenario } from './cache-aside.js';
 import { type Database, QueryError, type Row } from './database.js';
 import { OriginWaits } from './origin-waits.js';
@@ -60,17 +61,18 @@ export function naiveReader(clock: VirtualClock, db: Database, scenario: Scenari
 /**
  * damper's read path: one `Cache` for the cache tier, validating every value,
  * with the scenario's ttl and stale window and damper's defaults for the rest
- * (coalescing, error backoff, origin budget). Nothing here is told about the
- * scenario's faults.
+ * (coalescing, error backoff, origin budget), or the user's configuration's
+ * `cache(0)` laid over them. Nothing here is told about the scenario's faults.
  */
-export function damperReader(clock: VirtualClock, db: Database, scenario: Scenario, keyCount: number): Reader {
-  const cache = new Cache<Row>({
-    clock,
+export function damperReader(clock: VirtualClock, db: Database, scenario: Scenario, keyCount: number, settings: DamperSettings): Reader {
+  const lab: CacheOptions<Row> = {
     ttl: scenario.cache.ttlS * 1000,
     staleFor: scenario.cache.staleForS * 1000,
     maxEntries: keyCount + 1,
     validate: (row) => row.valid || 'invalid configuration value',
-  });
+  };
+  // One process: the cache tier's clients are one population of readers.
+  const cache = new Cache<Row>(cacheOptions(settings, 0, lab, { clock }));
   const waits = new OriginWaits(clock);
   const loader = async ({ key, signal }: { key: string; signal: AbortSignal }): Promise<Row> => {
     const outcome = await db.query(key, { signal });

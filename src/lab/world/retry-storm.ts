@@ -1,5 +1,6 @@
 import { AdaptiveThrottle, ConcurrencyLimiter, DeadlineExceededError, OverloadedError, type Guard, type GuardContext, pipeline, Retry, RetryBudget, type Timer, VirtualClock } from '../../index.js';
 import { Clients } from '../clients.js';
+import { damperSettings, type DamperSettings } from '../damper-config.js';
 import { Recorder } from '../metrics.js';
 import { Network } from '../network.js';
 import { retryDelayMs } from '../retry-delay.js';
@@ -227,16 +228,16 @@ const DROPPED = new DeadlineExceededError('server: the request was abandoned bef
  * the attempt's signal (its timeout and the call's deadline) travelling with
  * the request, so that the server drops what nobody waits for.
  */
-function damperStack(clock: VirtualClock, recorder: Recorder, server: Server, scenario: RetryStormScenario): (timeoutMs: number) => Call {
+function damperStack(clock: VirtualClock, recorder: Recorder, server: Server, scenario: RetryStormScenario, settings: DamperSettings): (timeoutMs: number) => Call {
   const { client } = scenario;
-  const limiter = new ConcurrencyLimiter({ limit: scenario.server.admissionLimit, maxQueue: scenario.server.maxQueue, clock });
-  // The server's handler: admission by the limiter, then the server's own queue and work.
+  const admission = settings.admission?.(0) ?? new ConcurrencyLimiter({ limit: scenario.server.admissionLimit, maxQueue: scenario.server.maxQueue, clock });
+  // The server's handler: admission, then the server's own queue and work.
   const handle = (signal: AbortSignal): Promise<void> => {
     // An attempt reaching the server counts, admitted or shed: the origin's load.
     recorder.originQuery(clock.now());
     // The signal carries the call's deadline (guards read it with effectiveDeadline), as a gRPC request does.
     const context: GuardContext = { key: 'request', signal, wait: true };
-    return limiter.run(
+    return admission.run(
       (s) =>
         new Promise<void>((resolve, reject) => {
           server.submit({ done: (outcome) => (outcome === 'ok' ? resolve() : reject(outcome === 'refused' ? REFUSED : DROPPED)), abandoned: () => s.aborted });
@@ -245,17 +246,8 @@ function damperStack(clock: VirtualClock, recorder: Recorder, server: Server, sc
     );
   };
   const tiers: Guard[] = [];
-  for (let depth = 0; depth < client.layers; depth++) {
-    tiers.push(
-      new Retry({
-        maxAttempts: client.retries + 1,
-        budget: new RetryBudget({ clock }),
-        ...(depth === client.layers - 1 ? { attemptTimeout: client.attemptTimeoutMs } : {}),
-        clock,
-      }),
-    );
-  }
-  const guard = pipeline(...tiers, new AdaptiveThrottle({ clock }));
+  for (let depth = 0; depth < client.layers; depth++) tiers.push(settings.client?.(depth) ?? labTier(clock, client, depth));
+  const guard = pipeline(...tiers);
   const never = new AbortController().signal;
   return (timeoutMs) => (onDone) => {
     guard.run(handle, { key: 'request', signal: never, wait: true, deadline: clock.now() + timeoutMs }).then(
@@ -263,6 +255,23 @@ function damperStack(clock: VirtualClock, recorder: Recorder, server: Server, sc
       () => onDone(false),
     );
   };
+}
+
+/**
+ * The lab's own guard for client tier `depth`: a `Retry` with a budget of
+ * its own; the innermost gives each attempt the scenario's attempt timeout
+ * and sits behind an `AdaptiveThrottle`, which sees every attempt that
+ * reaches the server.
+ */
+function labTier(clock: VirtualClock, client: RetryStormScenario['client'], depth: number): Guard {
+  const innermost = depth === client.layers - 1;
+  const retry = new Retry({
+    maxAttempts: client.retries + 1,
+    budget: new RetryBudget({ clock }),
+    ...(innermost ? { attemptTimeout: client.attemptTimeoutMs } : {}),
+    clock,
+  });
+  return innermost ? pipeline(retry, new AdaptiveThrottle({ clock })) : retry;
 }
 
 /**
@@ -280,7 +289,7 @@ export async function runRetryStorm(scenario: RetryStormScenario, variant: Varia
     const stack = naiveStack(clock, recorder, server, scenario.client, stream(seed, STREAMS.retryJitter));
     call = () => stack;
   } else {
-    const stack = damperStack(clock, recorder, server, scenario);
+    const stack = damperStack(clock, recorder, server, scenario, await damperSettings(scenario, clock));
     const byPopulation = new Map(scenario.clients.map((p) => [p, stack(p.timeoutMs)]));
     call = (p) => byPopulation.get(p)!;
   }

@@ -1,4 +1,5 @@
 import { VirtualClock } from '../../index.js';
+import { damperSettings } from '../damper-config.js';
 import { Clients } from '../clients.js';
 import { Recorder } from '../metrics.js';
 import { Network } from '../network.js';
@@ -87,10 +88,11 @@ export async function runWebFarm(scenario: WebFarmScenario, variant: VariantName
     servers = ids.map((id) => new NaiveServer(id, clock, db, scenario.servers, scenario.cache.ttlS));
     door = new NaiveBalancer(clock, servers, scenario.balancer, keys[0]!);
   } else {
-    const options = { ttlS: scenario.cache.ttlS, staleForS: scenario.cache.staleForS, warmRate: scenario.cache.warmRate, warmConcurrency: scenario.cache.warmConcurrency, maxLoads: scenario.cache.maxLoads, keys };
-    const damperServers = ids.map((id) => new DamperServer(id, clock, db, scenario.servers, options));
+    const settings = await damperSettings(scenario, clock);
+    const options = { ttlS: scenario.cache.ttlS, staleForS: scenario.cache.staleForS, warmRate: scenario.cache.warmRate, warmConcurrency: scenario.cache.warmConcurrency, maxLoads: scenario.cache.maxLoads, keys, settings };
+    const damperServers = ids.map((id, index) => new DamperServer(id, clock, db, scenario.servers, { ...options, index }));
     servers = damperServers;
-    door = new DamperFrontDoor(clock, damperServers, scenario.balancer);
+    door = new DamperFrontDoor(clock, damperServers, scenario.balancer, settings);
   }
   // Steady state, not a cold start: every server has served for a long time,
   // so each holds every page with a remaining freshness spread evenly over the

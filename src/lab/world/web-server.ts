@@ -1,4 +1,5 @@
-import { Cache, ConcurrencyLimiter, OverloadedError, type Priority, type VirtualClock } from '../../index.js';
+import { Cache, type CacheOptions, ConcurrencyLimiter, type Guard, guarded, OverloadedError, type Priority, type VirtualClock } from '../../index.js';
+import { cacheOptions, type DamperSettings } from '../damper-config.js';
 import { Cpu } from './cpu.js';
 import { type Database, QueryError, type Row } from './database.js';
 
@@ -213,6 +214,9 @@ export interface DamperServerOptions {
   readonly maxLoads: number;
   /** Every page, most requested first: what a restarted server warms. */
   readonly keys: readonly string[];
+  /** The user's damper configuration: its `admission(i)` and `cache(i)` replace the limiter and lay over the cache's options, for server number `index`. */
+  readonly settings: DamperSettings;
+  readonly index: number;
 }
 
 /**
@@ -226,7 +230,7 @@ export interface DamperServerOptions {
  * traffic returns to it.
  */
 export class DamperServer extends WebServer {
-  private limiter!: ConcurrencyLimiter;
+  private limiter!: Guard;
   private cache!: Cache<Row>;
   private warming: AbortController | undefined;
   private readonly loader = async ({ key }: { key: string }): Promise<Row> => {
@@ -257,14 +261,17 @@ export class DamperServer extends WebServer {
     const epoch = this.epoch;
     const limiter = this.limiter;
     const cache = this.cache;
-    limiter
-      .execute(async () => {
+    guarded(
+      limiter,
+      async () => {
         const t0 = this.clock.now();
         await cache.get(job.key, this.loader);
         const hit = this.clock.now() === t0;
         await this.work(this.shape.hitMs);
         return hit ? HIT : MISS;
-      }, { priority: job.priority })
+      },
+      { priority: job.priority },
+    )
       .then(
         (served) => this.reply(job, epoch, served),
         (error: unknown) => this.reply(job, epoch, error instanceof Error ? error : new ServerError(String(error))),
@@ -280,7 +287,7 @@ export class DamperServer extends WebServer {
     this.warming = warming;
     const limiter = this.limiter;
     // A warm-up render takes a worker like any other, at background priority: live traffic comes first.
-    const warmLoader = (context: { key: string }): Promise<Row> => limiter.execute(() => this.loader(context), { priority: 'background' });
+    const warmLoader = (context: { key: string }): Promise<Row> => guarded(limiter, () => this.loader(context), { priority: 'background' });
     void this.cache.warm(this.options.keys, warmLoader, { rate: this.options.warmRate, concurrency: this.options.warmConcurrency, signal: warming.signal }).catch(() => {});
   }
 
@@ -295,9 +302,10 @@ export class DamperServer extends WebServer {
 
   private fresh(): void {
     const { limit, backlog } = this.shape;
-    this.limiter = new ConcurrencyLimiter({ clock: this.clock, limit, maxQueue: backlog });
-    this.cache = new Cache<Row>({
-      clock: this.clock,
+    const { settings, index } = this.options;
+    // A restart is a new process: the user's factories are asked again, as the process would build its guards and cache anew.
+    this.limiter = settings.admission?.(index) ?? new ConcurrencyLimiter({ clock: this.clock, limit, maxQueue: backlog });
+    const lab: CacheOptions<Row> = {
       ttl: this.options.ttlS * 1000,
       staleFor: this.options.staleForS * 1000,
       maxEntries: this.options.keys.length + 1,
@@ -306,7 +314,8 @@ export class DamperServer extends WebServer {
       // the naive server, so a render always costs a worker's time; the stale
       // window serves when that refresh fails or is refused by the budget.
       staleWhileRevalidate: false,
-    });
+    };
+    this.cache = new Cache<Row>(cacheOptions(settings, index, lab, { clock: this.clock }));
   }
 
   private work(ms: number): Promise<void> {
