@@ -1,7 +1,7 @@
 import { register } from 'node:module';
 import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { type BalancerOptions, type CacheOptions, DamperError, forbidRealTime, type Guard, type RealTimeInSimulationError, type VirtualClock } from '../index.js';
+import { type BalancerOptions, type CacheOptions, DamperError, forbidRealTime, type Guard, RealTimeInSimulationError, type VirtualClock } from '../index.js';
 import { type ScenarioCommon } from './scenario.js';
 
 /**
@@ -117,7 +117,9 @@ function inModule<T>(file: string, what: string, body: () => T): T {
     value = body();
   } catch (error) {
     ban();
-    throw error instanceof DamperConfigError ? error : new DamperConfigError(file, `${what} threw: ${(error as Error)?.message ?? String(error)}`, { cause: error });
+    if (error instanceof DamperConfigError) throw error;
+    if (error instanceof RealTimeInSimulationError) throw realTimeError(file, error);
+    throw new DamperConfigError(file, `${what} threw: ${(error as Error)?.message ?? String(error)}`, { cause: error });
   }
   ban();
   if (ban.violation !== undefined) throw realTimeError(file, ban.violation);
