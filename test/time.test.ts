@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { test } from 'node:test';
-import { createSystemClock, seededRandom, sleep, VirtualClock } from '../src/index.js';
+import { createSystemClock, forbidRealTime, RealTimeInSimulationError, seededRandom, sleep, VirtualClock } from '../src/index.js';
 import { track } from './helpers.js';
 
 test('VirtualClock fires timers in time order, ties in the order they were set', async () => {
@@ -141,4 +141,26 @@ test('VirtualClock: sweeping out cancelled timers never changes which timer fire
     ),
     { numRuns: 200 },
   );
+});
+
+test('forbidRealTime: every real clock, timer and Math.random throws; the ban records the first offence even when it was swallowed', () => {
+  const outer = forbidRealTime();
+  try {
+    assert.throws(() => Date.now(), RealTimeInSimulationError);
+    const inner = forbidRealTime();
+    assert.equal(Reflect.get(inner, 'violation'), undefined, 'a ban sees only offences since it began');
+    try {
+      Math.random();
+    } catch {
+      // swallowed, as a user's callback inside a guard might
+    }
+    inner();
+    assert.match(String(inner.violation?.message), /^Math\.random\(\) was called inside a simulated run/);
+    assert.throws(() => setTimeout(() => {}, 1), RealTimeInSimulationError, 'nested bans share one patch: the outer one still holds');
+    assert.match(outer.violation?.message ?? '', /^Date\.now\(\)/, 'the outer ban keeps its own first offence');
+  } finally {
+    outer();
+  }
+  assert.equal(typeof Date.now(), 'number', 'lifted when the last ban is');
+  assert.equal(forbidRealTime.length, 0);
 });
