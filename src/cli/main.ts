@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DamperError } from '../index.js';
@@ -130,6 +131,8 @@ async function main(argv: string[]): Promise<number> {
   if (command !== 'lab') throw new UsageError(`unknown command "${command}"`);
   const out = values.out ?? 'lab-out';
   const damperConfig = values['damper-config'];
+  // Found now, not by the first worker after the scenarios are loaded and the folder made.
+  if (damperConfig !== undefined && !existsSync(damperConfig)) throw new UsageError(`--damper-config ${damperConfig}: no such file`);
   const run = { seed, out, serial: values.serial === true, ...(damperConfig === undefined ? {} : { damperConfig }) };
   if (sub === undefined) return lab(rest, { ...run, json: values.json === true, series: values.series === true });
   const [, scenario, ...extra] = rest;
