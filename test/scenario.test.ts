@@ -72,7 +72,7 @@ describe('scenario files', () => {
       error.problems.map((p) => p.field),
       ['clients[0].rate', 'zork'],
     );
-    const known = '$schema, name, title, description, source, scaling, durationS, baseline, objective, clients, faults, world, origin, cache, keys, network';
+    const known = '$schema, name, title, description, source, scaling, durationS, baseline, objective, clients, faults, damper, check, world, origin, cache, keys, network';
     assert.equal(error.message, `my.scenarios/fb.json: clients[0].rate: must be ≥ 0, got -5\nmy.scenarios/fb.json: zork: unknown field (known: ${known})`);
   });
 

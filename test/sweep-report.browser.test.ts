@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { loadScenario } from '../src/lab/lab.js';
+import { loadScenarioSource } from '../src/lab/lab.js';
 import { VARIANTS } from '../src/lab/results.js';
 import { runSweep } from '../src/lab/sweep.js';
 import { OUTCOME_COLOURS, renderSweepReport } from '../src/lab/sweep-report.js';
@@ -21,7 +21,7 @@ function rgb(hex: string): string {
 }
 
 test('sweep page: both heatmaps draw in Chromium, with no console or page errors', { timeout: 120_000 }, async () => {
-  const result = await runSweep(await loadScenario('facebook-2010'), { load: [0.25, 1.25], trigger: [0.5, 60], steps: 3 }, { seed: 1 });
+  const result = await runSweep(await loadScenarioSource('facebook-2010'), { across: { axis: { kind: 'load' }, from: 0.25, to: 1.25 }, up: { axis: { kind: 'trigger' }, from: 0.5, to: 60 }, steps: 3 }, { seed: 1 });
   const { result: maps, problems, requests } = await inChromium(renderSweepReport(result), 'sweep', { width: 1200, height: 900 }, (tab) =>
     tab.evaluate(() =>
       [...document.querySelectorAll<SVGSVGElement>('svg.heatmap')].map((svg) => {

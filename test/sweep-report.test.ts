@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { VARIANTS } from '../src/lab/results.js';
-import { type CellSummary, outcome, type SweepCell, type SweepResult } from '../src/lab/sweep.js';
+import { type CellSummary, outcome, summaryOf, type SweepCell, type SweepResult } from '../src/lab/sweep.js';
 import { cellColour, OUTCOME_COLOURS, renderSweepReport } from '../src/lab/sweep-report.js';
 
 /**
@@ -19,7 +19,7 @@ function fixture(home: { load: number; trigger: number } = { load: 1, trigger: 6
       const naive: CellSummary =
         l + t > 2 ? { recovered: false, recoverySeconds: null, amplification: 77.2, goodputRatio: 0.155 } : l + t === 2 ? { recovered: true, recoverySeconds: 420, amplification: 30, goodputRatio: 0.6 } : { recovered: true, recoverySeconds: 2 * (l + t), amplification: 1.9, goodputRatio: 0.999 };
       const damper: CellSummary = l === 2 && t === 2 ? { recovered: true, recoverySeconds: 95, amplification: 2.5, goodputRatio: 0.97 } : { recovered: true, recoverySeconds: 0, amplification: 1.3, goodputRatio: 1 };
-      cells.push({ load, trigger, watchedS: 780, variants: { naive, damper } });
+      cells.push({ across: load, up: trigger, watchedS: 780, variants: { naive, damper } });
     }
   }
   return {
@@ -29,8 +29,9 @@ function fixture(home: { load: number; trigger: number } = { load: 1, trigger: 6
     operators: false,
     quickS: 60,
     baseRate: 1000,
-    load: { label: 'offered load, × the scenario’s client rates', values: loads, scenarioValue: home.load },
-    trigger: { label: 'invalid value held, s <b>', values: triggers, scenarioValue: home.trigger },
+    variants: VARIANTS,
+    across: { kind: 'load', label: 'offered load, × the scenario’s client rates', values: loads, scenarioValue: home.load },
+    up: { kind: 'trigger', label: 'invalid value held, s <b>', values: triggers, scenarioValue: home.trigger },
     cells,
   };
 }
@@ -57,16 +58,16 @@ test('sweep page: one self-contained document that loads nothing from the networ
 test('sweep page: one heatmap per variant, a cell per grid point coloured by its outcome', () => {
   for (const v of VARIANTS) {
     const fig = ownFigure(html, v);
-    const cells = [...fig.matchAll(/<g class="cell (\w+)" data-load="([^"]+)" data-trigger="([^"]+)" data-outcome="(\w+)"><title>[^<]*<\/title><rect [^>]*fill="(#[0-9a-f]{6})"/g)];
+    const cells = [...fig.matchAll(/<g class="cell (\w+)" data-across="([^"]+)" data-up="([^"]+)" data-outcome="(\w+)"><title>[^<]*<\/title><rect [^>]*fill="(#[0-9a-f]{6})"/g)];
     assert.equal(cells.length, 9, `${v}: 3 × 3 cells`);
     for (const [i, m] of cells.entries()) {
       const cell = result.cells[i]!;
-      assert.equal(Number(m[2]), cell.load);
-      assert.equal(Number(m[3]), cell.trigger);
-      const o = outcome(cell.variants[v], result.quickS);
+      assert.equal(Number(m[2]), cell.across);
+      assert.equal(Number(m[3]), cell.up);
+      const o = outcome(summaryOf(cell, v), result.quickS);
       assert.equal(m[1], o);
       assert.equal(m[4], o);
-      assert.equal(m[5], cellColour(cell.variants[v], result.quickS, cell.watchedS));
+      assert.equal(m[5], cellColour(summaryOf(cell, v), result.quickS, cell.watchedS));
       if (o === 'stuck') assert.equal(m[5], OUTCOME_COLOURS.stuck);
     }
   }
@@ -141,4 +142,26 @@ test('sweep page: text is escaped; the data island parses back to the result', (
 
 test('sweep page: the same result renders the same bytes', () => {
   assert.equal(renderSweepReport(fixture()), html);
+});
+
+test('sweep page: any two axes, each with its kind and label; a check’s page shows the damper variant only', () => {
+  const fields = {
+    ...fixture(),
+    variants: ['damper'] as const,
+    across: { kind: 'field', field: 'server.workers', label: 'server.workers', values: [0.5, 1, 1.5], scenarioValue: 1 },
+    up: { kind: 'field', field: 'faults[0].factor', label: 'faults[0].factor', values: [5, 32.5, 60], scenarioValue: 60 },
+  } satisfies SweepResult;
+  const page = renderSweepReport(fields);
+  assert.equal(page.match(/<figure class="heatmap"/g)?.length, 1, 'one heatmap: the variant the sweep ran');
+  assert.ok(!page.includes('data-variant="naive"'));
+  const fig = ownFigure(page, 'damper');
+  assert.deepEqual(
+    [...fig.matchAll(/<text class="tick x"[^>]*>([^<]+)<\/text>/g)].map((m) => m[1]),
+    ['0.5', '1', '1.5'],
+    'a field’s values as set, not as factors',
+  );
+  assert.match(fig, /<text class="axis-title x"[^>]*>server.workers<\/text>/);
+  assert.match(fig, /<text class="axis-title y"[^>]*>faults\[0\].factor<\/text>/);
+  assert.match(fig, /damper at server.workers 1, faults\[0\].factor 60: /);
+  assert.match(page, /server.workers 0.5 to 1.5 across, faults\[0\].factor 5 to 60 up; each cell is one run of the scenario under the damper variant\./);
 });

@@ -5,9 +5,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { loadScenario, shippedScenarios } from '../src/lab/lab.js';
+import { loadScenario, loadScenarioSource, shippedScenarios } from '../src/lab/lab.js';
 import { triggerEndS } from '../src/lab/scenario.js';
-import { axisValues, cellScenario, checkGrid, MAX_STEPS, runSweep, scenarioCell, type SweepGrid, type SweepResult, sweepJson, vulnerableCells } from '../src/lab/sweep.js';
+import { type ScenarioSource, scenarioSource, sourceWithDamperConfig } from '../src/lab/scenario-source.js';
+import { runSummariesIsolated } from '../src/lab/parallel.js';
+import { DamperError } from '../src/index.js';
+import { ScenarioError } from '../src/lab/scenario.js';
+import { cellAt, checkGrid, MAX_STEPS, runSweep, scenarioCell, summaryOf, type SweepGrid, type SweepResult, sweepJson, vulnerableCells } from '../src/lab/sweep.js';
+import { type AxisName, axisValues, cellScenarioAt, type SweepAxis, sweepAxis } from '../src/lab/sweep-axis.js';
 import { type Scenario, worldOf } from '../src/lab/worlds.js';
 
 /**
@@ -16,15 +21,20 @@ import { type Scenario, worldOf } from '../src/lab/worlds.js';
  * neither empty nor the whole grid, and damper's strictly smaller. A new
  * scenario is one line in GRIDS: a grid that straddles its naive boundary.
  */
+/** Today's map: offered load across, the trigger's length (or size) up. */
+function loadBy(load: [number, number], trigger: [number, number], steps: number, up: 'trigger' | 'trigger-size' = 'trigger'): SweepGrid {
+  return { across: { axis: { kind: 'load' }, from: load[0], to: load[1] }, up: { axis: { kind: up }, from: trigger[0], to: trigger[1] }, steps };
+}
+
 const GRIDS: readonly { readonly scenario: string; readonly grid: SweepGrid; readonly monotone?: boolean }[] = [
   // sitevars at ×0.25 load is read 62/s, under the database's 100/s: naive recovers at any trigger size there; 0.5 s recovers everywhere.
-  { scenario: 'facebook-2010', grid: { load: [0.25, 1.25], trigger: [0.5, 60], steps: 3 }, monotone: true },
+  { scenario: 'facebook-2010', grid: loadBy([0.25, 1.25], [0.5, 60], 3), monotone: true },
   // Nodes degraded 1 s at half load: naive recovers; longer or heavier: stuck (`damper lab sweep discord-2019 --load 0.5..1.5 --trigger 1..31 --steps 3`: 7 of 9).
-  { scenario: 'discord-2019', grid: { load: [0.5, 1.5], trigger: [1, 31], steps: 2 }, monotone: true },
+  { scenario: 'discord-2019', grid: loadBy([0.5, 1.5], [1, 31], 2), monotone: true },
   // At half load the farm survives a hung server; at the record load it does not (2 of 4).
-  { scenario: 'missourian-2010', grid: { load: [0.5, 1], trigger: [65, 125], steps: 2 }, monotone: true },
+  { scenario: 'missourian-2010', grid: loadBy([0.5, 1], [65, 125], 2), monotone: true },
   // A short slowdown at half load recovers; longer or heavier: the retry storm holds.
-  { scenario: 'retry-storm', grid: { load: [0.5, 1.5], trigger: [5, 55], steps: 2 }, monotone: true },
+  { scenario: 'retry-storm', grid: loadBy([0.5, 1.5], [5, 55], 2), monotone: true },
 ];
 
 /**
@@ -32,17 +42,25 @@ const GRIDS: readonly { readonly scenario: string; readonly grid: SweepGrid; rea
  * actions removed (as the sweep does) and the run ended `afterS` after the
  * trigger instead of the scenario's own horizon. Only for comparing two ways
  * of running the same grid, where what matters is equality, not the verdict.
+ * Shortened in the document, so that field axes (which reparse it) see it too.
  */
-function shortened(s: Scenario, afterS: number): Scenario {
-  const faults = s.faults.filter((f) => f.trigger);
-  return { ...s, faults, durationS: triggerEndS({ ...s, faults }) + afterS } as Scenario;
+function shortened(source: ScenarioSource, afterS: number): ScenarioSource {
+  const faults = source.scenario.faults.filter((f) => f.trigger);
+  const doc = source.doc as Record<string, unknown>;
+  const written = (doc.faults as { trigger?: boolean }[]).filter((_, i) => source.scenario.faults[i]!.trigger);
+  return scenarioSource(JSON.stringify({ ...doc, faults: written, durationS: triggerEndS({ ...source.scenario, faults }) + afterS }), source.where, source.path);
+}
+
+/** The scenario of the cell at `load` × `trigger` (its length, or its size), operator actions removed unless kept: a sweep's cell, built without running it. */
+function cellScenario(source: ScenarioSource, load: number, trigger: number, operators: 'kept' | 'removed' = 'removed', up: 'trigger' | 'trigger-size' = 'trigger'): Scenario {
+  return cellScenarioAt(source, [[{ kind: 'load' }, load], [{ kind: up }, trigger]], operators);
 }
 
 // The grids start at once and share the cores through the pool in parallel.ts.
-const sweeps = new Map(GRIDS.map(({ scenario, grid }) => [scenario, loadScenario(scenario).then((s) => runSweep(s, grid, { seed: 1 }))]));
+const sweeps = new Map(GRIDS.map(({ scenario, grid }) => [scenario, loadScenarioSource(scenario).then((s) => runSweep(s, grid, { seed: 1 }))]));
 
 // The slowdown's factor resized instead of its length (--trigger-size).
-const sizeSweep = loadScenario('retry-storm').then((s) => runSweep(s, { load: [0.99, 1], trigger: [1.5, 4], triggerAxis: 'size', steps: 2 }, { seed: 1 }));
+const sizeSweep = loadScenarioSource('retry-storm').then((s) => runSweep(s, loadBy([0.99, 1], [1.5, 4], 2, 'trigger-size'), { seed: 1 }));
 
 describe('the vulnerable region, per shipped scenario', () => {
   test('every shipped scenario has a grid here', async () => {
@@ -55,19 +73,18 @@ describe('the vulnerable region, per shipped scenario', () => {
       assert.equal(result.cells.length, grid.steps * grid.steps);
       const naive = vulnerableCells(result, 'naive');
       const damper = vulnerableCells(result, 'damper');
-      const map = (r: SweepResult, v: 'naive' | 'damper'): string => r.cells.map((c) => `${c.load}×${c.trigger}:${c.variants[v].recoverySeconds ?? 'stuck'}`).join(' ');
+      const map = (r: SweepResult, v: 'naive' | 'damper'): string => r.cells.map((c) => `${c.across}×${c.up}:${summaryOf(c, v).recoverySeconds ?? 'stuck'}`).join(' ');
       assert.ok(naive.length > 0 && naive.length < result.cells.length, `naive stuck in ${naive.length} cells: ${map(result, 'naive')}`);
       assert.ok(damper.length < naive.length, `damper stuck in ${damper.length} cells: ${map(result, 'damper')}`);
       // Stuck means not healthy long after the trigger: every cell watched for minutes after it ended.
-      for (const c of result.cells) assert.ok(c.watchedS >= 300, `${c.load}×${c.trigger} watched only ${c.watchedS} s`);
+      for (const c of result.cells) assert.ok(c.watchedS >= 300, `${c.across}×${c.up} watched only ${c.watchedS} s`);
       // The edge runs the way the loop says: more load or a longer trigger never turns stuck into recovered.
       if (monotone !== true) return;
-      const n = result.load.values.length;
       for (const c of naive) {
-        const t = result.trigger.values.indexOf(c.trigger);
-        const l = result.load.values.indexOf(c.load);
-        if (l + 1 < n) assert.equal(result.cells[t * n + l + 1]!.variants.naive.recoverySeconds, null, `more load than ${c.load}×${c.trigger}`);
-        if (t + 1 < result.trigger.values.length) assert.equal(result.cells[(t + 1) * n + l]!.variants.naive.recoverySeconds, null, `a longer trigger than ${c.load}×${c.trigger}`);
+        const t = result.up.values.indexOf(c.up);
+        const l = result.across.values.indexOf(c.across);
+        if (l + 1 < result.across.values.length) assert.equal(summaryOf(cellAt(result, l + 1, t), 'naive').recoverySeconds, null, `more load than ${c.across}×${c.up}`);
+        if (t + 1 < result.up.values.length) assert.equal(summaryOf(cellAt(result, l, t + 1), 'naive').recoverySeconds, null, `a longer trigger than ${c.across}×${c.up}`);
       }
     });
   }
@@ -75,9 +92,11 @@ describe('the vulnerable region, per shipped scenario', () => {
 
 describe('where the cells run changes nothing', () => {
   // One scenario is enough to compare two ways of running the same cells; every grid costs ~20 s.
-  for (const { scenario, grid } of GRIDS.slice(0, 1)) {
+  // A field axis across, so the cells' documents are reparsed on this side and posted to the workers.
+  const FIELD_GRID: SweepGrid = { across: { axis: { kind: 'field', field: 'server.slowdownPerInFlight' }, from: 0.001, to: 0.003 }, up: { axis: { kind: 'trigger' }, from: 10, to: 40 }, steps: 2 };
+  for (const { scenario, grid } of [{ scenario: 'retry-storm', grid: FIELD_GRID }]) {
     test(`${scenario}: worker threads and one thread give a deep-equal result and a byte-identical sweep.json`, { timeout: 120_000 }, async () => {
-      const base = shortened(await loadScenario(scenario), 60);
+      const base = shortened(await loadScenarioSource(scenario), 60);
       const small: SweepGrid = { ...grid, steps: 2 };
       const threads = await runSweep(base, small, { seed: 3, runner: 'threads' });
       const serial = await runSweep(base, small, { seed: 3, runner: 'serial' });
@@ -86,6 +105,8 @@ describe('where the cells run changes nothing', () => {
       // And the seed matters: the same grid at another seed is another run.
       const other = await runSweep(base, small, { seed: 4, runner: 'threads' });
       assert.notEqual(sweepJson(other), sweepJson(threads));
+      // And the field matters: its cells are different runs, not the scenario four times.
+      assert.notDeepEqual(summaryOf(threads.cells[0]!, 'naive'), summaryOf(threads.cells[1]!, 'naive'));
     });
   }
 });
@@ -98,15 +119,19 @@ describe('the grid', () => {
   });
 
   test('bad grids are RangeErrors saying what is wrong', () => {
-    const ok: SweepGrid = { load: [0.5, 1.5], trigger: [5, 60], steps: 3 };
+    const ok = loadBy([0.5, 1.5], [5, 60], 3);
+    const field = (path: string, from: number, to: number) => ({ axis: { kind: 'field', field: path } as AxisName, from, to });
     assert.doesNotThrow(() => checkGrid(ok));
+    assert.doesNotThrow(() => checkGrid({ ...ok, across: field('faults[0].startS', 0, 100) }), 'a field may start at 0: its schema judges its range');
     for (const [grid, message] of [
       [{ ...ok, steps: 1 }, /steps must be an integer from 2/],
       [{ ...ok, steps: MAX_STEPS + 1 }, /steps must be an integer from 2/],
       [{ ...ok, steps: 2.5 }, /steps/],
-      [{ ...ok, load: [0, 1] }, /load: both ends must be positive/],
-      [{ ...ok, trigger: [60, 5] }, /trigger: the range must go up/],
-      [{ ...ok, load: [1, Number.NaN] }, /load/],
+      [loadBy([0, 1], [5, 60], 3), /load: both ends must be positive/],
+      [loadBy([0.5, 1.5], [60, 5], 3), /trigger: the range must go up/],
+      [loadBy([1, Number.NaN], [5, 60], 3), /load/],
+      [{ ...ok, across: field('server.workers', 4, 2) }, /server\.workers: the range must go up/],
+      [{ ...ok, across: field('server.workers', 1, 4), up: field('server.workers', 2, 8) }, /the two axes must differ/],
     ] as const) {
       assert.throws(() => checkGrid(grid as SweepGrid), (e) => e instanceof RangeError && message.test(e.message));
     }
@@ -114,26 +139,27 @@ describe('the grid', () => {
 
   for (const { scenario } of GRIDS) {
     test(`${scenario}: a cell is the scenario at that load and trigger size, without operator actions`, async () => {
-      const base = await loadScenario(scenario);
+      const source = await loadScenarioSource(scenario);
+      const base = source.scenario;
       const world = worldOf(base);
-      const cell = cellScenario(base, 1.5, 7);
+      const cell = cellScenario(source, 1.5, 7);
       assert.deepEqual(
         cell.clients.map((c) => c.rate),
         base.clients.map((c) => c.rate * 1.5),
       );
       assert.equal(world.trigger.size(cell), 7);
       assert.ok(cell.faults.every((f) => f.trigger), 'operator actions removed');
-      assert.ok(cellScenario(base, 1, world.trigger.size(base), true).faults.length === base.faults.length, 'kept with operators: true');
+      assert.ok(cellScenario(source, 1, world.trigger.size(base), 'kept').faults.length === base.faults.length, 'kept with operators: kept');
       // Load 1 at the scenario's own trigger size, operators kept, is the scenario itself.
-      assert.deepEqual(cellScenario(base, 1, world.trigger.size(base), true), base);
+      assert.deepEqual(cellScenario(source, 1, world.trigger.size(base), 'kept'), base);
     });
   }
 
   test("the scenario's own cell: the nearest grid point, or none when outside the grid", () => {
     const result = (load: number[], trigger: number[], home: [number, number]): SweepResult =>
-      ({ load: { label: 'l', values: load, scenarioValue: home[0] }, trigger: { label: 't', values: trigger, scenarioValue: home[1] } }) as unknown as SweepResult;
-    assert.deepEqual(scenarioCell(result([0.5, 1, 1.5], [5, 32.5, 60], [1, 60])), { load: 1, trigger: 2 });
-    assert.deepEqual(scenarioCell(result([0.5, 1.5], [5, 60], [1.1, 40])), { load: 1, trigger: 1 });
+      ({ across: { kind: 'load', label: 'l', values: load, scenarioValue: home[0] }, up: { kind: 'trigger', label: 't', values: trigger, scenarioValue: home[1] } }) as unknown as SweepResult;
+    assert.deepEqual(scenarioCell(result([0.5, 1, 1.5], [5, 32.5, 60], [1, 60])), { across: 1, up: 2 });
+    assert.deepEqual(scenarioCell(result([0.5, 1.5], [5, 60], [1.1, 40])), { across: 1, up: 1 });
     assert.equal(scenarioCell(result([0.5, 1.5], [0.25, 2.25], [1, 60])), null);
   });
 });
@@ -147,8 +173,12 @@ describe('damper lab sweep command', () => {
   test('bad arguments: one line naming the problem, the usage, exit 2', () => {
     const ok = ['--load', '0.5..1.5', '--trigger', '5..60'];
     for (const [args, message] of [
-      [['facebook-2010', '--trigger', '5..60'], /lab sweep needs --load A\.\.B/],
-      [['facebook-2010', '--load', '0.5..1.5'], /lab sweep needs --trigger C\.\.D/],
+      [['facebook-2010', '--trigger', '5..60'], /lab sweep needs two axes, got 1: two of --load A\.\.B/],
+      [['facebook-2010', '--load', '0.5..1.5'], /lab sweep needs two axes, got 1: .*--trigger C\.\.D/],
+      [['facebook-2010', ...ok, '--axis', 'server.workers=1..4'], /lab sweep needs two axes, got 3/],
+      [['facebook-2010', '--axis', 'server.workers'], /--axis must be PATH=A\.\.B/],
+      [['facebook-2010', '--axis', 'a=1..2', '--axis', 'a=2..3'], /--axis a is given twice/],
+      [['facebook-2010', '--axis', 'a=1..x', '--load', '1..2'], /--axis a must be a range A\.\.B of two numbers/],
       [[...ok], /lab sweep needs a SCENARIO/],
       [['facebook-2010', 'other', ...ok], /one SCENARIO, got also: other/],
       [['facebook-2010', '--load', '1.5', '--trigger', '5..60'], /--load must be a range A\.\.B/],
@@ -200,10 +230,12 @@ describe('damper lab sweep command', () => {
     const json = JSON.parse(readFileSync(join(out, 'sweep.json'), 'utf8')) as SweepResult;
     assert.equal(json.scenario, 'small');
     assert.equal(json.seed, 2);
-    assert.deepEqual(json.load.values, [0.25, 1]);
-    assert.deepEqual(json.trigger.values, [0.5, 20]);
+    assert.deepEqual([json.across.kind, json.up.kind], ['load', 'trigger']);
+    assert.deepEqual(json.across.values, [0.25, 1]);
+    assert.deepEqual(json.up.values, [0.5, 20]);
+    assert.deepEqual(json.variants, ['naive', 'damper']);
     assert.equal(json.cells.length, 4);
-    for (const c of json.cells) for (const v of ['naive', 'damper'] as const) assert.deepEqual(Object.keys(c.variants[v]).sort(), ['amplification', 'goodputRatio', 'recovered', 'recoverySeconds']);
+    for (const c of json.cells) for (const v of ['naive', 'damper'] as const) assert.deepEqual(Object.keys(summaryOf(c, v)).sort(), ['amplification', 'goodputRatio', 'recovered', 'recoverySeconds']);
     assert.match(r.stdout, /vulnerable region \(stuck cells\): naive \d\/4 \(\d+ %\), damper \d\/4/);
     assert.match(r.stdout, /^naive: \d of 4 cells stuck/m);
     assert.match(r.stderr, /sweep: 4\/4 cells done/);
@@ -214,29 +246,110 @@ describe('--trigger-size: how hard the trigger hits, not how long (OSDI 2022 var
   test('every shipped world reads and resizes its main trigger’s magnitude, timeline unchanged', async () => {
     const expected: Record<string, number> = { 'facebook-2010': 0.25, 'discord-2019': 0.99, 'missourian-2010': 1.43, 'retry-storm': 4 };
     for (const name of await shippedScenarios()) {
-      const s = await loadScenario(name);
+      const source = await loadScenarioSource(name);
+      const s = source.scenario;
       const axis = worldOf(s).triggerSize;
       assert.equal(Number(axis.size(s).toFixed(6)), expected[name], name);
-      const resized = cellScenario(s, 1, name === 'discord-2019' ? 0.5 : 0.1, true, 'size');
+      const resized = cellScenario(source, 1, name === 'discord-2019' ? 0.5 : 0.1, 'kept', 'trigger-size');
       assert.equal(Number(axis.size(resized).toFixed(6)), name === 'discord-2019' ? 0.5 : 0.1, name);
       assert.deepEqual(resized.faults.map((f) => [f.startS, f.endS]), s.faults.map((f) => [f.startS, f.endS]), `${name}: the timeline stays`);
     }
   });
 
   test('a size the trigger cannot take is refused, naming it', async () => {
-    const fb = await loadScenario('facebook-2010');
-    assert.throws(() => cellScenario(fb, 1, 2, true, 'size'), /invalid key's share must be above 0 and at most/);
-    const discord = await loadScenario('discord-2019');
-    assert.throws(() => cellScenario(discord, 1, 1.5, true, 'size'), /share of throughput lost must be above 0 and below 1/);
+    const fb = await loadScenarioSource('facebook-2010');
+    assert.throws(() => cellScenario(fb, 1, 2, 'kept', 'trigger-size'), /invalid key's share must be above 0 and at most/);
+    const discord = await loadScenarioSource('discord-2019');
+    assert.throws(() => cellScenario(discord, 1, 1.5, 'kept', 'trigger-size'), /share of throughput lost must be above 0 and below 1/);
   });
 
   test('retry-storm: a mild slowdown recovers, a hard one of the same length is stuck (naive)', { timeout: 600_000 }, async () => {
     const result = await sizeSweep;
-    assert.equal(result.trigger.label, worldOf(await loadScenario('retry-storm')).triggerSize.axis);
-    const naive = (factor: number) => result.cells.find((c) => c.load === 1 && c.trigger === factor)!.variants.naive;
+    assert.equal(result.up.label, worldOf(await loadScenario('retry-storm')).triggerSize.axis);
+    assert.equal(result.up.kind, 'trigger-size');
+    const naive = (factor: number) => summaryOf(result.cells.find((c) => c.across === 1 && c.up === factor)!, 'naive');
     // ×1.5 leaves 265 requests/s for 200 offered; ×4 leaves 99.
     assert.notEqual(naive(1.5).recoverySeconds, null);
     assert.equal(naive(4).recoverySeconds, null);
-    assert.ok(result.cells.every((c) => c.variants.damper.recoverySeconds !== null), 'damper recovers in every cell');
+    assert.ok(result.cells.every((c) => summaryOf(c, 'damper').recoverySeconds !== null), 'damper recovers in every cell');
+  });
+});
+
+describe('any axis: a numeric field of the scenario file as written', () => {
+  const field = (path: string): AxisName => ({ kind: 'field', field: path });
+  const storm = loadScenarioSource('retry-storm');
+  const problem = (pattern: RegExp) => (e: unknown) => e instanceof ScenarioError && pattern.test(e.message);
+
+  test('a path that is not a field of the file, or not a number, is a ScenarioError naming it', async () => {
+    const source = await storm;
+    for (const [path, message] of [
+      ['server.worker', /retry-storm\.json: server\.worker: not in the file: server has fields workers, baseServiceMs/],
+      ['clients[3].rate', /clients\[3\]\.rate: not in the file: clients has an array of 1 \(\[0\] to \[0\]\)/],
+      ['clients[0].retries', /clients\[0\]\.retries: not in the file.*a field left to its default must be written out/],
+      ['name', /name: not a number: the file has "retry-storm"/],
+      ['server', /server: not a number/],
+      ['server..workers', /server\.\.workers: not a field path/],
+      ['.server', /not a field path/],
+      ['faults[x]', /not a field path/],
+    ] as const) {
+      assert.throws(() => sweepAxis(source, { axis: field(path), from: 1, to: 2 }, 3), problem(message), path);
+    }
+  });
+
+  test('a cell is the file with the field set, checked again by its world’s schema: defaults filled, fields derived again', async () => {
+    const source = await storm;
+    const cell = cellScenarioAt(source, [[field('client.retryDelayMs'), 50]], 'removed');
+    // retryDelayMs is the file's spelling of a fixed backoff: the reparsed cell has both.
+    assert.deepEqual(cell.world === 'retry-storm' && cell.client.backoff, { kind: 'fixed', delayMs: 50 });
+    const workers = cellScenarioAt(source, [[field('server.workers'), 8], [{ kind: 'load' }, 2]], 'removed');
+    assert.equal(workers.world === 'retry-storm' && workers.server.workers, 8);
+    assert.deepEqual(workers.clients.map((c) => c.rate), [400], 'and the other axis applied on top');
+    const unchanged = cellScenarioAt(source, [[field('server.workers'), 4]], 'kept');
+    assert.deepEqual(unchanged, source.scenario, 'the field at its written value is the scenario itself');
+  });
+
+  test('a value the field cannot take is a problem named by field, found before any cell runs', async () => {
+    const source = await storm;
+    assert.throws(() => cellScenarioAt(source, [[field('server.workers'), 0]], 'removed'), problem(/retry-storm\.json with server\.workers = 0: server\.workers: must be ≥ 1, got 0/));
+    assert.throws(() => cellScenarioAt(source, [[field('faults[0].endS'), 900]], 'removed'), problem(/faults\[0\]\.endS: must be ≤ durationS \(780\), got 900/));
+    const started = Date.now();
+    await assert.rejects(runSweep(source, { across: { axis: field('server.workers'), from: 0, to: 4 }, up: { axis: { kind: 'load' }, from: 0.5, to: 1 }, steps: 2 }, { seed: 1 }), problem(/server\.workers: must be ≥ 1, got 0/));
+    assert.ok(Date.now() - started < 2000, 'refused before simulating');
+  });
+
+  test('a whole-number field takes whole values: the grid rounded, repeats dropped; the schema says which fields are whole', async () => {
+    const source = await storm;
+    const workers = sweepAxis(source, { axis: field('server.workers'), from: 2, to: 4 }, 5);
+    assert.deepEqual(workers.values, [2, 3, 4], '2, 2.5, 3, 3.5, 4 rounded');
+    assert.equal(workers.scenarioValue, 4);
+    assert.deepEqual(sweepAxis(source, { axis: field('client.attemptTimeoutMs'), from: 500, to: 1500 }, 3).values, [500, 1000, 1500]);
+    assert.deepEqual(sweepAxis(source, { axis: field('server.baseServiceMs'), from: 5, to: 6 }, 3).values, [5, 5.5, 6], 'a number field keeps its fractions');
+    assert.deepEqual(sweepAxis(source, { axis: field('faults[0].factor'), from: 2, to: 3 }, 3).values, [2, 2.5, 3]);
+    assert.throws(() => sweepAxis(source, { axis: field('server.workers'), from: 2, to: 2.4 }, 5), problem(/server\.workers: takes whole numbers: 2\.\.2\.4 holds fewer than two/));
+  });
+
+  test('the other axes as the sweep always had them: label, the scenario’s own value', async () => {
+    const source = await storm;
+    const axes: SweepAxis[] = [
+      sweepAxis(source, { axis: { kind: 'load' }, from: 0.5, to: 1.5 }, 3),
+      sweepAxis(source, { axis: { kind: 'trigger' }, from: 10, to: 50 }, 3),
+      sweepAxis(source, { axis: { kind: 'trigger-size' }, from: 2, to: 6 }, 3),
+      sweepAxis(source, { axis: field('clients[0].rate'), from: 100, to: 300 }, 3),
+    ];
+    assert.deepEqual(axes.map((a) => [a.kind, a.scenarioValue]), [['load', 1], ['trigger', 30], ['trigger-size', 4], ['field', 200]]);
+    assert.equal(axes[3]!.label, 'clients[0].rate');
+  });
+
+  test('--damper-config survives the reparse: every cell keeps the configuration given', async () => {
+    const source = sourceWithDamperConfig(await storm, 'some/careless.config.mjs');
+    const cell = cellScenarioAt(source, [[field('server.workers'), 6]], 'removed');
+    assert.equal(cell.damper?.config, join(process.cwd(), 'some/careless.config.mjs'));
+  });
+
+  test('a DamperError thrown inside a worker arrives as a DamperError with its code and message', async () => {
+    const { scenario } = await storm;
+    // Past the schema, a limit the library's ConcurrencyLimiter refuses at construction, in the worker.
+    const bad = scenario.world === 'retry-storm' ? { ...scenario, server: { ...scenario.server, admissionLimit: 0 } } : scenario;
+    await assert.rejects(runSummariesIsolated(bad, 1, ['damper']), (e) => e instanceof DamperError && e.code === 'CONFIG' && e.name === 'ConfigError' && /limit/.test(e.message));
   });
 });

@@ -1,18 +1,20 @@
 #!/usr/bin/env node
-import { mkdir, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DamperError } from '../index.js';
 import { renderReport } from '../lab/report.js';
 import { resultsJson, VARIANTS, type VariantName } from '../lab/results.js';
 import { seriesCsv, seriesFile } from '../lab/series-csv.js';
-import { WORKERS } from '../lab/parallel.js';
-import { MAX_STEPS, runSweep, sweepJson, type TriggerAxisKind } from '../lab/sweep.js';
-import { renderSweepReport } from '../lab/sweep-report.js';
-import { loadScenario, runLab } from '../lab/lab.js';
+import { MAX_STEPS } from '../lab/sweep.js';
+import { runLab } from '../lab/lab.js';
 import { isWorldName, SCENARIO_SCHEMAS, scenarioJsonSchema } from '../lab/schema/index.js';
 import { stopwatch } from '../time/stopwatch.js';
-import { formatSummary, formatSweepSummary, progressBar } from './terminal.js';
+import { parseSeed, parseSteps, sweepAxes, UsageError } from './args.js';
+import { check } from './check-command.js';
+import { writableDir, writeFiles } from './out-dir.js';
+import { sweep } from './sweep-command.js';
+import { formatSummary, progressBar } from './terminal.js';
 
 /**
  * The `damper` command. It only parses arguments and delegates; every
@@ -24,22 +26,35 @@ import { formatSummary, formatSweepSummary, progressBar } from './terminal.js';
 const USAGE = `usage: damper <command> [options]
 
 commands:
-  lab [SCENARIO…] [--seed N] [--out DIR] [--json] [--series]
+  lab [SCENARIO…] [--seed N] [--out DIR] [--json] [--series] [--damper-config FILE]
         replay incidents (all shipped ones by default; a SCENARIO is a shipped
         name such as facebook-2010, or a path to a scenario file), naive vs
         damper, in virtual time; writes DIR/report.html and DIR/results.json
         (DIR defaults to lab-out); --json also prints results.json; --series
-        also writes each run's per-second series to DIR/series/*.csv
-  lab sweep SCENARIO --load A..B (--trigger C..D | --trigger-size C..D)
-        [--steps N] [--seed N] [--out DIR] [--operators] [--serial] [--json]
-        the vulnerable region: replays SCENARIO over a grid of offered load
-        (A..B × its client rates) × trigger (--trigger: how long, in the unit
-        of its world's trigger, e.g. seconds an invalid value is held;
-        --trigger-size: how hard, e.g. a slowdown's factor), N values per
-        axis (default 5, 2 to ${MAX_STEPS}), both variants per cell, one worker per
-        core; writes DIR/sweep.html (a heatmap per variant) and DIR/sweep.json.
-        Operator actions are removed unless --operators; --serial runs the
-        cells one after another in one thread
+        also writes each run's per-second series to DIR/series/*.csv;
+        --damper-config: the damper variant's configuration module, over the
+        scenarios' own damper.config
+  lab sweep SCENARIO AXIS AXIS [--steps N] [--seed N] [--out DIR]
+        [--operators] [--serial] [--json] [--damper-config FILE]
+        the vulnerable region: replays SCENARIO over a grid of two axes, each
+        one of --load A..B (offered load, × its client rates), --trigger C..D
+        (how long its world's trigger lasts, e.g. seconds an invalid value is
+        held), --trigger-size C..D (how hard it hits, e.g. a slowdown's
+        factor) or --axis PATH=A..B (any numeric field of the scenario file,
+        e.g. --axis server.workers=2..8, checked again by its schema; a
+        whole-number field takes rounded values); load, fields, trigger go
+        across before up. N values per axis (default 5, 2 to ${MAX_STEPS}), both
+        variants per cell, one worker per core; writes DIR/sweep.html (a
+        heatmap per variant) and DIR/sweep.json. Operator actions are removed
+        unless --operators; --serial runs the cells one after another in one
+        thread
+  lab check SCENARIO [--damper-config FILE] [--out DIR] [--seed N] [--serial]
+        is the scenario's point, and the margin its "check" section asks for,
+        outside the damper variant's vulnerable region? Sweeps its check grid
+        (by default load and trigger length ×0.5 to ×2.5 of its own, 5 steps),
+        damper variant only; prints the distance to the nearest stuck cell
+        along each axis; writes DIR/sweep.html and DIR/sweep.json. Exit 0:
+        safe; 1: a stuck cell within the margin; 2: bad input
   lab schema [WORLD]
         prints the JSON Schema (draft 2020-12) of a WORLD's scenario files
         (cache-aside, cache-cluster, retry-storm, web-farm), or of any
@@ -49,8 +64,6 @@ commands:
 options:
   -h, --help      show this help
   -v, --version   show the version`;
-
-class UsageError extends Error {}
 
 async function main(argv: string[]): Promise<number> {
   let parsed;
@@ -63,6 +76,8 @@ async function main(argv: string[]): Promise<number> {
         out: { type: 'string' },
         json: { type: 'boolean' },
         load: { type: 'string' },
+        axis: { type: 'string', multiple: true },
+        'damper-config': { type: 'string' },
         trigger: { type: 'string' },
         'trigger-size': { type: 'string' },
         steps: { type: 'string' },
@@ -89,9 +104,9 @@ async function main(argv: string[]): Promise<number> {
   }
   const [command, ...rest] = positionals;
   const seed = parseSeed(values.seed);
-  const isSweep = command === 'lab' && rest[0] === 'sweep';
-  if (command === 'lab' && rest[0] === 'schema') {
-    for (const flag of ['seed', 'out', 'json'] as const) {
+  const sub = command === 'lab' && (rest[0] === 'sweep' || rest[0] === 'check' || rest[0] === 'schema') ? rest[0] : undefined;
+  if (sub === 'schema') {
+    for (const flag of ['seed', 'out', 'json', 'damper-config'] as const) {
       if (values[flag] !== undefined) throw new UsageError(`lab schema takes no --${flag}: it prints the JSON Schema`);
     }
     const [, world, ...extra] = rest;
@@ -104,48 +119,39 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${JSON.stringify(scenarioJsonSchema(world), null, 2)}\n`);
     return 0;
   }
-  if (!isSweep) {
-    for (const flag of ['load', 'trigger', 'trigger-size', 'steps', 'operators', 'serial'] as const) {
+  if (sub !== 'sweep') {
+    for (const flag of ['load', 'trigger', 'trigger-size', 'axis', 'steps', 'operators'] as const) {
       if (values[flag] !== undefined) throw new UsageError(`--${flag} is an option of lab sweep only`);
     }
   }
-  if (values.series !== undefined && (command !== 'lab' || isSweep)) throw new UsageError('--series is an option of lab only');
-  switch (command) {
-    case 'lab':
-      if (isSweep) {
-        const [, scenario, ...extra] = rest;
-        if (scenario === undefined) throw new UsageError('lab sweep needs a SCENARIO (a shipped name such as facebook-2010, or a scenario file)');
-        if (extra.length > 0) throw new UsageError(`lab sweep takes one SCENARIO, got also: ${extra.join(' ')}`);
-        if (values.load === undefined) throw new UsageError('lab sweep needs --load A..B (offered load, × the scenario’s client rates, e.g. --load 0.5..1.5)');
-        const size = values['trigger-size'];
-        if (values.trigger !== undefined && size !== undefined) throw new UsageError('lab sweep takes --trigger or --trigger-size, not both');
-        if (values.trigger === undefined && size === undefined) throw new UsageError('lab sweep needs --trigger C..D (how long the trigger lasts, in the unit of the scenario’s trigger, e.g. --trigger 5..60) or --trigger-size C..D (how hard it hits, e.g. --trigger-size 2..8)');
-        return sweep(scenario, {
-          load: parseRange('--load', values.load),
-          ...(size === undefined ? { trigger: parseRange('--trigger', values.trigger!), triggerAxis: 'duration' } : { trigger: parseRange('--trigger-size', size), triggerAxis: 'size' }),
-          steps: parseSteps(values.steps),
-          seed,
-          out: values.out ?? 'lab-out',
-          operators: values.operators === true,
-          serial: values.serial === true,
-          json: values.json === true,
-        });
-      }
-      return lab(rest, seed, values.out ?? 'lab-out', { json: values.json === true, series: values.series === true });
-    case undefined:
-      throw new UsageError('no command given');
-    default:
-      throw new UsageError(`unknown command "${command}"`);
-  }
+  if (sub === undefined && values.serial !== undefined) throw new UsageError('--serial is an option of lab sweep and lab check only');
+  if (sub === 'check' && values.json !== undefined) throw new UsageError('lab check takes no --json: sweep.json is written to --out');
+  if (values.series !== undefined && (command !== 'lab' || sub !== undefined)) throw new UsageError('--series is an option of lab only');
+  if (command === undefined) throw new UsageError('no command given');
+  if (command !== 'lab') throw new UsageError(`unknown command "${command}"`);
+  const out = values.out ?? 'lab-out';
+  const damperConfig = values['damper-config'];
+  // Found now, not by the first worker after the scenarios are loaded and the folder made.
+  if (damperConfig !== undefined && !existsSync(damperConfig)) throw new UsageError(`--damper-config ${damperConfig}: no such file`);
+  const run = { seed, out, serial: values.serial === true, ...(damperConfig === undefined ? {} : { damperConfig }) };
+  if (sub === undefined) return lab(rest, { ...run, json: values.json === true, series: values.series === true });
+  const [, scenario, ...extra] = rest;
+  if (scenario === undefined) throw new UsageError(`lab ${sub} needs a SCENARIO (a shipped name such as facebook-2010, or a scenario file)`);
+  if (extra.length > 0) throw new UsageError(`lab ${sub} takes one SCENARIO, got also: ${extra.join(' ')}`);
+  if (sub === 'check') return check(scenario, run);
+  const [across, up] = sweepAxes({ ...values, axis: values.axis ?? [] });
+  return sweep(scenario, { across, up, steps: parseSteps(values.steps) }, { ...run, operators: values.operators === true, json: values.json === true });
 }
 
-async function lab(scenarios: string[], seed: number, out: string, { json, series }: { json: boolean; series: boolean }): Promise<number> {
+async function lab(scenarios: string[], args: { seed: number; out: string; json: boolean; series: boolean; damperConfig?: string }): Promise<number> {
+  const dir = await writableDir(args.out);
   const elapsed = stopwatch();
   const bar = progressBar(process.stderr);
   // Wall time per variant run, for the speed column: when each one started and ended.
   const wall = new Map<string, { from: number; to: number }>();
   const run = await runLab(scenarios, {
-    seed,
+    seed: args.seed,
+    ...(args.damperConfig === undefined ? {} : { damperConfig: args.damperConfig }),
     onProgress: ({ scenario, variant, fraction }) => {
       const id = `${scenario}/${variant}`;
       const now = elapsed();
@@ -156,99 +162,17 @@ async function lab(scenarios: string[], seed: number, out: string, { json, serie
     },
   });
   bar.done();
-  const dir = resolve(out);
   const results = resultsJson(run);
-  try {
-    await mkdir(dir, { recursive: true });
-    await writeFile(join(dir, 'results.json'), results);
-    await writeFile(join(dir, 'report.html'), renderReport(run));
-    if (series) {
-      await mkdir(join(dir, 'series'), { recursive: true });
-      for (const s of run.scenarios) for (const v of VARIANTS) await writeFile(join(dir, seriesFile(s, v)), seriesCsv(s, v));
-    }
-  } catch (error) {
-    throw new UsageError(`cannot write the report to ${dir}: ${(error as Error).message}`);
-  }
+  const files: Record<string, string> = { 'results.json': results, 'report.html': renderReport(run) };
+  if (args.series) for (const s of run.scenarios) for (const v of VARIANTS) files[seriesFile(s, v)] = seriesCsv(s, v);
+  await writeFiles(dir, files);
   const speed = (scenario: string, variant: VariantName, requests: number): number => {
     const span = wall.get(`${scenario}/${variant}`);
     return span === undefined || span.to <= span.from ? 0 : requests / ((span.to - span.from) / 1000);
   };
-  if (json) process.stdout.write(results);
+  if (args.json) process.stdout.write(results);
   else process.stdout.write(`${formatSummary(run, speed)}\n\nwrote ${join(dir, 'report.html')} and ${join(dir, 'results.json')} in ${(elapsed() / 1000).toFixed(1)} s\n`);
   return 0;
-}
-
-interface SweepArgs {
-  readonly load: readonly [number, number];
-  readonly trigger: readonly [number, number];
-  readonly triggerAxis: TriggerAxisKind;
-  readonly steps: number;
-  readonly seed: number;
-  readonly out: string;
-  readonly operators: boolean;
-  readonly serial: boolean;
-  readonly json: boolean;
-}
-
-async function sweep(ref: string, args: SweepArgs): Promise<number> {
-  const scenario = await loadScenario(ref);
-  const elapsed = stopwatch();
-  const bar = progressBar(process.stderr);
-  const cells = args.steps * args.steps;
-  const workers = args.serial ? 1 : Math.min(WORKERS, cells);
-  bar.update(0, `sweep: ${cells} cells on ${workers} ${workers === 1 ? 'thread' : 'threads'}`);
-  const result = await runSweep(
-    scenario,
-    { load: args.load, trigger: args.trigger, triggerAxis: args.triggerAxis, steps: args.steps },
-    {
-      seed: args.seed,
-      runner: args.serial ? 'serial' : 'threads',
-      operators: args.operators,
-      onCell: (cell, done, total) => bar.update(done / total, `sweep: ${done}/${total} cells done (last: load ${cell.load}×, trigger ${cell.trigger})`),
-    },
-  );
-  bar.done();
-  const wall = elapsed() / 1000;
-  const dir = resolve(args.out);
-  const json = sweepJson(result);
-  try {
-    await mkdir(dir, { recursive: true });
-    await writeFile(join(dir, 'sweep.json'), json);
-    await writeFile(join(dir, 'sweep.html'), renderSweepReport(result));
-  } catch (error) {
-    throw new UsageError(`cannot write the sweep to ${dir}: ${(error as Error).message}`);
-  }
-  if (args.json) process.stdout.write(json);
-  else {
-    const cost = `${cells} cells in ${wall.toFixed(1)} s on ${workers} ${workers === 1 ? 'thread' : 'threads'} (${((wall * workers) / cells).toFixed(1)} s per cell per thread)`;
-    process.stdout.write(`${formatSweepSummary(result)}\n\n${cost}\nwrote ${join(dir, 'sweep.html')} and ${join(dir, 'sweep.json')}\n`);
-  }
-  return 0;
-}
-
-/** `A..B`: two positive decimal numbers, A below B. */
-function parseRange(flag: string, raw: string): [number, number] {
-  const m = /^(\d+(?:\.\d+)?|\.\d+)\.\.(\d+(?:\.\d+)?|\.\d+)$/.exec(raw.trim());
-  if (m === null) throw new UsageError(`${flag} must be a range A..B of two positive numbers (e.g. 0.5..1.5), got "${raw}"`);
-  const from = Number(m[1]);
-  const to = Number(m[2]);
-  if (!(from > 0)) throw new UsageError(`${flag}: ${m[1]} is not positive; both ends must be above 0`);
-  if (!(to > from)) throw new UsageError(`${flag}: the range must go up, got "${raw}"`);
-  return [from, to];
-}
-
-function parseSteps(raw: string | undefined): number {
-  if (raw === undefined) return 5;
-  const n = Number(raw);
-  if (!/^\d+$/.test(raw) || n < 2 || n > MAX_STEPS) throw new UsageError(`--steps must be an integer from 2 to ${MAX_STEPS}, got "${raw}"`);
-  return n;
-}
-
-function parseSeed(raw: string | undefined): number {
-  if (raw === undefined) return 1;
-  const n = Number(raw);
-  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n) || n > 0xffff_ffff) throw new UsageError(`--seed must be an integer from 0 to 4294967295, got "${raw}"`);
-  return n;
 }
 
 main(process.argv.slice(2)).then(

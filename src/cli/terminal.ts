@@ -1,6 +1,7 @@
 import { millis, percent, times } from '../lab/format.js';
 import { type LabRun, VARIANTS, type VariantName } from '../lab/results.js';
-import { type CellOutcome, outcome, outcomeCounts, scenarioCell, type SweepResult, vulnerableCells } from '../lab/sweep.js';
+import { type CellOutcome, cellAt, outcome, outcomeCounts, scenarioCell, summaryOf, type SweepResult, vulnerableCells } from '../lab/sweep.js';
+import { type SweepAxis } from '../lab/sweep-axis.js';
 
 /**
  * What the `damper lab` command shows in a terminal: a progress bar while the
@@ -71,40 +72,62 @@ export function formatSummary(run: LabRun, speed: (scenario: string, variant: Va
 
 const SYMBOLS: Record<CellOutcome, string> = { quick: '·', slow: 'o', stuck: '█' };
 
+/** A value on an axis in a grid's margin: 4 significant digits, loads with their `×`. */
+function tick(axis: SweepAxis, v: number): string {
+  const n = String(Number(v.toPrecision(4)));
+  return axis.kind === 'load' ? `${n}×` : n;
+}
+
+/** The axis and its range in a heading: "load 0.5×..1.5×", "trigger held, s 5..55". */
+function span(axis: SweepAxis): string {
+  return `${axis.kind === 'load' ? 'load' : axis.label} ${tick(axis, axis.values[0]!)}..${tick(axis, axis.values[axis.values.length - 1]!)}`;
+}
+
 /**
- * The end of `damper lab sweep`: per variant, the grid in characters (trigger
- * size up, load across; `·` recovered quickly, `o` slowly, `█` stuck, the
- * scenario's own cell in brackets) and how many cells were stuck.
+ * One variant's grid in characters (the up axis up, the across axis across;
+ * `·` recovered quickly, `o` slowly, `█` stuck, the scenario's own cell in
+ * brackets), under a line with how many cells were stuck.
  */
-export function formatSweepSummary(result: SweepResult): string {
-  const loads = result.load.values;
-  const triggers = result.trigger.values;
+export function formatGrid(result: SweepResult, v: VariantName): string[] {
+  const across = result.across.values;
+  const up = result.up.values;
   const home = scenarioCell(result);
-  const label = (v: number): string => String(Number(v.toPrecision(4)));
-  const yWidth = Math.max(...triggers.map((t) => label(t).length));
-  const col = Math.max(5, ...loads.map((l) => label(l).length + 2));
-  const lines = [
-    `damper lab sweep ${result.scenario}, seed ${result.seed}: ${loads.length} × ${triggers.length} cells; load ${label(loads[0]!)}×..${label(loads[loads.length - 1]!)}× across, ${result.trigger.label} ${label(triggers[0]!)}..${label(triggers[triggers.length - 1]!)} up`,
-    `· recovered within ${result.quickS} s of the trigger's end   o recovered later   █ stuck (never recovered)   ${home === null ? `(the scenario's own setting, ${label(result.load.scenarioValue)}× at ${label(result.trigger.scenarioValue)}, is outside this grid)` : "[ ] the scenario's own setting"}${result.operators ? '' : '; operator actions removed'}`,
-  ];
-  for (const v of VARIANTS) {
-    const c = outcomeCounts(result, v);
-    lines.push('', `${v}: ${c.stuck} of ${result.cells.length} cells stuck, ${c.slow} recovered slowly, ${c.quick} quickly`);
-    for (let t = triggers.length - 1; t >= 0; t--) {
-      const row = loads.map((_, l) => {
-        const s = SYMBOLS[outcome(result.cells[t * loads.length + l]!.variants[v], result.quickS)];
-        const cell = home !== null && home.load === l && home.trigger === t ? `[${s}]` : s;
-        return cell.padStart(Math.ceil((col + cell.length) / 2)).padEnd(col);
-      });
-      lines.push(`  ${label(triggers[t]!).padStart(yWidth)} │${row.join('')}`);
-    }
-    lines.push(`  ${' '.repeat(yWidth)} └${'─'.repeat(col * loads.length)}`);
-    lines.push(`  ${' '.repeat(yWidth)}  ${loads.map((l) => `${label(l)}×`.padStart(Math.ceil((col + label(l).length + 1) / 2)).padEnd(col)).join('')}`);
+  const yWidth = Math.max(...up.map((u) => tick(result.up, u).length));
+  const col = Math.max(5, ...across.map((a) => tick(result.across, a).length + 2));
+  const c = outcomeCounts(result, v);
+  const lines = [`${v}: ${c.stuck} of ${result.cells.length} cells stuck, ${c.slow} recovered slowly, ${c.quick} quickly`];
+  for (let u = up.length - 1; u >= 0; u--) {
+    const row = across.map((_, a) => {
+      const s = SYMBOLS[outcome(summaryOf(cellAt(result, a, u), v), result.quickS)];
+      const cell = home !== null && home.across === a && home.up === u ? `[${s}]` : s;
+      return cell.padStart(Math.ceil((col + cell.length) / 2)).padEnd(col);
+    });
+    lines.push(`  ${tick(result.up, up[u]!).padStart(yWidth)} │${row.join('')}`);
   }
-  const naive = vulnerableCells(result, 'naive').length;
-  const damper = vulnerableCells(result, 'damper').length;
+  lines.push(`  ${' '.repeat(yWidth)} └${'─'.repeat(col * across.length)}`);
+  lines.push(`  ${' '.repeat(yWidth)}  ${across.map((a) => tick(result.across, a).padStart(Math.ceil((col + tick(result.across, a).length) / 2)).padEnd(col)).join('')}`);
+  return lines;
+}
+
+/** The grid's heading and legend: its size, its axes, the symbols. */
+export function formatGridHeading(result: SweepResult, command: string): string[] {
+  const home = scenarioCell(result);
+  const own = `${tick(result.across, result.across.scenarioValue)} × ${tick(result.up, result.up.scenarioValue)}`;
+  return [
+    `damper ${command} ${result.scenario}, seed ${result.seed}: ${result.across.values.length} × ${result.up.values.length} cells; ${span(result.across)} across, ${span(result.up)} up`,
+    `· recovered within ${result.quickS} s of the trigger's end   o recovered later   █ stuck (never recovered)   ${home === null ? `(the scenario's own setting, ${own}, is outside this grid)` : "[ ] the scenario's own setting"}${result.operators ? '' : '; operator actions removed'}`,
+  ];
+}
+
+/** The end of `damper lab sweep`: per variant, its grid in characters; then the two regions' sizes compared. */
+export function formatSweepSummary(result: SweepResult): string {
+  const lines = formatGridHeading(result, 'lab sweep');
+  for (const v of result.variants) lines.push('', ...formatGrid(result, v));
   const n = result.cells.length;
-  const verdict = damper < naive ? `damper's is smaller by ${naive - damper} cells` : damper === naive ? 'the same size' : `damper's is larger by ${damper - naive} cells`;
-  lines.push('', `vulnerable region (stuck cells): naive ${naive}/${n} (${Math.round((100 * naive) / n)} %), damper ${damper}/${n} (${Math.round((100 * damper) / n)} %): ${verdict}`);
+  const [naive, damper] = VARIANTS.map((v) => (result.variants.includes(v) ? vulnerableCells(result, v).length : undefined));
+  if (naive !== undefined && damper !== undefined) {
+    const verdict = damper < naive ? `damper's is smaller by ${naive - damper} cells` : damper === naive ? 'the same size' : `damper's is larger by ${damper - naive} cells`;
+    lines.push('', `vulnerable region (stuck cells): naive ${naive}/${n} (${Math.round((100 * naive) / n)} %), damper ${damper}/${n} (${Math.round((100 * damper) / n)} %): ${verdict}`);
+  }
   return lines.join('\n');
 }

@@ -2,13 +2,14 @@ import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type JudgedRun, type LabRun, type ScenarioRun, VARIANTS, type VariantName } from './results.js';
+import { type JudgedRun, type LabRun, type ScenarioRun, VARIANTS, type VariantName, type VariantSummary } from './results.js';
 import { ScenarioError, triggerEndS, triggerStartS } from './scenario.js';
 import { originCapacity } from './best-possible.js';
 import { judge, verdict } from './verdict.js';
-import { realTimeError, resolveDamperConfig } from './damper-config.js';
+import { realTimeError, withDamperConfig } from './damper-config.js';
+import { type ScenarioSource, scenarioSource } from './scenario-source.js';
 import { RealTimeInSimulationError } from '../index.js';
-import { parseScenario, type Scenario, worldOf } from './worlds.js';
+import { type Scenario, worldOf } from './worlds.js';
 
 /** The package's root: the nearest folder above this module with a package.json (src/, dist/ and a test build all sit below it). */
 function packageRoot(): string {
@@ -38,6 +39,11 @@ export async function shippedScenarios(): Promise<string[]> {
  * (anything containing a `/` or ending in `.json`).
  */
 export async function loadScenario(ref: string): Promise<Scenario> {
+  return (await loadScenarioSource(ref)).scenario;
+}
+
+/** Like {@link loadScenario}, with the document as written kept beside the scenario (what a sweep's field axes set). */
+export async function loadScenarioSource(ref: string): Promise<ScenarioSource> {
   const isPath = ref.includes('/') || ref.endsWith('.json');
   const path = isPath ? ref : `${SCENARIO_DIR}${ref}.json`;
   let text: string;
@@ -47,7 +53,7 @@ export async function loadScenario(ref: string): Promise<Scenario> {
     if (isPath) throw new ScenarioError(ref, 'cannot read this file');
     throw new ScenarioError(ref, `unknown scenario (shipped: ${(await shippedScenarios()).join(', ')}; or give a path to a scenario file)`);
   }
-  return resolveDamperConfig(parseScenario(text, isPath ? ref : `${ref}.json`), path);
+  return scenarioSource(text, isPath ? ref : `${ref}.json`, path);
 }
 
 /** Progress of a lab run: which scenario and variant, and how far (0 to 1) through all of them. */
@@ -57,18 +63,7 @@ export type LabProgress = (p: { scenario: string; variant: VariantName; fraction
 export async function runScenario(scenario: Scenario, seed: number, onProgress?: (variant: VariantName, fraction: number) => void): Promise<ScenarioRun> {
   const world = worldOf(scenario);
   const variants = {} as Record<VariantName, JudgedRun>;
-  for (const variant of VARIANTS) {
-    let run;
-    try {
-      run = await world.run(scenario, variant, seed, onProgress === undefined ? undefined : (f) => onProgress(variant, f));
-    } catch (error) {
-      // The lab's own code never reads real time (its tests run every world under the ban); a user's module may.
-      const config = scenario.damper?.config;
-      if (config !== undefined && error instanceof RealTimeInSimulationError) throw realTimeError(config, error);
-      throw error;
-    }
-    variants[variant] = judge(scenario, run);
-  }
+  for (const variant of VARIANTS) variants[variant] = await runVariant(scenario, variant, seed, onProgress === undefined ? undefined : (f) => onProgress(variant, f));
   return {
     name: scenario.name,
     title: scenario.title,
@@ -86,11 +81,38 @@ export async function runScenario(scenario: Scenario, seed: number, onProgress?:
   };
 }
 
+/** Runs one variant of a scenario and judges it. */
+async function runVariant(scenario: Scenario, variant: VariantName, seed: number, onProgress?: (fraction: number) => void): Promise<JudgedRun> {
+  let run;
+  try {
+    run = await worldOf(scenario).run(scenario, variant, seed, onProgress);
+  } catch (error) {
+    // The lab's own code never reads real time (its tests run every world under the ban); a user's module may.
+    const config = scenario.damper?.config;
+    if (config !== undefined && error instanceof RealTimeInSimulationError) throw realTimeError(config, error);
+    throw error;
+  }
+  return judge(scenario, run);
+}
+
+/**
+ * The summaries of some variants of a scenario, in `variants`' order: what a
+ * sweep cell keeps (`damper lab check` runs the damper variant only).
+ */
+export async function runSummaries(scenario: Scenario, seed: number, variants: readonly VariantName[]): Promise<Partial<Record<VariantName, VariantSummary>>> {
+  const summaries: Partial<Record<VariantName, VariantSummary>> = {};
+  for (const variant of variants) summaries[variant] = (await runVariant(scenario, variant, seed)).summary;
+  return summaries;
+}
+
 /** Runs scenarios (all shipped ones when `refs` is empty) and collects the results. */
-export async function runLab(refs: readonly string[], options: { seed: number; onProgress?: LabProgress }): Promise<LabRun> {
+export async function runLab(refs: readonly string[], options: { seed: number; onProgress?: LabProgress; damperConfig?: string }): Promise<LabRun> {
   const names = refs.length > 0 ? refs : await shippedScenarios();
   // Load every scenario first: a typo in the last one should fail before minutes of simulation.
-  const scenarios = await Promise.all(names.map(loadScenario));
+  const loaded = await Promise.all(names.map(loadScenario));
+  // --damper-config: one configuration for every scenario of the run, over their own.
+  const config = options.damperConfig;
+  const scenarios = config === undefined ? loaded : loaded.map((s) => withDamperConfig(s, config));
   const runs: ScenarioRun[] = [];
   const parts = scenarios.length * VARIANTS.length;
   for (const [i, scenario] of scenarios.entries()) {

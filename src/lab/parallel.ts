@@ -1,6 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { type ScenarioRun, type VariantName, type VariantSummary } from './results.js';
+import { revivedError, type WorkerReply } from './worker-error.js';
 import { type Scenario } from './worlds.js';
 
 /**
@@ -13,24 +14,23 @@ import { type Scenario } from './worlds.js';
  * only, so where it runs changes nothing in it.
  */
 export function runIsolated(scenario: Scenario, seed: number): Promise<ScenarioRun> {
-  return pool.submit(() => spawn<ScenarioRun>({ scenario, seed, summaries: false }, `${scenario.name} (seed ${seed})`));
+  return pool.submit(() => spawn<ScenarioRun>({ scenario, seed, reply: { kind: 'run' } }, `${scenario.name} (seed ${seed})`));
 }
 
 /**
- * Like `runIsolated`, but only the two variants' summaries come back: a sweep
- * cell needs no per-second series, and a whole run's series would be most of
- * what crosses the thread boundary.
+ * Like `runIsolated`, but only these variants run and only their summaries
+ * come back (`runSummaries`): a sweep cell needs no per-second series, and a
+ * whole run's series would be most of what crosses the thread boundary.
  */
-export function runSummariesIsolated(scenario: Scenario, seed: number): Promise<Record<VariantName, VariantSummary>> {
-  return pool.submit(() => spawn<Record<VariantName, VariantSummary>>({ scenario, seed, summaries: true }, `${scenario.name} (seed ${seed})`));
+export function runSummariesIsolated(scenario: Scenario, seed: number, variants: readonly VariantName[]): Promise<Partial<Record<VariantName, VariantSummary>>> {
+  return pool.submit(() => spawn<Partial<Record<VariantName, VariantSummary>>>({ scenario, seed, reply: { kind: 'summaries', variants } }, `${scenario.name} (seed ${seed})`));
 }
 
-/** What a worker is told to run (worker.ts). */
+/** What a worker is told to run (worker.ts), and what it posts back: the whole run, or some variants' summaries. */
 export interface WorkerTask {
   readonly scenario: Scenario;
   readonly seed: number;
-  /** Post back the variants' summaries only, not the whole run. */
-  readonly summaries: boolean;
+  readonly reply: { readonly kind: 'run' } | { readonly kind: 'summaries'; readonly variants: readonly VariantName[] };
 }
 
 /** How many workers run at once: one per core. */
@@ -49,12 +49,13 @@ function spawn<T>(task: WorkerTask, what: string): Promise<T> {
       )
     : new Worker(new URL('./worker.js', import.meta.url), { workerData: task });
   return new Promise<T>((resolve, reject) => {
-    let result: { value: T } | undefined;
-    worker.once('message', (value: T) => (result = { value }));
+    let reply: WorkerReply<T> | undefined;
+    worker.once('message', (message: WorkerReply<T>) => (reply = message));
     worker.once('error', reject);
     worker.once('exit', (code) => {
-      if (result !== undefined) resolve(result.value);
-      else reject(new Error(`lab worker for ${what} exited with code ${code} and no result`));
+      if (reply === undefined) reject(new Error(`lab worker for ${what} exited with code ${code} and no result`));
+      else if ('ok' in reply) resolve(reply.ok);
+      else reject(revivedError(reply.damperError));
     });
   });
 }

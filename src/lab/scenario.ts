@@ -113,6 +113,14 @@ export interface ScenarioCommon {
    * file; once loaded it is absolute.
    */
   readonly damper?: { readonly config: string };
+  /** What `damper lab check` sweeps and the margin it demands (check-plan.ts); absent, a default grid. */
+  readonly check?: CheckSection;
+}
+
+/** A scenario's `check` section: two axes (a kind or a field path each), their ranges and the margin wanted along each. */
+export interface CheckSection {
+  readonly axes: readonly { readonly axis: string; readonly from: number; readonly to: number; readonly margin: number }[];
+  readonly steps: number;
 }
 
 export type Json = unknown;

@@ -1,11 +1,12 @@
-import { exact, factor, num, percent, times } from './format.js';
+import { num, percent, times } from './format.js';
 import { esc, jsonIsland, pageHead } from './report.js';
-import { VARIANTS, type VariantName } from './results.js';
-import { type CellOutcome, type CellSummary, outcome, outcomeCounts, scenarioCell, type SweepCell, type SweepResult } from './sweep.js';
+import { type VariantName } from './results.js';
+import { type CellOutcome, type CellSummary, cellAt, outcome, outcomeCounts, scenarioCell, summaryOf, type SweepCell, type SweepResult } from './sweep.js';
+import { axisTick, type SweepAxis } from './sweep-axis.js';
 
 /**
  * The sweep's `sweep.html`: one self-contained page with a heatmap per
- * variant (offered load across, trigger size up), each cell coloured by how
+ * variant the sweep ran (its two axes across and up), each cell coloured by how
  * that run ended: recovered quickly (greens, by recovery time), recovered
  * slowly (yellow to orange, by recovery time) or stuck (never recovered),
  * the scenario's own setting outlined; then the same numbers as tables.
@@ -53,32 +54,42 @@ function cellText(c: CellSummary): string {
 }
 
 function cellTitle(result: SweepResult, cell: SweepCell, v: VariantName): string {
-  const s = cell.variants[v];
+  const s = summaryOf(cell, v);
   const o = outcome(s, result.quickS);
   const how = o === 'stuck' ? `stuck: not healthy again in the ${num(cell.watchedS, 0)} s watched after the trigger` : `${OUTCOME_WORDS[o]}: healthy ${num(s.recoverySeconds ?? 0, 0)} s after the trigger ended`;
-  return `${v} at load ${factor(cell.load)}, ${result.trigger.label} ${exact(cell.trigger)}: ${how}; origin peak ${times(s.amplification)} baseline; goodput ${percent(s.goodputRatio)}`;
+  return `${v} at ${at(result.across, cell.across)}, ${at(result.up, cell.up)}: ${how}; origin peak ${times(s.amplification)} baseline; goodput ${percent(s.goodputRatio)}`;
+}
+
+/** "load 1.5×", "trigger held, s 30": a value on an axis, named. */
+function at(axis: SweepAxis, v: number): string {
+  return `${axis.kind === 'load' ? 'load' : axis.label} ${axisTick(axis, v)}`;
+}
+
+/** An axis's title under or beside a heatmap; the load axis says what ×1 is. */
+function axisCaption(result: SweepResult, axis: SweepAxis): string {
+  return axis.kind === 'load' ? `offered load, × client rates (${axisTick(axis, 1)} = ${num(result.baseRate, 0)} req/s)` : axis.label;
 }
 
 function renderHeatmap(result: SweepResult, v: VariantName): string {
-  const loads = result.load.values;
-  const triggers = result.trigger.values;
+  const loads = result.across.values;
+  const triggers = result.up.values;
   const w = PLOT / loads.length;
   const h = PLOT / triggers.length;
   const width = MARGIN.left + PLOT + MARGIN.right;
   const height = MARGIN.top + PLOT + MARGIN.bottom;
   const x = (l: number): number => MARGIN.left + l * w;
-  // Trigger size grows upwards.
+  // The up axis grows upwards.
   const y = (t: number): number => MARGIN.top + (triggers.length - 1 - t) * h;
   const fontSize = Math.max(10, Math.min(14, Math.floor(w / 5)));
   const parts: string[] = [];
   for (const [t] of triggers.entries()) {
     for (const [l] of loads.entries()) {
-      const cell = result.cells[t * loads.length + l]!;
-      const s = cell.variants[v];
+      const cell = cellAt(result, l, t);
+      const s = summaryOf(cell, v);
       const o = outcome(s, result.quickS);
       const fill = cellColour(s, result.quickS, cell.watchedS);
       parts.push(
-        `<g class="cell ${o}" data-load="${cell.load}" data-trigger="${cell.trigger}" data-outcome="${o}"><title>${esc(cellTitle(result, cell, v))}</title>` +
+        `<g class="cell ${o}" data-across="${cell.across}" data-up="${cell.up}" data-outcome="${o}"><title>${esc(cellTitle(result, cell, v))}</title>` +
           `<rect x="${fmt(x(l))}" y="${fmt(y(t))}" width="${fmt(w)}" height="${fmt(h)}" fill="${fill}" stroke="#ffffff" stroke-width="1"/>` +
           `<text x="${fmt(x(l) + w / 2)}" y="${fmt(y(t) + h / 2)}" fill="${o === 'stuck' || (o === 'quick' && (s.recoverySeconds ?? 0) < result.quickS / 2) ? '#ffffff' : '#1f2328'}" font-size="${fontSize}" text-anchor="middle" dominant-baseline="central">${esc(cellText(s))}</text></g>`,
       );
@@ -88,26 +99,26 @@ function renderHeatmap(result: SweepResult, v: VariantName): string {
   if (home !== null) {
     parts.push(
       // Black dashes over a white line: visible on the dark and the light fills alike.
-      `<g class="scenario-cell"><title>the scenario’s own setting: load ${factor(result.load.scenarioValue)}, ${esc(result.trigger.label)} ${exact(result.trigger.scenarioValue)}</title>` +
-        `<rect x="${fmt(x(home.load) + 3)}" y="${fmt(y(home.trigger) + 3)}" width="${fmt(w - 6)}" height="${fmt(h - 6)}" fill="none" stroke="#ffffff" stroke-width="4"/>` +
-        `<rect class="scenario-cell" x="${fmt(x(home.load) + 3)}" y="${fmt(y(home.trigger) + 3)}" width="${fmt(w - 6)}" height="${fmt(h - 6)}" fill="none" stroke="#000000" stroke-width="2.5" stroke-dasharray="7 4"/></g>`,
+      `<g class="scenario-cell"><title>the scenario’s own setting: ${esc(at(result.across, result.across.scenarioValue))}, ${esc(at(result.up, result.up.scenarioValue))}</title>` +
+        `<rect x="${fmt(x(home.across) + 3)}" y="${fmt(y(home.up) + 3)}" width="${fmt(w - 6)}" height="${fmt(h - 6)}" fill="none" stroke="#ffffff" stroke-width="4"/>` +
+        `<rect class="scenario-cell" x="${fmt(x(home.across) + 3)}" y="${fmt(y(home.up) + 3)}" width="${fmt(w - 6)}" height="${fmt(h - 6)}" fill="none" stroke="#000000" stroke-width="2.5" stroke-dasharray="7 4"/></g>`,
     );
   }
   const ticks: string[] = [];
   for (const [l, value] of loads.entries()) {
     const cx = x(l) + w / 2;
     ticks.push(`<line x1="${fmt(cx)}" y1="${MARGIN.top + PLOT}" x2="${fmt(cx)}" y2="${MARGIN.top + PLOT + 5}" stroke="#59636e"/>`);
-    ticks.push(`<text class="tick x" x="${fmt(cx)}" y="${MARGIN.top + PLOT + 18}" text-anchor="middle">${factor(value)}</text>`);
+    ticks.push(`<text class="tick x" x="${fmt(cx)}" y="${MARGIN.top + PLOT + 18}" text-anchor="middle">${axisTick(result.across, value)}</text>`);
   }
   for (const [t, value] of triggers.entries()) {
     const cy = y(t) + h / 2;
     ticks.push(`<line x1="${MARGIN.left - 5}" y1="${fmt(cy)}" x2="${MARGIN.left}" y2="${fmt(cy)}" stroke="#59636e"/>`);
-    ticks.push(`<text class="tick y" x="${MARGIN.left - 8}" y="${fmt(cy)}" text-anchor="end" dominant-baseline="central">${exact(value)}</text>`);
+    ticks.push(`<text class="tick y" x="${MARGIN.left - 8}" y="${fmt(cy)}" text-anchor="end" dominant-baseline="central">${axisTick(result.up, value)}</text>`);
   }
-  const xTitle = `offered load, × client rates (${factor(1)} = ${num(result.baseRate, 0)} req/s)`;
+  const xTitle = axisCaption(result, result.across);
   const axes = [
     `<text class="axis-title x" x="${MARGIN.left + PLOT / 2}" y="${MARGIN.top + PLOT + 44}" text-anchor="middle">${esc(xTitle)}</text>`,
-    `<text class="axis-title y" transform="translate(18 ${MARGIN.top + PLOT / 2}) rotate(-90)" text-anchor="middle">${esc(result.trigger.label)}</text>`,
+    `<text class="axis-title y" transform="translate(18 ${MARGIN.top + PLOT / 2}) rotate(-90)" text-anchor="middle">${esc(axisCaption(result, result.up))}</text>`,
     `<rect x="${MARGIN.left}" y="${MARGIN.top}" width="${PLOT}" height="${PLOT}" fill="none" stroke="#59636e"/>`,
   ];
   const counts = outcomeCounts(result, v);
@@ -140,21 +151,21 @@ function renderLegend(result: SweepResult): string {
 <li>${gradient(OUTCOME_COLOURS.quick[0], OUTCOME_COLOURS.quick[1])}<strong>recovered quickly</strong>: healthy again within ${num(result.quickS, 0)} s of the trigger’s end (darker: sooner); the number is the recovery time</li>
 <li>${gradient(OUTCOME_COLOURS.slow[0], OUTCOME_COLOURS.slow[1])}<strong>recovered slowly</strong>: later than that (redder: later, on a log scale up to the end of the run)</li>
 <li><span class="swatch" style="background: ${OUTCOME_COLOURS.stuck}"></span><strong>stuck</strong>: never healthy again before the run ended, long after the trigger was gone: the loop sustains itself. These cells are the variant’s vulnerable region.</li>
-<li><span class="swatch home"></span><strong>dashed outline</strong>: the scenario’s own setting (load ${factor(result.load.scenarioValue)}, ${esc(result.trigger.label)} ${exact(result.trigger.scenarioValue)})${scenarioCell(result) === null ? ' — outside this grid' : ''}</li>
+<li><span class="swatch home"></span><strong>dashed outline</strong>: the scenario’s own setting (${esc(at(result.across, result.across.scenarioValue))}, ${esc(at(result.up, result.up.scenarioValue))})${scenarioCell(result) === null ? ' — outside this grid' : ''}</li>
 </ul>`;
 }
 
 function renderTable(result: SweepResult, v: VariantName): string {
-  const loads = result.load.values;
-  const head = `<tr><th scope="col">${esc(result.trigger.label)} ↓ · load →</th>${loads.map((l) => `<th scope="col">${factor(l)}</th>`).join('')}</tr>`;
+  const loads = result.across.values;
+  const head = `<tr><th scope="col">${esc(result.up.label)} ↓ · ${esc(result.across.kind === 'load' ? 'load' : result.across.label)} →</th>${loads.map((l) => `<th scope="col">${axisTick(result.across, l)}</th>`).join('')}</tr>`;
   const rows: string[] = [];
-  for (let t = result.trigger.values.length - 1; t >= 0; t--) {
+  for (let t = result.up.values.length - 1; t >= 0; t--) {
     const cells = loads.map((_, l) => {
-      const s = result.cells[t * loads.length + l]!.variants[v];
+      const s = summaryOf(cellAt(result, l, t), v);
       const o = outcome(s, result.quickS);
       return `<td class="${o}">${esc(cellText(s))}<span class="detail">${times(s.amplification)} · ${percent(s.goodputRatio)}</span></td>`;
     });
-    rows.push(`<tr><th scope="row">${exact(result.trigger.values[t]!)}</th>${cells.join('')}</tr>`);
+    rows.push(`<tr><th scope="row">${axisTick(result.up, result.up.values[t]!)}</th>${cells.join('')}</tr>`);
   }
   return `<table class="grid" data-variant="${v}">
 <caption><span class="variant">${v}</span>: recovery time after the trigger ended; below, origin peak ÷ baseline · goodput over the run</caption>
@@ -166,15 +177,20 @@ ${rows.join('\n')}
 }
 
 function renderCounts(result: SweepResult): string {
-  const head = `<tr><th scope="col">cells</th>${VARIANTS.map((v) => `<th scope="col">${v}</th>`).join('')}</tr>`;
-  const rows = (['quick', 'slow', 'stuck'] as const).map((o) => `<tr><th scope="row">${OUTCOME_WORDS[o]}</th>${VARIANTS.map((v) => `<td>${outcomeCounts(result, v)[o]}</td>`).join('')}</tr>`);
+  const head = `<tr><th scope="col">cells</th>${result.variants.map((v) => `<th scope="col">${v}</th>`).join('')}</tr>`;
+  const rows = (['quick', 'slow', 'stuck'] as const).map((o) => `<tr><th scope="row">${OUTCOME_WORDS[o]}</th>${result.variants.map((v) => `<td>${outcomeCounts(result, v)[o]}</td>`).join('')}</tr>`);
   return `<table class="counts">\n<thead>${head}</thead>\n<tbody>\n${rows.join('\n')}\n</tbody>\n</table>`;
+}
+
+/** "offered load 0.5× to 1.5×": an axis's range, named. */
+function range(axis: SweepAxis): string {
+  return `${axis.kind === 'load' ? 'offered load' : axis.label} ${axisTick(axis, axis.values[0]!)} to ${axisTick(axis, axis.values[axis.values.length - 1]!)}`;
 }
 
 /** Renders the whole sweep page; the same result gives the same bytes. */
 export function renderSweepReport(result: SweepResult): string {
-  const n = result.load.values.length;
-  const m = result.trigger.values.length;
+  const n = result.across.values.length;
+  const m = result.up.values.length;
   return `${pageHead(`damper lab sweep — ${result.scenario}, seed ${result.seed}`)}
 <style>
 ${PAGE_CSS}
@@ -184,7 +200,7 @@ ${PAGE_CSS}
 <header class="page">
 <h1>damper lab sweep <span class="name">${esc(result.scenario)}</span></h1>
 <p class="title">${esc(result.title)}</p>
-<p class="meta">seed ${result.seed} · ${n} × ${m} = ${result.cells.length} cells, offered load ${factor(result.load.values[0]!)} to ${factor(result.load.values[n - 1]!)} across, ${esc(result.trigger.label)} ${exact(result.trigger.values[0]!)} to ${exact(result.trigger.values[m - 1]!)} up; each cell is one run of the scenario under both variants, on the same seed and traffic. ${
+<p class="meta">seed ${result.seed} · ${n} × ${m} = ${result.cells.length} cells, ${esc(range(result.across))} across, ${esc(range(result.up))} up; each cell is one run of the scenario under ${result.variants.length === 1 ? `the ${result.variants[0]!} variant` : 'both variants, on the same seed and traffic'}. ${
     result.operators
       ? 'The scenario’s operator actions are kept.'
       : 'The scenario’s operator actions are removed: the question is whether the system recovers by itself.'
@@ -192,13 +208,13 @@ ${PAGE_CSS}
 </header>
 <main>
 <section class="maps">
-${VARIANTS.map((v) => renderHeatmap(result, v)).join('\n')}
+${result.variants.map((v) => renderHeatmap(result, v)).join('\n')}
 </section>
 ${renderLegend(result)}
 <section class="tables">
 <h2>The numbers</h2>
 ${renderCounts(result)}
-${VARIANTS.map((v) => renderTable(result, v)).join('\n')}
+${result.variants.map((v) => renderTable(result, v)).join('\n')}
 </section>
 </main>
 <footer class="page">Made by <code>damper lab sweep</code>; the page is plain HTML and SVG and loads nothing from the network. Hover a cell for its figures. The same data is in <code>sweep.json</code> and below.</footer>

@@ -1,14 +1,15 @@
-import { runScenario } from './lab.js';
+import { runSummaries } from './lab.js';
 import { runSummariesIsolated } from './parallel.js';
 import { VARIANTS, type VariantName, type VariantSummary } from './results.js';
-import { type TriggerAxis, triggerEndS } from './scenario.js';
-import { scaleLoad, type Scenario, worldOf } from './worlds.js';
+import { triggerEndS } from './scenario.js';
+import { type ScenarioSource } from './scenario-source.js';
+import { type AxisRange, axisTitle, cellScenarioAt, type SweepAxis, sweepAxis } from './sweep-axis.js';
 
 /**
  * `damper lab sweep`: the vulnerable region. One scenario is replayed over a
- * grid of offered load (× its client rates, `scaleLoad`) × trigger size (its
- * world's `trigger.resize`, in the unit `trigger.axis` names), both variants
- * per cell, same seed everywhere. A cell whose variant never becomes healthy
+ * grid of two axes (sweep-axis.ts: offered load, the trigger's length or
+ * size, any numeric field of the file), both variants per cell (the damper
+ * variant only for `lab check`), same seed everywhere. A cell whose variant never becomes healthy
  * again after the trigger is *stuck*: the loop outlived its cause. The stuck
  * cells are that variant's vulnerable region.
  *
@@ -31,22 +32,14 @@ export interface CellSummary {
 export type CellOutcome = 'quick' | 'slow' | 'stuck';
 
 export interface SweepCell {
-  /** Offered load, × the scenario's client rates. */
-  readonly load: number;
-  /** Trigger size, in the unit of the trigger axis. */
-  readonly trigger: number;
+  /** The value on the across axis. */
+  readonly across: number;
+  /** The value on the up axis. */
+  readonly up: number;
   /** How long the run watched after the trigger ended, s: "stuck" means not healthy in all that time. */
   readonly watchedS: number;
-  readonly variants: Readonly<Record<VariantName, CellSummary>>;
-}
-
-export interface SweepAxis {
-  /** What the axis measures, with its unit. */
-  readonly label: string;
-  /** The grid's values, ascending. */
-  readonly values: readonly number[];
-  /** The scenario's own value on this axis. */
-  readonly scenarioValue: number;
+  /** The summaries of the variants the sweep ran (`SweepResult.variants`). */
+  readonly variants: Readonly<Partial<Record<VariantName, CellSummary>>>;
 }
 
 export interface SweepResult {
@@ -59,24 +52,22 @@ export interface SweepResult {
   readonly quickS: number;
   /** The scenario's total client rate at load × 1, requests/s. */
   readonly baseRate: number;
-  readonly load: SweepAxis;
-  readonly trigger: SweepAxis;
-  /** Row-major: `cells[t * load.values.length + l]` is trigger value t, load value l. */
+  /** The variants every cell ran: both for `lab sweep`, damper only for `lab check`. */
+  readonly variants: readonly VariantName[];
+  /** The heatmap's horizontal axis. */
+  readonly across: SweepAxis;
+  /** The heatmap's vertical axis. */
+  readonly up: SweepAxis;
+  /** Row-major: `cells[u * across.values.length + a]` is up value u, across value a. */
   readonly cells: readonly SweepCell[];
 }
 
 export interface SweepGrid {
-  /** Offered load range, × the scenario's client rates: [from, to]. */
-  readonly load: readonly [number, number];
-  /** Trigger range, in the unit of the world's trigger axis: [from, to]. */
-  readonly trigger: readonly [number, number];
-  /**
-   * Which of the trigger's sizes the up axis resizes: how long it lasts
-   * (`duration`, the default: `trigger`) or how hard it hits (`size`, a factor
-   * or a share: `triggerSize`).
-   */
-  readonly triggerAxis?: TriggerAxisKind;
-  /** Values per axis (≥ 2): the grid has steps × steps cells. */
+  /** The horizontal axis and its range. */
+  readonly across: AxisRange;
+  /** The vertical axis and its range. */
+  readonly up: AxisRange;
+  /** Values per axis (≥ 2): the grid has steps × steps cells (fewer on a whole-number field's axis). */
   readonly steps: number;
 }
 
@@ -86,40 +77,39 @@ export interface SweepOptions {
   readonly runner?: 'threads' | 'serial';
   /** Keep the scenario's operator actions (default false: they are removed, so "stuck" means the system does not recover by itself). */
   readonly operators?: boolean;
+  /** Which variants each cell runs (default both). */
+  readonly variants?: readonly VariantName[];
   /** Called as each cell finishes (in any order with threads), with how many are done. */
   readonly onCell?: (cell: SweepCell, done: number, total: number) => void;
 }
 
 export const MAX_STEPS = 12;
 
-/** The sweep's two kinds of trigger axis: how long the trigger lasts, or how hard it hits. */
-export type TriggerAxisKind = 'duration' | 'size';
-
-/** The world's axis of that kind. */
-function axisOf(scenario: Scenario, kind: TriggerAxisKind): TriggerAxis<Scenario> {
-  const world = worldOf(scenario);
-  return kind === 'duration' ? world.trigger : world.triggerSize;
-}
-
-/** `steps` evenly spaced values from `from` to `to`, both included, rounded to 6 significant digits so they print cleanly. */
-export function axisValues(from: number, to: number, steps: number): number[] {
-  return Array.from({ length: steps }, (_, i) => (i === steps - 1 ? to : Number((from + ((to - from) * i) / (steps - 1)).toPrecision(6))));
-}
-
-/** Checks a grid; a problem is a RangeError saying what is wrong. */
+/**
+ * Checks a grid; a problem is a RangeError saying what is wrong. Load and
+ * trigger axes take positive ranges; a field's range is the schema's to judge.
+ */
 export function checkGrid(grid: SweepGrid): void {
   if (!Number.isInteger(grid.steps) || grid.steps < 2 || grid.steps > MAX_STEPS) throw new RangeError(`steps must be an integer from 2 to ${MAX_STEPS}, got ${grid.steps}`);
-  for (const [name, [from, to]] of [['load', grid.load], ['trigger', grid.trigger]] as const) {
-    if (!(Number.isFinite(from) && Number.isFinite(to) && from > 0 && to > 0)) throw new RangeError(`${name}: both ends must be positive numbers, got ${from}..${to}`);
+  for (const { axis, from, to } of [grid.across, grid.up]) {
+    const name = axisTitle(axis);
+    if (!(Number.isFinite(from) && Number.isFinite(to))) throw new RangeError(`${name}: both ends must be numbers, got ${from}..${to}`);
+    if (axis.kind !== 'field' && !(from > 0 && to > 0)) throw new RangeError(`${name}: both ends must be positive numbers, got ${from}..${to}`);
     if (!(to > from)) throw new RangeError(`${name}: the range must go up (${from}..${to})`);
   }
+  if (axisTitle(grid.across.axis) === axisTitle(grid.up.axis)) throw new RangeError(`the two axes must differ, got ${axisTitle(grid.up.axis)} twice`);
 }
 
-/** The scenario one cell runs: operator actions removed (unless kept), load scaled, trigger resized. */
-export function cellScenario(base: Scenario, load: number, trigger: number, operators = false, axis: TriggerAxisKind = 'duration'): Scenario {
-  // The same world's scenario with fewer faults (the spread loses which member of the union it is).
-  const kept = operators ? base : ({ ...base, faults: base.faults.filter((f) => f.trigger) } as Scenario);
-  return axisOf(base, axis).resize(scaleLoad(kept, load), trigger);
+/** A cell's summary of `variant`, which the sweep ran. */
+export function summaryOf(cell: SweepCell, variant: VariantName): CellSummary {
+  const s = cell.variants[variant];
+  if (s === undefined) throw new Error(`damper: the sweep did not run the ${variant} variant`);
+  return s;
+}
+
+/** The cell at across index `a`, up index `u`. */
+export function cellAt(result: SweepResult, a: number, u: number): SweepCell {
+  return result.cells[u * result.across.values.length + a]!;
 }
 
 /** What a sweep keeps of a variant's summary. */
@@ -134,22 +124,23 @@ export function outcome(cell: CellSummary, quickS: number): CellOutcome {
 }
 
 /** Runs the grid and collects every cell's summaries. */
-export async function runSweep(base: Scenario, grid: SweepGrid, options: SweepOptions): Promise<SweepResult> {
+export async function runSweep(source: ScenarioSource, grid: SweepGrid, options: SweepOptions): Promise<SweepResult> {
   checkGrid(grid);
-  const axis = grid.triggerAxis ?? 'duration';
   const operators = options.operators ?? false;
-  const loads = axisValues(grid.load[0], grid.load[1], grid.steps);
-  const triggers = axisValues(grid.trigger[0], grid.trigger[1], grid.steps);
-  const specs = triggers.flatMap((trigger) => loads.map((load) => ({ load, trigger, scenario: cellScenario(base, load, trigger, operators, axis) })));
+  const variants = options.variants ?? VARIANTS;
+  const base = source.scenario;
+  const across = sweepAxis(source, grid.across, grid.steps);
+  const up = sweepAxis(source, grid.up, grid.steps);
+  // Every cell's scenario first: a value a field cannot take fails before minutes of simulation.
+  const specs = up.values.flatMap((u) =>
+    across.values.map((a) => ({ across: a, up: u, scenario: cellScenarioAt(source, [[across, a], [up, u]], operators ? 'kept' : 'removed') })),
+  );
   let done = 0;
   const runCell = async (spec: (typeof specs)[number]): Promise<SweepCell> => {
-    const summaries =
-      options.runner === 'serial'
-        ? await runScenario(spec.scenario, options.seed).then((run) => ({ naive: run.variants.naive.summary, damper: run.variants.damper.summary }))
-        : await runSummariesIsolated(spec.scenario, options.seed);
-    const variants = {} as Record<VariantName, CellSummary>;
-    for (const v of VARIANTS) variants[v] = cellSummary(summaries[v]);
-    const cell: SweepCell = { load: spec.load, trigger: spec.trigger, watchedS: spec.scenario.durationS - triggerEndS(spec.scenario), variants };
+    const summaries = options.runner === 'serial' ? await runSummaries(spec.scenario, options.seed, variants) : await runSummariesIsolated(spec.scenario, options.seed, variants);
+    const kept: Partial<Record<VariantName, CellSummary>> = {};
+    for (const v of variants) kept[v] = cellSummary(summaries[v]!);
+    const cell: SweepCell = { across: spec.across, up: spec.up, watchedS: spec.scenario.durationS - triggerEndS(spec.scenario), variants: kept };
     options.onCell?.(cell, ++done, specs.length);
     return cell;
   };
@@ -168,21 +159,22 @@ export async function runSweep(base: Scenario, grid: SweepGrid, options: SweepOp
     operators,
     quickS: 2 * base.objective.holdS,
     baseRate: base.clients.reduce((sum, c) => sum + c.rate, 0),
-    load: { label: 'offered load, × the scenario’s client rates', values: loads, scenarioValue: 1 },
-    trigger: { label: axisOf(base, axis).axis, values: triggers, scenarioValue: axisOf(base, axis).size(base) },
+    variants,
+    across,
+    up,
     cells,
   };
 }
 
 /** A variant's vulnerable region: the cells where it is stuck. */
 export function vulnerableCells(result: SweepResult, variant: VariantName): SweepCell[] {
-  return result.cells.filter((c) => outcome(c.variants[variant], result.quickS) === 'stuck');
+  return result.cells.filter((c) => outcome(summaryOf(c, variant), result.quickS) === 'stuck');
 }
 
 /** Counts of each outcome for a variant. */
 export function outcomeCounts(result: SweepResult, variant: VariantName): Record<CellOutcome, number> {
   const counts: Record<CellOutcome, number> = { quick: 0, slow: 0, stuck: 0 };
-  for (const c of result.cells) counts[outcome(c.variants[variant], result.quickS)]++;
+  for (const c of result.cells) counts[outcome(summaryOf(c, variant), result.quickS)]++;
   return counts;
 }
 
@@ -191,18 +183,20 @@ export function outcomeCounts(result: SweepResult, variant: VariantName): Record
  * setting: the nearest value on each axis, when the setting lies within the
  * axis's range (half a step of slack on each side); null otherwise.
  */
-export function scenarioCell(result: SweepResult): { load: number; trigger: number } | null {
-  const nearest = (axis: SweepAxis): number | null => {
-    const v = axis.values;
-    const half = (v[v.length - 1]! - v[0]!) / (v.length - 1) / 2;
-    if (axis.scenarioValue < v[0]! - half || axis.scenarioValue > v[v.length - 1]! + half) return null;
-    let best = 0;
-    for (let i = 1; i < v.length; i++) if (Math.abs(v[i]! - axis.scenarioValue) < Math.abs(v[best]! - axis.scenarioValue)) best = i;
-    return best;
-  };
-  const load = nearest(result.load);
-  const trigger = nearest(result.trigger);
-  return load === null || trigger === null ? null : { load, trigger };
+export function scenarioCell(result: SweepResult): { across: number; up: number } | null {
+  const across = nearestIndex(result.across);
+  const up = nearestIndex(result.up);
+  return across === null || up === null ? null : { across, up };
+}
+
+/** The index of the axis value nearest the scenario's own, when that lies within the axis's range (half a step of slack on each side); null otherwise. */
+export function nearestIndex(axis: SweepAxis): number | null {
+  const v = axis.values;
+  const half = (v[v.length - 1]! - v[0]!) / (v.length - 1) / 2;
+  if (axis.scenarioValue < v[0]! - half || axis.scenarioValue > v[v.length - 1]! + half) return null;
+  let best = 0;
+  for (let i = 1; i < v.length; i++) if (Math.abs(v[i]! - axis.scenarioValue) < Math.abs(v[best]! - axis.scenarioValue)) best = i;
+  return best;
 }
 
 /** The `sweep.json` document: no wall-clock figure, so the same grid and seed give the same bytes. */

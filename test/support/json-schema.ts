@@ -40,6 +40,12 @@ export function violations(schema: Schema, value: unknown, path = '$'): string[]
       case 'minItems':
         if (Array.isArray(value) && value.length < (arg as number)) fail(`fewer than ${String(arg)} items`);
         break;
+      case 'maxItems':
+        if (Array.isArray(value) && value.length > (arg as number)) fail(`more than ${String(arg)} items`);
+        break;
+      case 'pattern':
+        if (typeof value === 'string' && !new RegExp(arg as string, 'u').test(value)) fail(`does not match ${String(arg)}`);
+        break;
       case 'items':
         if (Array.isArray(value)) value.forEach((item, i) => out.push(...violations(arg as Schema, item, `${path}[${i}]`)));
         break;

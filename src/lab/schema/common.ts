@@ -171,6 +171,37 @@ export function hotKeys(o: { maxTail: number; hot: z.ZodArray<typeof hotKey>; de
   });
 }
 
+const checkAxis = refined(
+  z
+    .strictObject({
+      axis: z
+        .string()
+        .regex(/^(load|trigger|trigger-size|[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*|\[\d+\])*)$/, 'must be load, trigger, trigger-size or the path of a numeric field (server.workers, clients[0].rate)')
+        .meta({ description: 'load (× the client rates), trigger (how long the main trigger lasts), trigger-size (how hard it hits), or the path of a numeric field of this file (server.workers, clients[0].timeoutMs, faults[0].factor).' }),
+      from: z.number().meta({ description: 'The grid’s first value on this axis.' }),
+      to: z.number().meta({ description: 'Its last value (above from).' }),
+      margin: z
+        .number()
+        .default(0)
+        .meta({ description: 'The headroom wanted, in the axis’s unit, from the scenario’s own value (negative: downwards, e.g. fewer workers): no damper cell from the own value to the own value + margin may be stuck. Default 0: the own value only.' }),
+    })
+    .meta({ description: 'One axis of the check’s grid and the margin wanted along it.' }),
+  (a, report) => {
+    if (!(a.to > a.from)) report(['to'], `must be above from (${a.from}), got ${a.to}`);
+  },
+);
+
+/** `damper lab check`'s grid and margins (check-plan.ts): two axes of the sweep's kinds. */
+const checkSection = z
+  .strictObject({
+    axes: z
+      .array(checkAxis)
+      .length(2, 'needs two axes: across and up')
+      .meta({ description: 'The two axes: across, then up.' }),
+    steps: z.int().min(2).max(12).default(5).meta({ description: 'Values per axis, both ends included (fewer on a whole-number field).' }),
+  })
+  .meta({ description: 'What damper lab check sweeps (the damper variant only) and the margin it demands; absent, a default grid around the scenario’s own point (docs/lab.md, "Check").' });
+
 /** The fields every scenario has; `world` and the world's own sections go between `faults` and `network`. */
 function common<F extends z.ZodType<FaultSpanDoc>>(fault: F) {
   return {
@@ -202,6 +233,7 @@ function common<F extends z.ZodType<FaultSpanDoc>>(fault: F) {
       })
       .exactOptional()
       .meta({ description: 'The damper variant’s settings: by default the lab’s own.' }),
+    check: checkSection.exactOptional(),
   };
 }
 

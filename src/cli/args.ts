@@ -1,0 +1,74 @@
+import { MAX_STEPS } from '../lab/sweep.js';
+import { type AxisRange } from '../lab/sweep-axis.js';
+
+/**
+ * The command line's own checks of its arguments: each problem is a
+ * UsageError, which main.ts prints with the usage and exit 2.
+ */
+
+export class UsageError extends Error {}
+
+const NUMBER = String.raw`(-?(?:\d+(?:\.\d+)?|\.\d+))`;
+const RANGE = new RegExp(`^${NUMBER}\\.\\.${NUMBER}$`);
+
+/** `A..B`, two numbers, A below B; `positive`: both above 0 (a load, a trigger), else any (a field: its schema judges). */
+export function parseRange(flag: string, raw: string, sign: 'positive' | 'any' = 'positive'): [number, number] {
+  const m = RANGE.exec(raw.trim());
+  const kind = sign === 'positive' ? 'two positive numbers' : 'two numbers';
+  if (m === null) throw new UsageError(`${flag} must be a range A..B of ${kind} (e.g. 0.5..1.5), got "${raw}"`);
+  const from = Number(m[1]);
+  const to = Number(m[2]);
+  if (sign === 'positive' && !(from > 0)) throw new UsageError(`${flag}: ${m[1]} is not positive; both ends must be above 0`);
+  if (!(to > from)) throw new UsageError(`${flag}: the range must go up, got "${raw}"`);
+  return [from, to];
+}
+
+export function parseSteps(raw: string | undefined): number {
+  if (raw === undefined) return 5;
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw) || n < 2 || n > MAX_STEPS) throw new UsageError(`--steps must be an integer from 2 to ${MAX_STEPS}, got "${raw}"`);
+  return n;
+}
+
+export function parseSeed(raw: string | undefined): number {
+  if (raw === undefined) return 1;
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n) || n > 0xffff_ffff) throw new UsageError(`--seed must be an integer from 0 to 4294967295, got "${raw}"`);
+  return n;
+}
+
+/** The sweep's axis flags as parsed. */
+export interface AxisFlags {
+  readonly load?: string;
+  readonly trigger?: string;
+  readonly 'trigger-size'?: string;
+  readonly axis?: readonly string[];
+}
+
+/**
+ * The sweep's two axes from its flags: exactly two of `--load`, `--trigger`,
+ * `--trigger-size` and `--axis PATH=A..B` (which may be given twice). The
+ * first in the order load, fields (as given), trigger, trigger-size goes
+ * across, the second up: `--load --trigger` is today's map, load across.
+ */
+export function sweepAxes(flags: AxisFlags): [AxisRange, AxisRange] {
+  const axes: AxisRange[] = [];
+  const add = (axis: AxisRange['axis'], [from, to]: [number, number]): void => void axes.push({ axis, from, to });
+  if (flags.load !== undefined) add({ kind: 'load' }, parseRange('--load', flags.load));
+  for (const raw of flags.axis ?? []) {
+    const eq = raw.lastIndexOf('=');
+    if (eq <= 0) throw new UsageError(`--axis must be PATH=A..B, a numeric field of the scenario file and a range (e.g. server.workers=2..8), got "${raw}"`);
+    const field = raw.slice(0, eq);
+    add({ kind: 'field', field }, parseRange(`--axis ${field}`, raw.slice(eq + 1), 'any'));
+  }
+  if (flags.trigger !== undefined) add({ kind: 'trigger' }, parseRange('--trigger', flags.trigger));
+  if (flags['trigger-size'] !== undefined) add({ kind: 'trigger-size' }, parseRange('--trigger-size', flags['trigger-size']));
+  if (axes.length !== 2) {
+    throw new UsageError(
+      `lab sweep needs two axes, got ${axes.length}: two of --load A..B (offered load, × the scenario’s client rates, e.g. --load 0.5..1.5), --trigger C..D (how long the trigger lasts, e.g. --trigger 5..60), --trigger-size C..D (how hard it hits, e.g. --trigger-size 2..8) and --axis PATH=A..B (any numeric field, e.g. --axis server.workers=2..8)`,
+    );
+  }
+  const [across, up] = axes as [AxisRange, AxisRange];
+  if (across.axis.kind === 'field' && up.axis.kind === 'field' && across.axis.field === up.axis.field) throw new UsageError(`--axis ${across.axis.field} is given twice: the two axes must differ`);
+  return [across, up];
+}

@@ -1,0 +1,58 @@
+import { type AxisReach, CHECKED, type CheckVerdict } from '../lab/check.js';
+import { type CheckPlan } from '../lab/check-plan.js';
+import { type SweepResult } from '../lab/sweep.js';
+import { axisTick, type SweepAxis } from '../lab/sweep-axis.js';
+import { formatGrid, formatGridHeading } from './terminal.js';
+
+/**
+ * `damper lab check`'s one screen: the damper variant's grid in characters,
+ * per axis how far the nearest stuck cells lie from the scenario's own point,
+ * and the verdict on the margin box.
+ */
+
+function name(axis: SweepAxis): string {
+  return axis.kind === 'load' ? 'load' : axis.label;
+}
+
+function signed(axis: SweepAxis, d: number): string {
+  return `${d < 0 ? '−' : '+'}${axisTick(axis, Math.abs(d))}`;
+}
+
+/** "load: stuck from 1.5× (+0.5× from its own 1×); none below" */
+function reachLine(r: AxisReach): string {
+  const { axis } = r;
+  const own = axis.scenarioValue;
+  const first = axis.values[0]!;
+  const last = axis.values[axis.values.length - 1]!;
+  const up = r.stuckFrom === null ? `no stuck cell up to ${axisTick(axis, last)}` : r.stuckFrom === own ? 'stuck at its own value' : `stuck from ${axisTick(axis, r.stuckFrom)} (${signed(axis, r.stuckFrom - own)})`;
+  const down = r.stuckBelow === null ? `none down to ${axisTick(axis, first)}` : `stuck below at ${axisTick(axis, r.stuckBelow)} (${signed(axis, r.stuckBelow - own)})`;
+  const margin = r.margin === 0 ? 'no margin asked' : `margin asked ${signed(axis, r.margin)}`;
+  return `  ${name(axis)}: ${up}; ${down}; this scenario: ${axisTick(axis, own)}, ${margin}`;
+}
+
+function range(axis: SweepAxis, [from, to]: readonly [number, number]): string {
+  return from === to ? axisTick(axis, from) : `${axisTick(axis, from)}..${axisTick(axis, to)}`;
+}
+
+/** The whole screen; `config` is the configuration module in use, or undefined for the lab's own settings. */
+export function formatCheck(result: SweepResult, plan: CheckPlan, verdict: CheckVerdict, config: string | undefined): string {
+  const { across, up } = result;
+  const lines = [
+    ...formatGridHeading(result, 'lab check'),
+    `the ${CHECKED} variant with ${config === undefined ? 'the lab’s own settings' : `the configuration ${config}`}; ${plan.origin === 'declared' ? 'the grid and margins of the scenario’s check section' : 'the default grid (×0.5 to ×2.5 of its own load and trigger), no margin'}`,
+    '',
+    ...formatGrid(result, CHECKED),
+    '',
+    `along each axis through this scenario's point (${name(across)} ${axisTick(across, across.scenarioValue)}, ${name(up)} ${axisTick(up, up.scenarioValue)}):`,
+    ...verdict.reach.map(reachLine),
+    '',
+  ];
+  const box = `${name(across)} ${range(across, verdict.box.across)} × ${name(up)} ${range(up, verdict.box.up)}`;
+  const stuck = verdict.stuck.map((c) => `${axisTick(across, c.across)} × ${axisTick(up, c.up)}`).join(', ');
+  lines.push(
+    verdict.safe
+      ? `SAFE: none of the ${verdict.boxCells.length} cells from the scenario's point to its margin (${box}) is stuck`
+      : `NOT SAFE: ${verdict.stuck.length} of the ${verdict.boxCells.length} cells from the scenario's point to its margin (${box}) stuck: ${stuck}`,
+  );
+  return lines.join('\n');
+}

@@ -1,0 +1,222 @@
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { cover, judgeCheck } from '../src/lab/check.js';
+import { checkPlan, DEFAULT_SPAN } from '../src/lab/check-plan.js';
+import { loadScenarioSource } from '../src/lab/lab.js';
+import { ScenarioError } from '../src/lab/scenario.js';
+import { scenarioSource } from '../src/lab/scenario-source.js';
+import { type CellSummary, type SweepCell, type SweepResult } from '../src/lab/sweep.js';
+
+/**
+ * `damper lab check`: the margin box and the distances on hand-made sweeps
+ * (no simulation), the plan from a scenario's check section or the default,
+ * and the exit codes through the compiled command line.
+ */
+
+const RECOVERED: CellSummary = { recovered: true, recoverySeconds: 0, amplification: 1, goodputRatio: 1 };
+const STUCK: CellSummary = { recovered: false, recoverySeconds: null, amplification: 9, goodputRatio: 0.2 };
+
+/**
+ * Load 0.5, 1, 1.5, 2 across, trigger 10, 20, 30 up; the damper variant stuck
+ * at load ≥ 1.5 on every row, and at load ≥ 1 with a 30 s trigger:
+ *
+ *   30 │ ·  █  █  █
+ *   20 │ · [·] █  █
+ *   10 │ ·  ·  █  █
+ *       0.5 1 1.5 2
+ */
+function fixture(own: { load: number; trigger: number } = { load: 1, trigger: 20 }): SweepResult {
+  const loads = [0.5, 1, 1.5, 2];
+  const triggers = [10, 20, 30];
+  const cells: SweepCell[] = triggers.flatMap((trigger) => loads.map((load) => ({ across: load, up: trigger, watchedS: 600, variants: { damper: load >= 1.5 || (load >= 1 && trigger === 30) ? STUCK : RECOVERED } })));
+  return {
+    scenario: 'fixture',
+    title: 'fixture',
+    seed: 1,
+    operators: false,
+    quickS: 60,
+    baseRate: 100,
+    variants: ['damper'],
+    across: { kind: 'load', label: 'offered load', values: loads, scenarioValue: own.load },
+    up: { kind: 'trigger', label: 'trigger held, s', values: triggers, scenarioValue: own.trigger },
+    cells,
+  };
+}
+
+const where = (cells: readonly SweepCell[]): string[] => cells.map((c) => `${c.across}×${c.up}`);
+
+describe('the margin: no stuck cell from the scenario’s point to point + margin', () => {
+  test('cover: the grid values around an interval, from the last at or below it to the first at or above it', () => {
+    const v = [0.5, 1, 1.5, 2];
+    assert.deepEqual(cover(v, 1, 1), [1, 1], 'a grid value: itself');
+    assert.deepEqual(cover(v, 1, 1.5), [1, 2]);
+    assert.deepEqual(cover(v, 1, 1.25), [1, 2], 'between values: the next one up counts');
+    assert.deepEqual(cover(v, 1.1, 1.1), [1, 2], 'a point between two values: both');
+    assert.deepEqual(cover(v, 0.5 + 1e-12, 2 - 1e-12), [0, 3], 'float slack');
+  });
+
+  test('margin 0: the scenario’s own cell alone', () => {
+    const verdict = judgeCheck(fixture(), [0, 0]);
+    assert.equal(verdict.safe, true);
+    assert.deepEqual(where(verdict.boxCells), ['1×20']);
+    assert.deepEqual(verdict.box, { across: [1, 1], up: [20, 20] });
+  });
+
+  test('a margin reaching a stuck cell fails; one that stops short passes', () => {
+    assert.deepEqual(where(judgeCheck(fixture(), [0.5, 0]).stuck), ['1.5×20']);
+    assert.equal(judgeCheck(fixture(), [0.5, 0]).safe, false);
+    assert.deepEqual(where(judgeCheck(fixture(), [0, 10]).stuck), ['1×30']);
+    assert.deepEqual(where(judgeCheck(fixture(), [0.5, 10]).boxCells), ['1×20', '1.5×20', '1×30', '1.5×30']);
+    assert.equal(judgeCheck(fixture(), [0, 5]).safe, false, 'a margin between grid values is judged by the next value up: conservative');
+    assert.equal(judgeCheck(fixture(), [-0.5, -10]).safe, true, 'a negative margin looks downwards: 0.5..1 × 10..20 is clear');
+  });
+
+  test('a scenario point between grid values is judged by the cells around it', () => {
+    const verdict = judgeCheck(fixture({ load: 1.1, trigger: 20 }), [0, 0]);
+    assert.deepEqual(where(verdict.boxCells), ['1×20', '1.5×20']);
+    assert.equal(verdict.safe, false);
+  });
+
+  test('distances: the nearest stuck cells along each axis through the scenario’s point', () => {
+    const [load, trigger] = judgeCheck(fixture(), [0.25, 0]).reach;
+    assert.deepEqual([load.stuckFrom, load.stuckBelow, load.margin], [1.5, null, 0.25]);
+    assert.deepEqual([trigger.stuckFrom, trigger.stuckBelow], [30, null]);
+    const fromAbove = judgeCheck(fixture({ load: 2, trigger: 10 }), [0, 0]).reach;
+    assert.deepEqual([fromAbove[0].stuckFrom, fromAbove[0].stuckBelow], [2, 1.5], 'stuck at its own value, and below it');
+    assert.deepEqual([fromAbove[1].stuckFrom, fromAbove[1].stuckBelow], [10, null]);
+  });
+});
+
+describe('the plan: the scenario’s check section, or a default grid around its own point', () => {
+  const storm = JSON.parse(readFileSync('scenarios/retry-storm.json', 'utf8')) as Record<string, unknown>;
+  const source = (doc: Record<string, unknown>) => scenarioSource(JSON.stringify(doc), 'mine.json', join(process.cwd(), 'mine.json'));
+
+  test('retry-storm declares a 3 × 3 grid of load and trigger length with its margins', async () => {
+    const plan = checkPlan(await loadScenarioSource('retry-storm'));
+    assert.equal(plan.origin, 'declared');
+    assert.deepEqual(plan.grid.across.axis, { kind: 'load' });
+    assert.deepEqual(plan.grid.up.axis, { kind: 'trigger' });
+    assert.deepEqual(plan.margins, [0.25, 15]);
+    assert.equal(plan.grid.steps, 3);
+  });
+
+  test('without a section: load and trigger length ×0.5 to ×2.5 of its own, 5 steps, margin 0', () => {
+    const plan = checkPlan(source({ ...storm, check: undefined }));
+    assert.equal(plan.origin, 'default');
+    assert.deepEqual([plan.grid.across.from, plan.grid.across.to], [DEFAULT_SPAN.from, DEFAULT_SPAN.to]);
+    assert.deepEqual([plan.grid.up.from, plan.grid.up.to], [15, 75], 'around its 30 s slowdown');
+    assert.deepEqual([plan.grid.steps, plan.margins], [5, [0, 0]]);
+  });
+
+  test('a field axis, and a margin downwards', () => {
+    const plan = checkPlan(source({ ...storm, check: { axes: [{ axis: 'server.workers', from: 2, to: 6, margin: -2 }, { axis: 'trigger-size', from: 2, to: 8, margin: 2 }] } }));
+    assert.deepEqual(plan.grid.across.axis, { kind: 'field', field: 'server.workers' });
+    assert.deepEqual(plan.margins, [-2, 2]);
+    assert.equal(plan.grid.steps, 5, 'steps default to 5');
+  });
+
+  test('a section that cannot be used is a ScenarioError named by field', () => {
+    const axes = (...a: unknown[]) => ({ ...storm, check: { axes: a } });
+    for (const [doc, message] of [
+      [axes({ axis: 'load', from: 0.5, to: 2 }), /check\.axes: needs two axes/],
+      [axes({ axis: 'load', from: 2, to: 0.5 }, { axis: 'trigger', from: 10, to: 60 }), /check\.axes\[0\]\.to: must be above from \(2\), got 0\.5/],
+      [axes({ axis: 'lod', from: 0.5, to: 2 }, { axis: 'server workers', from: 1, to: 2 }), /check\.axes\[1\]\.axis: must be load, trigger, trigger-size or the path/],
+      [axes({ axis: 'load', from: 0.5, to: 2, marign: 1 }, { axis: 'trigger', from: 10, to: 60 }), /check\.axes\[0\]\.marign: unknown field \(did you mean margin\?\)/],
+    ] as const) {
+      assert.throws(() => source(doc), (e) => e instanceof ScenarioError && message.test(e.message), message.source);
+    }
+    const outside = source(axes({ axis: 'load', from: 0.5, to: 1.2, margin: 0.5 }, { axis: 'trigger', from: 10, to: 60 }));
+    assert.throws(() => checkPlan(outside), (e) => e instanceof ScenarioError && /mine\.json: check\.axes\[0\]: the grid 0\.5×\.\.1\.2× must hold the scenario's own value 1× and its own value \+ margin 1\.5×/.test(e.message));
+    const noField = source(axes({ axis: 'load', from: 0.5, to: 2 }, { axis: 'server.worker', from: 1, to: 8 }));
+    assert.throws(() => checkPlan(noField), (e) => e instanceof ScenarioError && /server\.worker: not in the file/.test(e.message));
+  });
+});
+
+describe('damper lab check command: exit 0 safe, 1 not, 2 bad input', () => {
+  // The CLI as compiled next to this test (build/src/cli/main.js).
+  const main = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
+  const cli = (...args: string[]) => spawnSync(process.execPath, [main, 'lab', ...args], { encoding: 'utf8', timeout: 120_000 });
+  const dir = mkdtempSync(join(tmpdir(), 'damper-check-'));
+  const storm = JSON.parse(readFileSync('scenarios/retry-storm.json', 'utf8')) as Record<string, unknown>;
+  /** retry-storm at `rate` users/s, 60 s watched after its trigger, a 2 × 2 check grid around its own point. */
+  const small = (name: string, rate: number): string => {
+    const file = join(dir, `${name}.json`);
+    const check = { axes: [{ axis: 'load', from: 0.9, to: 1.1 }, { axis: 'trigger', from: 20, to: 30 }], steps: 2 };
+    writeFileSync(file, JSON.stringify({ ...storm, name, durationS: 240, clients: [{ name: 'users', rate, timeoutMs: 2000 }], check }));
+    return file;
+  };
+
+  test('bad input exits 2 with one line, before any simulation', () => {
+    const blocker = join(dir, 'a-file');
+    writeFileSync(blocker, '');
+    for (const [args, message] of [
+      [['check', 'no-such-incident'], /no-such-incident: unknown scenario/],
+      [['check', 'retry-storm', '--out', join(blocker, 'out')], /cannot write to .*a-file\/out \(--out\)/],
+      [['sweep', 'retry-storm', '--load', '0.5..1', '--trigger', '5..10', '--out', join(blocker, 'out')], /cannot write to .*\(--out\)/],
+      [['check', 'retry-storm', '--damper-config', join(dir, 'missing.mjs')], /--damper-config .*missing\.mjs: no such file/],
+      [['check', 'retry-storm', '--load', '0.5..1'], /--load is an option of lab sweep only/],
+      [['check', 'retry-storm', '--json'], /lab check takes no --json/],
+      [['check'], /lab check needs a SCENARIO/],
+      [['check', 'retry-storm', 'facebook-2010'], /lab check takes one SCENARIO/],
+    ] as const) {
+      const started = Date.now();
+      const r = cli(...args);
+      assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr, message, args.join(' '));
+      assert.doesNotMatch(r.stderr, /\n\s+at |internal error/);
+      assert.ok(Date.now() - started < 10_000, `${args.join(' ')}: refused at once`);
+    }
+  });
+
+  test('a margin outside the declared grid exits 2 naming it', () => {
+    const file = join(dir, 'outside.json');
+    writeFileSync(file, JSON.stringify({ ...storm, check: { axes: [{ axis: 'load', from: 0.5, to: 1.2, margin: 0.5 }, { axis: 'trigger', from: 10, to: 60 }] } }));
+    const r = cli('check', file, '--out', join(dir, 'outside-out'));
+    assert.equal(r.status, 2, r.stderr);
+    assert.match(r.stderr, /check\.axes\[0\]: the grid 0\.5×\.\.1\.2× must hold/);
+  });
+
+  test('safe at its own point: exit 0, the damper grid and the distances on one screen, sweep.json and sweep.html written', { timeout: 120_000 }, () => {
+    const out = join(dir, 'safe-out');
+    const r = cli('check', small('half-load', 200), '--out', out);
+    assert.equal(r.status, 0, r.stderr + r.stdout);
+    assert.match(r.stdout, /^damper: 0 of 4 cells stuck/m);
+    assert.match(r.stdout, /^ {2}load: no stuck cell up to 1\.1×; none down to 0\.9×; this scenario: 1×, no margin asked$/m);
+    assert.match(r.stdout, /^SAFE: none of the 2 cells/m);
+    assert.doesNotMatch(r.stdout, /naive/, 'the damper variant only');
+    const json = JSON.parse(readFileSync(join(out, 'sweep.json'), 'utf8')) as SweepResult;
+    assert.deepEqual(json.variants, ['damper']);
+    assert.ok(existsSync(join(out, 'sweep.html')));
+  });
+
+  test('overloaded at its own point (700 users/s for 400/s of capacity): exit 1, the stuck cells named', { timeout: 120_000 }, () => {
+    const r = cli('check', small('overload', 700), '--out', join(dir, 'stuck-out'));
+    assert.equal(r.status, 1, r.stderr + r.stdout);
+    assert.match(r.stdout, /^ {2}load: stuck from 1\.1× \(\+0\.1×\); stuck below at 0\.9× \(−0\.1×\)/m);
+    assert.match(r.stdout, /^NOT SAFE: 2 of the 2 cells .* stuck: 0\.9× × 30, 1\.1× × 30$/m);
+  });
+
+  // The headline (issue 12): the lab's own settings keep retry-storm's point and margin clear; a configuration as careless as naive does not.
+  const careless = 'test/fixtures/careless.config.mjs';
+  test('retry-storm: exit 0 with the lab’s own settings, 1 with a careless configuration', { timeout: 180_000, skip: !existsSync(careless) && `needs ${careless} and the worlds’ configuration roles (issue 12, part 1)` }, async () => {
+    const run = (...args: string[]) =>
+      new Promise<{ status: number | null; stdout: string }>((resolve) => {
+        const child = spawn(process.execPath, [main, 'lab', 'check', 'retry-storm', ...args], { stdio: ['ignore', 'pipe', 'ignore'] });
+        let stdout = '';
+        child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+        child.on('close', (status) => resolve({ status, stdout }));
+      });
+    // Both at once: the two commands share the cores.
+    const [own, loose] = await Promise.all([run('--out', join(dir, 'own')), run('--out', join(dir, 'careless'), '--damper-config', careless)]);
+    assert.equal(own.status, 0, own.stdout);
+    assert.match(own.stdout, /the lab’s own settings/);
+    assert.equal(loose.status, 1, loose.stdout);
+    assert.match(loose.stdout, /careless\.config\.mjs/);
+    assert.match(loose.stdout, /^NOT SAFE/m);
+  });
+});
