@@ -85,7 +85,7 @@ export const retryDelay = {
   },
 };
 
-const populationFields = z
+export const populationFields = z
   .strictObject({
     name: text('The population, as results and the report name it.'),
     rate: z.number().min(0).max(1_000_000).meta({ description: 'Mean requests per second (Poisson arrivals).' }),

@@ -23,7 +23,12 @@ export class OriginWaits {
 
   /** Marks `req`, now being answered, if it waited for the origin. */
   mark(req: ClientRequest): void {
+    if (this.waited(req.key, req.start)) req.waitedForOrigin = true;
+  }
+
+  /** Whether a read of `key` started at `since` and answered now waited for the origin. */
+  waited(key: string, since: number): boolean {
     const now = this.clock.now();
-    if (now !== req.start && this.loadedAt.get(req.key) === now) req.waitedForOrigin = true;
+    return now !== since && this.loadedAt.get(key) === now;
   }
 }
