@@ -1,5 +1,6 @@
 import { ZipfKeys } from '../zipf.js';
-import { meanService, type ServiceScenario, serverThroughput } from './service.js';
+import { meanMs } from '../delay.js';
+import type { ServiceScenario } from './service.js';
 import { activeAt, serviceState } from './service-faults.js';
 
 /**
@@ -60,4 +61,28 @@ export function serviceOriginCapacity(scenario: ServiceScenario, t: number): num
   const state = serviceState(scenario, activeAt(scenario, t), t);
   if (scenario.database !== undefined) return scenario.database.capacityQps / state.databaseSlowdown;
   return state.servers.reduce((sum, s) => sum + (s.hung ? 0 : serverThroughput(scenario, s.keep, s.slowdown)), 0);
+}
+
+/** The healthy throughput of every server together, requests/s: each at its best number held (all workers, or as many as cores), nothing queued. */
+export function serverCapacityQps(scenario: ServiceScenario): number {
+  return scenario.servers.count * serverThroughput(scenario, 1, 1);
+}
+
+/**
+ * One server's throughput, requests/s, keeping `keep` of its workers and
+ * cores, at `slowdown`: `n × 1000 ÷ (mean service × (1 + k × n) × slowdown)`
+ * with `n` its workers kept (at least 1), or with processor sharing the
+ * cores kept when fewer (`min(workers, cores)` requests in service get all
+ * the cores: more only share them).
+ */
+export function serverThroughput(scenario: ServiceScenario, keep: number, slowdown: number, mean = meanService(scenario)): number {
+  const { workers, cores, slowdownPerInFlight: k } = scenario.servers;
+  const threads = Math.max(1, Math.round(workers * keep));
+  const n = cores === undefined ? threads : Math.min(threads, cores * keep);
+  return (n * 1000) / (mean * (1 + k * n) * slowdown);
+}
+
+/** The servers' mean service time on an idle server, ms (at least 1: service times are whole ms). */
+export function meanService(scenario: ServiceScenario): number {
+  return Math.max(1, meanMs(scenario.servers.service));
 }

@@ -6,7 +6,7 @@ import { answer, failure, HIT, MISS, ServiceFailure } from './service-answers.js
 import { roundRobin } from './service-naive.js';
 import { type Server } from './service-server.js';
 import { type Served } from './web-server.js';
-import { type ServiceScenario } from './service.js';
+import type { ServiceScenario } from './service.js';
 
 /** Sends one attempt for `key` to the servers under `signal` (the attempt's timeout and the call's deadline). */
 export type DamperFront = (key: string, priority: Priority, signal: AbortSignal) => Promise<Served>;

@@ -1,4 +1,4 @@
-import { type ServiceFault, type ServiceScenario } from './service.js';
+import type { ServiceFault, ServiceScenario } from './service.js';
 
 /**
  * What the service world's faults make of its parts at one instant, derived

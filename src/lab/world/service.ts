@@ -1,7 +1,6 @@
 import { type Cache, type CacheOptions, VirtualClock } from '../../index.js';
 import { type ClientRequest, Clients, type Replies } from '../clients.js';
 import { damperSettings, type DamperSettings } from '../damper-config.js';
-import { meanMs } from '../delay.js';
 import { Recorder } from '../metrics.js';
 import { Network } from '../network.js';
 import { type VariantName, type VariantRun } from '../results.js';
@@ -16,6 +15,7 @@ import { type HealthShape } from './front-door.js';
 import { type Answer, answer, answerOf } from './service-answers.js';
 import { damperFront, damperStack } from './service-damper.js';
 import { type CacheShape, damperCache, damperCacheDefaults, type DataTier, databaseOnly, naiveCache } from './service-data.js';
+import { serverCapacityQps } from './service-best.js';
 import { serviceState } from './service-faults.js';
 import { naiveCall, naiveFront } from './service-naive.js';
 import { Server, type ServerShape } from './service-server.js';
@@ -62,30 +62,6 @@ export interface ServiceScenario extends ScenarioCommon {
 
 export function parseService(o: Record<string, Json>, where: string): ServiceScenario {
   return check(serviceSchema, o, where);
-}
-
-/** The healthy throughput of every server together, requests/s: each at its best number held (all workers, or as many as cores), nothing queued. */
-export function serverCapacityQps(scenario: ServiceScenario): number {
-  return scenario.servers.count * serverThroughput(scenario, 1, 1);
-}
-
-/**
- * One server's throughput, requests/s, keeping `keep` of its workers and
- * cores, at `slowdown`: `n × 1000 ÷ (mean service × (1 + k × n) × slowdown)`
- * with `n` its workers kept (at least 1), or with processor sharing the
- * cores kept when fewer (`min(workers, cores)` requests in service get all
- * the cores: more only share them).
- */
-export function serverThroughput(scenario: ServiceScenario, keep: number, slowdown: number, mean = meanService(scenario)): number {
-  const { workers, cores, slowdownPerInFlight: k } = scenario.servers;
-  const threads = Math.max(1, Math.round(workers * keep));
-  const n = cores === undefined ? threads : Math.min(threads, cores * keep);
-  return (n * 1000) / (mean * (1 + k * n) * slowdown);
-}
-
-/** The servers' mean service time on an idle server, ms (at least 1: service times are whole ms). */
-export function meanService(scenario: ServiceScenario): number {
-  return Math.max(1, meanMs(scenario.servers.service));
 }
 
 export const service: WorldKind<ServiceScenario> = {
