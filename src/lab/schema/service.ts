@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { type Delay } from '../scenario.js';
-import { delay, origin, parsed, populationFields, refined, type Report, retryDelay, scenario, span, tagged } from './common.js';
+import { delay, healthChecks, origin, parsed, populationFields, refined, type Report, retryDelay, scenario, span, tagged } from './common.js';
 
 /**
  * The service world's scenario file: a system shaped like the user's own,
@@ -76,13 +76,7 @@ const fields = scenario(
       })
       .exactOptional()
       .meta({ description: 'Client tiers (a front end, a mid tier…): with them, the populations’ retries are made at each tier, not by the users.' }),
-    balancer: z
-      .strictObject({
-        intervalS: z.number().min(0.001).max(3600).meta({ description: 'Time between two health checks of a server, s.' }),
-        timeoutMs: z.int().min(2).max(600_000).meta({ description: 'naive: a probe answered after this is a failure (health by response time); damper: a liveness check’s timeout, ms.' }),
-        fall: z.int().min(1).max(100).meta({ description: 'Consecutive failed checks that take a server out.' }),
-        rise: z.int().min(1).max(100).meta({ description: 'Consecutive passing checks that put it back.' }),
-      })
+    balancer: healthChecks
       .exactOptional()
       .meta({ description: 'A balancer over the servers with health checks; without one, requests go to the servers round robin.' }),
     servers: z

@@ -1,5 +1,6 @@
 import { type VirtualClock } from '../../index.js';
 import { type ClientRequest } from '../clients.js';
+import { type Database, QueryError, type Row } from './database.js';
 
 /**
  * Which requests read through a damper `Cache` waited for the origin. The
@@ -31,4 +32,18 @@ export class OriginWaits {
     const now = this.clock.now();
     return now !== since && this.loadedAt.get(key) === now;
   }
+}
+
+/**
+ * damper's loader of a key from the simulated database: the query under the
+ * load's signal, its return told to `waits`; a failed query rejects (an error
+ * is not a value).
+ */
+export function databaseLoader(db: Database, waits: OriginWaits): (context: { key: string; signal: AbortSignal }) => Promise<Row> {
+  return async ({ key, signal }) => {
+    const outcome = await db.query(key, { signal });
+    waits.loaded(key);
+    if (outcome instanceof QueryError) throw outcome;
+    return outcome;
+  };
 }

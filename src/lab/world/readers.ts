@@ -2,7 +2,7 @@ import { Cache, type VirtualClock } from '../../index.js';
 import { type ClientRequest, type Replies } from '../clients.js';
 import { type CacheAsideScenario as Scenario } from './cache-aside.js';
 import { type Database, QueryError, type Row } from './database.js';
-import { OriginWaits } from './origin-waits.js';
+import { databaseLoader, OriginWaits } from './origin-waits.js';
 
 /**
  * The two read paths a client process can run against the same cache tier and
@@ -72,12 +72,7 @@ export function damperReader(clock: VirtualClock, db: Database, scenario: Scenar
     validate: (row) => row.valid || 'invalid configuration value',
   });
   const waits = new OriginWaits(clock);
-  const loader = async ({ key, signal }: { key: string; signal: AbortSignal }): Promise<Row> => {
-    const outcome = await db.query(key, { signal });
-    waits.loaded(key);
-    if (outcome instanceof QueryError) throw outcome;
-    return outcome;
-  };
+  const loader = databaseLoader(db, waits);
   return {
     read(req, replies) {
       cache.get(req.key, loader).then(

@@ -1,6 +1,6 @@
 import { Cache, type CacheOptions, OverloadedError, type VirtualClock } from '../../index.js';
 import { type Database, QueryError, type Row } from './database.js';
-import { OriginWaits } from './origin-waits.js';
+import { databaseLoader, OriginWaits } from './origin-waits.js';
 import { type DataRead } from './service-server.js';
 
 /** The service world's cache tier, as the scenario gives it. */
@@ -85,12 +85,7 @@ export function damperCacheDefaults(shape: CacheShape, keyCount: number, databas
 export function damperCache(clock: VirtualClock, db: Database, options: CacheOptions<Row>): DataTier & { readonly cache: Cache<Row> } {
   const cache = new Cache<Row>({ ...options, clock });
   const waits = new OriginWaits(clock);
-  const loader = async ({ key, signal }: { key: string; signal: AbortSignal }): Promise<Row> => {
-    const outcome = await db.query(key, { signal });
-    waits.loaded(key);
-    if (outcome instanceof QueryError) throw outcome;
-    return outcome;
-  };
+  const loader = databaseLoader(db, waits);
   return {
     cache,
     read(key, then) {
