@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
-import { loadScenario } from '../src/lab/lab.js';
+import { loadScenario, runScenario } from '../src/lab/lab.js';
 import { runIsolated } from '../src/lab/parallel.js';
 import { type ScenarioRun } from '../src/lab/results.js';
 import { ScenarioError } from '../src/lab/scenario.js';
@@ -153,6 +153,25 @@ describe('closed loop: users wait for their answers', () => {
     assert.ok(Math.abs(mean(offered, 25, 40) - 52.6) < 5, `slowed ${mean(offered, 25, 40)}`);
     const scaled = scaleLoad(closed(10), 1.5);
     assert.equal(scaled.clients[0]!.closed!.users, 15);
+  });
+});
+
+describe('the damper variant is built from every configuration role the world has', () => {
+  test('client(t) per tier, admission(i) per server, cache(0), balancer()', async () => {
+    const s = small({ kind: 'slowdown', factor: 2 }, (d) => {
+      d.durationS = 15;
+      d.baseline = { fromS: 1, toS: 5 };
+      d.faults = [{ kind: 'slowdown', factor: 2, startS: 5, endS: 10, label: 'slower' }];
+      d.tiers = { count: 2, attemptTimeoutMs: 300 };
+      d.servers = { ...(d.servers as Record<string, unknown>), count: 2 };
+      d.balancer = { intervalS: 5, timeoutMs: 500, fall: 2, rise: 2 };
+      d.damper = { config: new URL('test/fixtures/service/roles.config.mjs', ROOT).pathname };
+    });
+    // In this thread: the module's record is read here.
+    const run = await runScenario(s, 1);
+    assert.ok(run.variants.damper.summary.goodputRatio > 0.9);
+    const asked = (globalThis as { serviceRolesAsked?: unknown }).serviceRolesAsked;
+    assert.deepEqual(asked, { client: [0, 1], admission: [0, 1], cache: [0], balancer: 1 });
   });
 });
 
