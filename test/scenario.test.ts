@@ -44,7 +44,7 @@ describe('scenario files', () => {
     ['a baseline that ends before it starts', (d) => (d.baseline = { fromS: 50, toS: 20 }), /^scenario: baseline\.toS: must be after fromS \(50\), got 20$/],
     ['no trigger', (d) => (d.faults = []), /^scenario: faults: needs a trigger$/],
     ['no clients', (d) => (d.clients = []), /^scenario: clients: needs at least one population$/],
-    ['an unknown world', (d) => (d.world = 'mars'), /^scenario: world: unknown world "mars" \(known: cache-aside, cache-cluster, retry-storm, web-farm\)$/],
+    ['an unknown world', (d) => (d.world = 'mars'), /^scenario: world: unknown world "mars" \(known: cache-aside, cache-cluster, retry-storm, web-farm, service\)$/],
     ['a bad priority', (d) => (clients(d)[0]!.priority = 'urgent'), /^scenario: clients\[0\]\.priority: must be one of "critical", "normal", "low", "background", got "urgent"$/],
     ['a bad when', (d) => (faults(d)[1]!.when = 'sometimes'), /^scenario: faults\[1\]\.when: must be one of "always", "unhealthy", got "sometimes"$/],
     ['not an object', (d) => (d.objective = [1]), /^scenario: objective: must be an object, got an array$/],

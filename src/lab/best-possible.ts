@@ -1,5 +1,6 @@
 import type { CacheClusterScenario } from './world/cache-cluster.js';
 import type { RetryStormScenario } from './world/retry-storm.js';
+import { serviceBound, serviceOriginCapacity } from './world/service-best.js';
 import type { WebFarmScenario } from './world/web-farm.js';
 import type { Scenario } from './worlds.js';
 
@@ -40,7 +41,11 @@ export function bestGoodput(scenario: Scenario, offered: readonly number[]): num
  */
 export function originCapacity(scenario: Scenario, seconds: number): number[] {
   // The retry-storm server's capacity: its throughput with every worker busy and nothing queued.
-  const at = (t: number): number => (scenario.world === 'retry-storm' ? stormThroughput(scenario, scenario.server.workers, slowdownAt(scenario, t)) : scenario.origin.capacityQps);
+  const at = (t: number): number => {
+    if (scenario.world === 'retry-storm') return stormThroughput(scenario, scenario.server.workers, slowdownAt(scenario, t));
+    if (scenario.world === 'service') return serviceOriginCapacity(scenario, t);
+    return scenario.origin.capacityQps;
+  };
   return Array.from({ length: seconds }, (_, s) => {
     let sum = 0;
     for (let i = 0; i < SAMPLES; i++) sum += at(s + (i + 0.5) / SAMPLES);
@@ -61,6 +66,8 @@ function boundOf(scenario: Scenario): Bound {
       return farmBound(scenario);
     case 'retry-storm':
       return stormBound(scenario);
+    case 'service':
+      return serviceBound(scenario);
   }
 }
 

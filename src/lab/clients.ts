@@ -4,15 +4,17 @@ import { type Recorder } from './metrics.js';
 import { type Network } from './network.js';
 import { type PopulationCounts, type VariantRun } from './results.js';
 import { type FaultEvent, type FaultSpanDoc, faultTimeline, type Population, type ScenarioCommon, triggerEndS, triggerStartS } from './scenario.js';
+import { sampleMs } from './delay.js';
 import { retryDelayMs } from './retry-delay.js';
 import { stream, STREAMS } from './streams.js';
 import { poisson } from './traffic.js';
 
 /**
  * The clients of every world, written once: open-loop populations whose
- * arrivals do not slow down when the system does, each request with its
- * client's timeout and retries, and the scenario's fault timeline with its
- * operator actions. A world brings only what is its own: the system its
+ * arrivals do not slow down when the system does, closed-loop ones whose
+ * users wait for each answer and think before the next, each request with
+ * its client's timeout and retries, and the scenario's fault timeline with
+ * its operator actions. A world brings only what is its own: the system its
  * requests meet (naive or damper) and what its faults do to it.
  */
 
@@ -80,6 +82,12 @@ export interface ClientRun<F extends FaultSpanDoc> {
   readonly traffic?: number;
   /** The network between the clients and the system (one hop each way), shared with the world's other tiers. */
   readonly network: Network;
+  /**
+   * Who makes a population's `retries`: its clients (the default: each retry
+   * a request of its own), or the world (the service world's client tiers
+   * each retry per the population; the users then send each call once).
+   */
+  readonly retriedBy?: 'clients' | 'world';
 }
 
 /**
@@ -90,7 +98,7 @@ export interface ClientRun<F extends FaultSpanDoc> {
  * than the rest of them).
  */
 export class Clients<F extends FaultSpanDoc> implements World, Replies {
-  /** Arrival rates × this: a load spike. */
+  /** Arrival rates × this, and closed populations' users × this (rounded): a load spike. */
   load = 1;
   private readonly clock: VirtualClock;
   private readonly recorder: Recorder;
@@ -107,6 +115,13 @@ export class Clients<F extends FaultSpanDoc> implements World, Replies {
   private readonly spanFrom: number;
   private readonly spanTo: number;
   private pending: ClientRequest[] = [];
+  private readonly retries: boolean;
+  /** Closed-loop users' keys and think times, nothing else. */
+  private readonly closedLoop: () => number;
+  /** Users of each closed population now in the loop (0 for an open one). */
+  private readonly users: number[];
+  /** A closed-loop user sent a request from a timer: the next step must arm its timeout. */
+  private sentOutsideStep = false;
 
   constructor(
     run: ClientRun<F>,
@@ -124,14 +139,23 @@ export class Clients<F extends FaultSpanDoc> implements World, Replies {
     this.counts = scenario.clients.map(() => ({ requests: 0, good: 0, shed: 0 }));
     this.spanFrom = triggerStartS(scenario) * 1000;
     this.spanTo = triggerEndS(scenario) * 1000;
+    this.retries = run.retriedBy !== 'world';
+    this.closedLoop = stream(run.seed, STREAMS.closedLoop);
+    this.users = scenario.clients.map(() => 0);
   }
 
   step(t: number): boolean {
     let started = this.faults(t);
     this.world.everyStep?.(t);
+    if (this.sentOutsideStep) started = true;
+    this.sentOutsideStep = false;
     const { clients } = this.scenario;
     for (let i = 0; i < clients.length; i++) {
       const population = clients[i]!;
+      if (population.closed !== undefined) {
+        if (this.join(i, population.closed.users)) started = true;
+        continue;
+      }
       const n = poisson((population.rate * this.load) / 1000, this.traffic);
       if (n === 0) continue;
       started = true;
@@ -229,9 +253,45 @@ export class Clients<F extends FaultSpanDoc> implements World, Replies {
       if (ok) c.good++;
     }
     const { population } = req;
-    if (!ok && req.attempt < population.retries) {
-      this.clock.setTimer(() => this.send(population, req.key, req.attempt + 1), retryDelayMs(population.backoff, req.attempt + 1, this.jitter));
+    if (!ok && this.retries && req.attempt < population.retries) {
+      this.clock.setTimer(() => {
+        // An open population's arrivals arm it soon enough; a closed one may have none.
+        if (population.closed !== undefined) this.sentOutsideStep = true;
+        this.send(population, req.key, req.attempt + 1);
+      }, retryDelayMs(population.backoff, req.attempt + 1, this.jitter));
+    } else if (population.closed !== undefined) this.think(population, population.closed);
+  }
+
+  /** Users join closed population `i` up to `users × load`; true when any did (their first requests went out). */
+  private join(i: number, users: number): boolean {
+    const target = Math.round(users * this.load);
+    if (this.users[i]! >= target) return false;
+    const population = this.scenario.clients[i]!;
+    const pick = this.pickers[i]!;
+    while (this.users[i]! < target) {
+      this.users[i]!++;
+      this.send(population, pick(this.closedLoop), 0);
     }
+    return true;
+  }
+
+  /**
+   * A closed-loop user's call ended: it leaves if the population is above
+   * `users × load` (a load spike ended), or thinks and sends its next call.
+   * At least 1 ms: a user whose calls are refused at once would otherwise
+   * spin within one step.
+   */
+  private think(population: Population, closed: NonNullable<Population['closed']>): void {
+    const i = this.scenario.clients.indexOf(population);
+    if (this.users[i]! > Math.round(closed.users * this.load)) {
+      this.users[i]!--;
+      return;
+    }
+    const ms = Math.max(1, Math.ceil(sampleMs(closed.thinkTime, this.closedLoop)));
+    this.clock.setTimer(() => {
+      this.sentOutsideStep = true;
+      this.send(population, this.pickers[i]!(this.closedLoop), 0);
+    }, ms);
   }
 
   private inSpan(req: ClientRequest): boolean {

@@ -1,4 +1,5 @@
 import { type VirtualClock } from '../index.js';
+import { sampleMs } from './delay.js';
 import { type Delay } from './scenario.js';
 import { stream, STREAMS } from './streams.js';
 
@@ -28,15 +29,7 @@ export class Network {
 
   /** The cost of one hop, whole ms. */
   hopMs(): number {
-    const d = this.delay;
-    switch (d.kind) {
-      case 'constant':
-        return Math.ceil(d.ms);
-      case 'exponential':
-        return Math.ceil(-d.meanMs * Math.log(1 - this.random()));
-      case 'lognormal':
-        return Math.ceil(d.medianMs * Math.exp(d.sigma * this.normal()));
-    }
+    return Math.ceil(sampleMs(this.delay, this.random));
   }
 
   /** Runs `then` one hop from now: at once, in this call, when the hop costs 0. */
@@ -44,11 +37,5 @@ export class Network {
     const ms = this.hopMs();
     if (ms === 0) then();
     else this.clock.setTimer(then, ms);
-  }
-
-  /** A standard normal draw (Box–Muller). */
-  private normal(): number {
-    const u = 1 - this.random();
-    return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * this.random());
   }
 }

@@ -59,11 +59,18 @@ export interface Network {
   readonly hopDelay: Delay;
 }
 
-/** An open-loop client population: arrivals do not slow down when the system does. */
+/**
+ * A client population. Open loop (the default): arrivals at `rate` do not
+ * slow down when the system does. Closed loop (`closed`): a fixed number of
+ * users, each sending a request, waiting for its end (its retries included),
+ * thinking, and sending the next, so a slow system gets fewer requests.
+ */
 export interface Population {
   readonly name: string;
-  /** Mean requests per second (Poisson arrivals). */
+  /** Mean requests per second (Poisson arrivals); 0 for a closed population. */
   readonly rate: number;
+  /** A closed loop: `users` users, each waiting `thinkTime` (whole ms, at least 1) between the end of one call and the next. */
+  readonly closed?: { readonly users: number; readonly thinkTime: Delay };
   /** The client gives up after this long, ms. */
   readonly timeoutMs: number;
   /** Further attempts after a failure or timeout. */

@@ -24,6 +24,10 @@ export const STREAMS = {
   network: 0x1f83_d9ab,
   /** The keys a process holds in memory when it holds fewer than there are (xor'ed with the process's own constant). */
   processKeys: 0x5bd1_e995,
+  /** Closed-loop users' keys and think times: apart from the open-loop traffic, which stays the same whatever the system does. */
+  closedLoop: 0x2f6b_84d3,
+  /** The service world's service times, when `servers.service` is random. */
+  serviceTime: 0x4a7c_15e9,
 } as const;
 
 /** The source `stream` of the run seeded `seed`. */

@@ -5,6 +5,7 @@ import { check } from './schema/problems.js';
 import { cacheAside, type CacheAsideScenario } from './world/cache-aside.js';
 import { cacheCluster, type CacheClusterScenario } from './world/cache-cluster.js';
 import { retryStorm, type RetryStormScenario } from './world/retry-storm.js';
+import { service, type ServiceScenario } from './world/service.js';
 import { webFarm, type WebFarmScenario } from './world/web-farm.js';
 
 /**
@@ -35,15 +36,21 @@ export interface WorldKind<S extends ScenarioCommon & { readonly world: string }
 }
 
 /**
- * The scenario with every client population's rate × `factor`: the sweep's
- * load axis (`--load A..B`), the same for every world.
+ * The scenario with every client population's load × `factor`: the sweep's
+ * load axis (`--load A..B`), the same for every world. An open population's
+ * rate is scaled; a closed one's users are, rounded to whole users and at
+ * least one (its think time stays: a user thinks as long at any load, so
+ * more users is what more load means), as a load spike scales them.
  */
 export function scaleLoad<S extends ScenarioCommon>(scenario: S, factor: number): S {
-  return { ...scenario, clients: scenario.clients.map((c) => ({ ...c, rate: c.rate * factor })) };
+  return {
+    ...scenario,
+    clients: scenario.clients.map((c) => (c.closed === undefined ? { ...c, rate: c.rate * factor } : { ...c, closed: { ...c.closed, users: Math.max(1, Math.round(c.closed.users * factor)) } })),
+  };
 }
 
 /** Every scenario the lab can run, by world. */
-export type Scenario = CacheAsideScenario | RetryStormScenario | CacheClusterScenario | WebFarmScenario;
+export type Scenario = CacheAsideScenario | RetryStormScenario | CacheClusterScenario | WebFarmScenario | ServiceScenario;
 
 type AnyWorld = WorldKind<Scenario>;
 
@@ -53,6 +60,7 @@ export const WORLDS: Readonly<Record<Scenario['world'], AnyWorld>> = {
   'web-farm': webFarm,
   'cache-cluster': cacheCluster,
   'retry-storm': retryStorm,
+  service,
 };
 
 /** The world a scenario runs in. */

@@ -85,7 +85,7 @@ export const retryDelay = {
   },
 };
 
-const populationFields = z
+export const populationFields = z
   .strictObject({
     name: text('The population, as results and the report name it.'),
     rate: z.number().min(0).max(1_000_000).meta({ description: 'Mean requests per second (Poisson arrivals).' }),
@@ -149,6 +149,14 @@ export const origin = z
     maxQueue: z.int().min(0).meta({ description: 'Queries waiting beyond which the database refuses at once.' }),
   })
   .meta({ description: 'The database: `workers` queries at a time, each taking workers/capacityQps s; beyond `maxQueue` waiting, refused at once.' });
+
+/** A balancer's health checks (web-farm's, and the service world's balancer), read by each variant in its own way. */
+export const healthChecks = z.strictObject({
+  intervalS: z.number().min(0.001).max(3600).meta({ description: 'Time between two probes of a server, s.' }),
+  timeoutMs: z.int().min(2).max(600_000).meta({ description: 'naive: a probe answered after this is a failure (health by response time); damper: a probe’s timeout (no answer at all), ms.' }),
+  fall: z.int().min(1).max(100).meta({ description: 'Consecutive failed probes that take a server out.' }),
+  rise: z.int().min(1).max(100).meta({ description: 'Consecutive passing probes that put it back.' }),
+});
 
 /** A cache's windows: fresh for `ttlS`, then servable stale for `staleForS` (damper). */
 export const cacheWindows = {

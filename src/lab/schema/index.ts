@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { cacheAsideSchema } from './cache-aside.js';
 import { cacheClusterSchema } from './cache-cluster.js';
 import { retryStormSchema } from './retry-storm.js';
+import { serviceSchema } from './service.js';
 import { webFarmSchema } from './web-farm.js';
 import { tagged } from './common.js';
 
@@ -10,6 +11,7 @@ export const SCENARIO_SCHEMAS = {
   'cache-aside': cacheAsideSchema,
   'cache-cluster': cacheClusterSchema,
   'retry-storm': retryStormSchema,
+  service: serviceSchema,
   'web-farm': webFarmSchema,
 } as const;
 
@@ -20,7 +22,7 @@ export function isWorldName(name: string): name is WorldName {
 }
 
 /** Any scenario file: `world` picks the schema; an unknown world is one problem that lists the known ones. */
-export const scenarioSchema = tagged('world', 'world', [cacheAsideSchema, cacheClusterSchema, retryStormSchema, webFarmSchema]).meta({
+export const scenarioSchema = tagged('world', 'world', [cacheAsideSchema, cacheClusterSchema, retryStormSchema, webFarmSchema, serviceSchema]).meta({
   title: 'damper scenario',
   description: 'A damper lab scenario: a system (its `world`), its clients and a timeline of faults.',
 });

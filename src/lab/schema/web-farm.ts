@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { cacheWindows, fault, hotKey, hotKeys, origin, parsed, refined, scenario, tagged } from './common.js';
+import { cacheWindows, fault, healthChecks, hotKey, hotKeys, origin, parsed, refined, scenario, tagged } from './common.js';
 
 /** The name of server `i` (0-based): what a `hang-server` fault names. */
 export function serverId(i: number): string {
@@ -21,14 +21,7 @@ const fields = scenario(
         renderMs: z.int().min(0).max(60_000).meta({ description: 'CPU work to render a page from its database row, after the query, ms.' }),
       })
       .meta({ description: 'The web servers, all alike.' }),
-    balancer: z
-      .strictObject({
-        intervalS: z.number().min(0.001).max(3600).meta({ description: 'Time between two probes of a server, s.' }),
-        timeoutMs: z.int().min(2).max(600_000).meta({ description: 'naive: a probe answered after this is a failure (health by response time); damper: a probe’s timeout (no answer at all), ms.' }),
-        fall: z.int().min(1).max(100).meta({ description: 'Consecutive failed probes that take a server out.' }),
-        rise: z.int().min(1).max(100).meta({ description: 'Consecutive passing probes that put it back.' }),
-      })
-      .meta({ description: 'The balancer’s health checks.' }),
+    balancer: healthChecks.meta({ description: 'The balancer’s health checks.' }),
     origin,
     cache: z
       .strictObject({

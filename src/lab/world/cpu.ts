@@ -24,7 +24,7 @@ export class Cpu {
 
   constructor(
     private readonly clock: VirtualClock,
-    private readonly cores: number,
+    private cores: number,
   ) {
     this.since = clock.now();
   }
@@ -38,6 +38,17 @@ export class Cpu {
   run(ms: number, then: () => void): void {
     this.advance();
     this.push(this.work + ms, then);
+    this.arm();
+  }
+
+  /**
+   * The processors change (a capacity drop, or its end): work done so far is
+   * kept, the rest goes at the new rate. Fractional cores are a share of a
+   * machine; a request never runs faster than one core.
+   */
+  setCores(cores: number): void {
+    this.advance();
+    this.cores = cores;
     this.arm();
   }
 

@@ -58,6 +58,8 @@ export class Database {
   private busy = 0;
   private version = 1;
   private readonly serviceMs: number;
+  /** Service time × this: a slowdown fault, for queries starting service then. */
+  slowdown = 1;
 
   constructor(
     private readonly clock: VirtualClock,
@@ -161,7 +163,7 @@ export class Database {
       }
       const next = this.queue.shift();
       if (next !== undefined) this.serve(next);
-    }, this.serviceMs);
+    }, this.slowdown === 1 ? this.serviceMs : Math.max(1, Math.round(this.serviceMs * this.slowdown)));
   }
 
 }

@@ -55,7 +55,7 @@ export class NaiveBalancer implements FrontDoor {
 
   constructor(
     private readonly clock: VirtualClock,
-    private readonly servers: readonly WebServer[],
+    private readonly servers: readonly Pick<WebServer, 'handle'>[],
     private readonly shape: HealthShape,
     /** The page the probe requests (the front page). */
     private readonly probeKey: string,

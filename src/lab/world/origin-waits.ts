@@ -1,5 +1,6 @@
 import { type VirtualClock } from '../../index.js';
 import { type ClientRequest } from '../clients.js';
+import { type Database, QueryError, type Row } from './database.js';
 
 /**
  * Which requests read through a damper `Cache` waited for the origin. The
@@ -23,7 +24,26 @@ export class OriginWaits {
 
   /** Marks `req`, now being answered, if it waited for the origin. */
   mark(req: ClientRequest): void {
-    const now = this.clock.now();
-    if (now !== req.start && this.loadedAt.get(req.key) === now) req.waitedForOrigin = true;
+    if (this.waited(req.key, req.start)) req.waitedForOrigin = true;
   }
+
+  /** Whether a read of `key` started at `since` and answered now waited for the origin. */
+  waited(key: string, since: number): boolean {
+    const now = this.clock.now();
+    return now !== since && this.loadedAt.get(key) === now;
+  }
+}
+
+/**
+ * damper's loader of a key from the simulated database: the query under the
+ * load's signal, its return told to `waits`; a failed query rejects (an error
+ * is not a value).
+ */
+export function databaseLoader(db: Database, waits: OriginWaits): (context: { key: string; signal: AbortSignal }) => Promise<Row> {
+  return async ({ key, signal }) => {
+    const outcome = await db.query(key, { signal });
+    waits.loaded(key);
+    if (outcome instanceof QueryError) throw outcome;
+    return outcome;
+  };
 }

@@ -3,7 +3,7 @@ import { type ClientRequest, type Replies } from '../clients.js';
 import { cacheOptions, type DamperSettings } from '../damper-config.js';
 import { type CacheAsideScenario as Scenario } from './cache-aside.js';
 import { type Database, QueryError, type Row } from './database.js';
-import { OriginWaits } from './origin-waits.js';
+import { databaseLoader, OriginWaits } from './origin-waits.js';
 
 /**
  * The two read paths a client process can run against the same cache tier and
@@ -74,12 +74,7 @@ export function damperReader(clock: VirtualClock, db: Database, scenario: Scenar
   // One process: the cache tier's clients are one population of readers.
   const cache = new Cache<Row>(cacheOptions(settings, 0, lab, { clock }));
   const waits = new OriginWaits(clock);
-  const loader = async ({ key, signal }: { key: string; signal: AbortSignal }): Promise<Row> => {
-    const outcome = await db.query(key, { signal });
-    waits.loaded(key);
-    if (outcome instanceof QueryError) throw outcome;
-    return outcome;
-  };
+  const loader = databaseLoader(db, waits);
   return {
     read(req, replies) {
       cache.get(req.key, loader).then(

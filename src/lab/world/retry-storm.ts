@@ -3,13 +3,13 @@ import { Clients } from '../clients.js';
 import { damperSettings, type DamperSettings } from '../damper-config.js';
 import { Recorder } from '../metrics.js';
 import { Network } from '../network.js';
-import { retryDelayMs } from '../retry-delay.js';
 import { type VariantName, type VariantRun } from '../results.js';
 import { type Backoff, type FaultSpanDoc, type Json, type Population, type ScenarioCommon, replaceFault, sizeAxis, spanAxis } from '../scenario.js';
 import { check } from '../schema/problems.js';
 import { retryStormSchema } from '../schema/retry-storm.js';
 import { stream, STREAMS } from '../streams.js';
 import { type WorldKind } from '../worlds.js';
+import { type Call as TiersCall, naiveTiers } from './client-tiers.js';
 import { Fifo } from './fifo.js';
 
 /**
@@ -173,16 +173,13 @@ class Server {
   }
 }
 
-/** A user's call through the client stack: resolves true for an answer, false for a failure. */
-type Call = (onDone: (ok: boolean) => void) => void;
+/** A user's call through the client stack: true for an answer, false for a failure. */
+type Call = TiersCall<boolean>;
 
 /**
- * The naive client stack: every tier retries on any failure, `retries`
- * times, with no budget, at once or after the scenario's `backoff` (its
- * full jitter drawn from `jitter`); the innermost gives each attempt
+ * The naive client stack ({@link naiveTiers}): every tier retries on any
+ * failure, `retries` times, with no budget; the innermost gives each attempt
  * `attemptTimeoutMs` and leaves it queued at the server when it gives up.
- * Callbacks, not promises: in the storm this runs thousands of times per
- * simulated second.
  */
 function naiveStack(clock: VirtualClock, recorder: Recorder, server: Server, client: RetryStormScenario['client'], jitter: () => number): Call {
   const attempt = (onDone: (ok: boolean) => void): void => {
@@ -198,22 +195,7 @@ function naiveStack(clock: VirtualClock, recorder: Recorder, server: Server, cli
     server.submit(job);
     if (job.done !== undefined) timer = clock.setTimer(() => job.done?.('timeout'), client.attemptTimeoutMs);
   };
-  const tier = (depth: number, onDone: (ok: boolean) => void): void => {
-    let tries = 0;
-    const once = (): void => {
-      tries++;
-      const next = (ok: boolean): void => {
-        if (ok || tries > client.retries) return onDone(ok);
-        const delay = retryDelayMs(client.backoff, tries, jitter);
-        if (delay > 0) clock.setTimer(once, delay);
-        else once();
-      };
-      if (depth === client.layers - 1) attempt(next);
-      else tier(depth + 1, next);
-    };
-    once();
-  };
-  return (onDone) => tier(0, onDone);
+  return naiveTiers(clock, client, jitter, attempt, (ok) => ok);
 }
 
 /** What a damper request that the server refused or dropped rejects with. One instance each: nobody reads their stacks. */

@@ -1,0 +1,158 @@
+import { z } from 'zod';
+import { type Delay } from '../scenario.js';
+import { delay, healthChecks, origin, parsed, populationFields, refined, type Report, retryDelay, scenario, span, tagged } from './common.js';
+
+/**
+ * The service world's scenario file: a system shaped like the user's own,
+ * from parts: client populations (open or closed loop), optional client
+ * tiers, an optional balancer over `servers.count` servers, an optional
+ * cache tier in front of an optional database, Zipf keys, and faults.
+ */
+
+const THINK_NONE: Delay = { kind: 'constant', ms: 1 };
+
+/** A population: open loop (`rate`) or closed loop (`users`, `thinkTime`). */
+const population = refined(
+  populationFields
+    .extend({
+      rate: populationFields.shape.rate.exactOptional(),
+      users: z.int().min(1).max(1_000_000).exactOptional().meta({ description: 'Closed loop: this many users, each sending a call, waiting for its end (its retries included), thinking, and sending the next (give rate or users).' }),
+      thinkTime: delay.exactOptional().meta({ description: 'Closed loop: what a user waits between the end of one call and the next, drawn per call, whole ms, at least 1 (default 1 ms).' }),
+    })
+    .meta({ description: 'A client population: open loop at `rate` (arrivals do not slow down when the system does), or closed loop with `users` and `thinkTime`.' }),
+  (p, report) => {
+    retryDelay.rule(p, report);
+    if (p.rate === undefined && p.users === undefined) report(['rate'], 'missing (or give users, for a closed-loop population)');
+    if (p.rate !== undefined && p.users !== undefined) report(['users'], 'give rate (open loop) or users (closed loop), not both');
+    if (p.thinkTime !== undefined && p.users === undefined) report(['thinkTime'], 'only for a closed-loop population (users)');
+  },
+).transform(({ rate, users, thinkTime, ...p }) => ({
+  ...retryDelay.parsed(p),
+  rate: rate ?? 0,
+  ...(users === undefined ? {} : { closed: { users, thinkTime: thinkTime ?? THINK_NONE } }),
+}));
+
+const serverList = z.array(z.int().min(0)).min(1, 'needs at least one server').exactOptional().meta({ description: 'The servers, by index from 0; default: every server.' });
+const factor = (min: number, max: number, description: string) => z.number().min(min).max(max).meta({ description });
+
+/** A fault kind of the service world: a trigger unless it says `trigger: false` (an operator's action). */
+function serviceFault<const K extends string, S extends z.ZodRawShape>(kind: K, description: string, shape: S) {
+  return z
+    .strictObject({ kind: z.literal(kind), ...span, trigger: z.boolean().default(true).meta({ description: 'Part of the incident’s cause (the default); false: an operator’s action.' }), ...shape })
+    .meta({ description });
+}
+
+const point = z.tuple([z.number().min(0), z.number().min(0).max(1000)]).meta({ description: '[s from the fault’s start, load factor].' });
+
+const faultKinds = tagged('kind', 'fault kind', [
+  serviceFault('capacity-drop', 'The servers keep `factor` of their workers (at least 1) and of their cores from startS to endS.', { servers: serverList, factor: factor(0.0001, 1, 'The share of capacity kept.') }),
+  serviceFault('slowdown', 'Service times × `factor` from startS to endS, for work starting then: of the servers, or of the database.', {
+    target: z.enum(['servers', 'database']).default('servers').meta({ description: 'What slows down: the servers (default) or the database.' }),
+    servers: serverList,
+    factor: factor(0.01, 1000, 'The service-time multiplier.'),
+  }),
+  serviceFault('hang', 'Server `server` takes requests and answers none from startS to endS; then it answers what it held, and serves on.', { server: z.int().min(0).meta({ description: 'The server, by index from 0.' }) }),
+  serviceFault('degrade-servers', 'Node degradation: the servers keep `factor` of their throughput (service time ÷ factor) from startS to endS; the others are healthy.', {
+    servers: z.array(z.int().min(0)).min(1, 'needs at least one server').meta({ description: 'The servers, by index from 0.' }),
+    factor: factor(0.0001, 1, 'The share of throughput kept.'),
+  }),
+  serviceFault('invalid-value', 'The database’s copy of `key` becomes invalid at startS (the write is pushed to the cache tier) and is fixed at endS.', { key: z.string().min(1).meta({ description: 'A key: key:0 (the most popular) … key:<keys.count − 1>.' }) }),
+  serviceFault('load-spike', 'Every population’s rate (open loop) and users (closed loop) × `factor` from startS to endS.', { factor: factor(0, 1000, 'The load multiplier.') }),
+  serviceFault('load-ramp', 'The load follows a profile from startS to endS: piecewise linear between its points, the last one held until endS; × every population’s rate and users.', {
+    profile: z.array(point).min(1, 'needs at least one point').meta({ description: '[[s, factor], …] from the fault’s start, s ascending, the first at 0.' }),
+  }),
+  serviceFault('cache-flush', 'At startS the cache tier loses every entry (a restart, a flush, a failover to a cold replica); endS only ends its span on the timeline.', {}),
+]);
+
+const fields = scenario(
+  'service',
+  'A world shaped like your own service: client populations (open or closed loop) → optional client tiers → an optional balancer → servers (workers or processor sharing) → an optional cache tier → an optional database.',
+  {
+    clients: z.array(population).min(1, 'needs at least one population').meta({ description: 'The client populations: open loop (rate) or closed loop (users, thinkTime).' }),
+    tiers: z
+      .strictObject({
+        count: z.int().min(1).max(5).meta({ description: 'Tiers of clients between the users and the servers, each retrying at the tier below per the population’s retries and backoff (naive).' }),
+        attemptTimeoutMs: z.int().min(1).max(600_000).meta({ description: 'The innermost tier’s timeout per attempt, ms.' }),
+      })
+      .exactOptional()
+      .meta({ description: 'Client tiers (a front end, a mid tier…): with them, the populations’ retries are made at each tier, not by the users.' }),
+    balancer: healthChecks
+      .exactOptional()
+      .meta({ description: 'A balancer over the servers with health checks; without one, requests go to the servers round robin.' }),
+    servers: z
+      .strictObject({
+        count: z.int().min(1).max(100).default(1).meta({ description: 'Servers, all alike (default 1).' }),
+        workers: z.int().min(1).max(100_000).meta({ description: 'Requests in service at once per server (threads).' }),
+        maxQueue: z.int().min(0).max(10_000_000).meta({ description: 'Requests waiting for a worker beyond which a server refuses at once.' }),
+        cores: z.number().min(0.01).max(1024).exactOptional().meta({ description: 'Processor sharing: the requests in service share this many cores; absent, each worker serves alone.' }),
+        service: delay.meta({ description: 'The work a request costs an idle server, ms, drawn per request.' }),
+        slowdownPerInFlight: z.number().min(0).max(100).default(0).meta({ description: 'Each request a server holds (in service and queued) adds this share to every service time started.' }),
+        admissionLimit: z.int().min(1).max(1_000_000).exactOptional().meta({ description: 'damper: requests the lab’s ConcurrencyLimiter admits per server at once (default: workers); a configuration module’s admission(i) replaces it.' }),
+      })
+      .meta({ description: 'The servers: service time service × (1 + slowdownPerInFlight × requests held) × the faults’ slowdown.' }),
+    database: origin.exactOptional(),
+    cache: z
+      .strictObject({
+        ttlS: z.number().min(0.001).meta({ description: 'How long a cached value is fresh, s.' }),
+        staleForS: z.number().min(0).default(0).meta({ description: 'damper: how long past its freshness a value may be served stale, s.' }),
+        loadTimeoutMs: z.int().min(1).max(600_000).exactOptional().meta({ description: 'How long a server waits for the database on a miss, ms (naive caches nothing then; damper’s loadTimeout); default: the shortest client timeout.' }),
+      })
+      .exactOptional()
+      .meta({ description: 'A cache tier in front of the database (needs database): naive a plain look-aside, damper a Cache.' }),
+    keys: z
+      .strictObject({
+        count: z.int().min(1).max(10_000_000).meta({ description: 'Keys, named key:0 (the most popular) … key:<count − 1>.' }),
+        exponent: z.number().min(0).max(5).default(1).meta({ description: 'Zipf’s exponent: key of rank r read ∝ 1 ÷ r^exponent (0: uniform; default 1).' }),
+      })
+      .exactOptional()
+      .meta({ description: 'Key popularity, Zipf over count keys (needs database).' }),
+  },
+  faultKinds,
+);
+
+interface ServerRefs {
+  readonly servers?: readonly number[];
+  readonly server?: number;
+}
+
+/** Faults name servers that exist, and the parts they need. */
+function faultRule(s: z.output<typeof fields>, report: Report): void {
+  const count = s.servers.count;
+  s.faults.forEach((f, i) => {
+    const refs = f as ServerRefs;
+    refs.servers?.forEach((n, j) => {
+      if (n >= count) report(['faults', i, 'servers', j], `must be a server index from 0 to ${count - 1}, got ${n}`);
+    });
+    if (refs.server !== undefined && refs.server >= count) report(['faults', i, 'server'], `must be a server index from 0 to ${count - 1}, got ${refs.server}`);
+    if (f.kind === 'cache-flush' && s.cache === undefined) report(['faults', i, 'kind'], 'a cache-flush needs a cache');
+    if ((f.kind === 'invalid-value' || (f.kind === 'slowdown' && f.target === 'database')) && s.database === undefined) report(['faults', i, 'kind'], `${f.kind === 'slowdown' ? 'a database slowdown' : 'an invalid-value'} needs a database`);
+    if (f.kind === 'invalid-value' && s.keys !== undefined && !/^key:\d+$/.test(f.key)) report(['faults', i, 'key'], `must be key:0 … key:${s.keys.count - 1}, got "${f.key}"`);
+    else if (f.kind === 'invalid-value' && s.keys !== undefined && Number(f.key.slice(4)) >= s.keys.count) report(['faults', i, 'key'], `must be key:0 … key:${s.keys.count - 1}, got "${f.key}"`);
+    if (f.kind === 'load-ramp') rampRule(f.profile, f.endS - f.startS, (path, message) => report(['faults', i, 'profile', ...path], message));
+  });
+}
+
+function rampRule(profile: readonly (readonly [number, number])[], spanS: number, report: Report): void {
+  if (profile[0]![0] !== 0) report([0, 0], `the first point must be at 0 s, got ${profile[0]![0]}`);
+  profile.forEach(([t], j) => {
+    if (j > 0 && t <= profile[j - 1]![0]) report([j, 0], `must be after the point before (${profile[j - 1]![0]} s), got ${t}`);
+    if (t > spanS) report([j, 0], `must be ≤ the fault’s span (${spanS} s), got ${t}`);
+  });
+}
+
+/** A scenario file of the service world; parsed, a `ServiceScenario` (world/service.ts). */
+export const serviceSchema = refined(fields, (s, report) => {
+  faultRule(s, report);
+  if (s.cache !== undefined && s.database === undefined) report(['cache'], 'a cache tier needs a database behind it');
+  if (s.database !== undefined && s.keys === undefined) report(['keys'], 'missing (a database needs keys)');
+  if (s.database === undefined && s.keys !== undefined) report(['keys'], 'keys mean something only with a database');
+  if (s.balancer !== undefined && s.servers.count < 2) report(['balancer'], 'a balancer needs at least two servers');
+  const names = new Set<string>();
+  s.clients.forEach((c, i) => {
+    if (names.has(c.name)) report(['clients', i, 'name'], `"${c.name}" is used twice`);
+    names.add(c.name);
+  });
+}).transform(({ cache, ...s }) => {
+  const patience = Math.min(...s.clients.map((c) => c.timeoutMs));
+  return { ...parsed(s), ...(cache === undefined ? {} : { cache: { ...cache, loadTimeoutMs: cache.loadTimeoutMs ?? patience } }) };
+});

@@ -1,0 +1,41 @@
+import { type VirtualClock } from '../../index.js';
+import { retryDelayMs } from '../retry-delay.js';
+import { type Backoff } from '../scenario.js';
+
+/** A call down a stack of client tiers: `onDone` is called once with how it ended. */
+export type Call<R> = (onDone: (result: R) => void) => void;
+
+/** A naive stack's shape: its tiers, and each tier's retries and the wait before each. */
+export interface NaiveTiersShape {
+  readonly layers: number;
+  readonly retries: number;
+  readonly backoff: Backoff;
+}
+
+/**
+ * Naive client tiers (a front end calling a mid tier calling the server…):
+ * each tier makes up to `1 + retries` attempts at the tier below on any
+ * failure, with no budget, at once or after `backoff` (its full jitter drawn
+ * from `jitter`); the innermost tier's attempt is `attempt`. Retries at every
+ * tier multiply: up to `(1 + retries)^layers` attempts per call. Nobody tells
+ * the tiers below that the caller left. Callbacks, not promises: in a storm
+ * this runs thousands of times per simulated second.
+ */
+export function naiveTiers<R>(clock: VirtualClock, shape: NaiveTiersShape, jitter: () => number, attempt: Call<R>, ok: (result: R) => boolean): Call<R> {
+  const tier = (depth: number, onDone: (result: R) => void): void => {
+    let tries = 0;
+    const once = (): void => {
+      tries++;
+      const next = (result: R): void => {
+        if (ok(result) || tries > shape.retries) return onDone(result);
+        const delay = retryDelayMs(shape.backoff, tries, jitter);
+        if (delay > 0) clock.setTimer(once, delay);
+        else once();
+      };
+      if (depth === shape.layers - 1) attempt(next);
+      else tier(depth + 1, next);
+    };
+    once();
+  };
+  return (onDone) => tier(0, onDone);
+}

@@ -1,0 +1,76 @@
+import { type Priority, type Timer, type VirtualClock } from '../../index.js';
+import { type Population } from '../scenario.js';
+import { type Call, naiveTiers } from './client-tiers.js';
+import { type HealthShape, NaiveBalancer } from './front-door.js';
+import { type Answer, answer, failure, HIT, MISS, ServiceFailure, TIMED_OUT } from './service-answers.js';
+import { type Server } from './service-server.js';
+
+/** Sends one attempt for `key` to the servers; `onDone` once with how it ended. */
+export type Front = (key: string, priority: Priority, onDone: (a: Answer) => void) => void;
+
+/** Round robin over the servers: what the service world does without a balancer, in both variants. */
+export function roundRobin<T>(targets: readonly T[]): () => T {
+  let next = 0;
+  return () => {
+    const t = targets[next]!;
+    next = (next + 1) % targets.length;
+    return t;
+  };
+}
+
+/** Hands `key` to `server` as a plain request: nobody tells the server when its caller leaves. */
+function submit(server: Server, key: string, priority: Priority, onDone: (a: Answer) => void): void {
+  server.submit({ key, priority, done: (outcome, waited) => onDone(answer(outcome, waited)) });
+}
+
+/**
+ * The naive front: round robin, or web-farm's `NaiveBalancer` over the
+ * servers (health judged by response time, no floor, probes queued like any
+ * request; see front-door.ts), whose probe reads `probeKey`.
+ */
+export function naiveFront(clock: VirtualClock, servers: readonly Server[], balancer: HealthShape | undefined, probeKey: string): { front: Front; close(): void } {
+  if (balancer === undefined) {
+    const pick = roundRobin(servers);
+    return { front: (key, priority, onDone) => submit(pick(), key, priority, onDone), close() {} };
+  }
+  const endpoints = servers.map((server) => ({
+    handle: (key: string, priority: Priority = 'normal') =>
+      new Promise<typeof HIT | Error>((resolve) => submit(server, key, priority, (a) => resolve(a.outcome === 'ok' ? (a.waited ? MISS : HIT) : failure(a)))),
+  }));
+  const door = new NaiveBalancer(clock, endpoints, balancer, probeKey);
+  return {
+    front: (key, priority, onDone) =>
+      void door.send(key, priority).then((r) => {
+        if (r instanceof ServiceFailure) onDone(r.answer);
+        else if (r instanceof Error) onDone(answer('refused', false)); // 503: no server in service
+        else onDone(answer('ok', !r.hit));
+      }),
+    close: () => door.close(),
+  };
+}
+
+/**
+ * A naive user's call: one attempt at the front, or, with client tiers, a
+ * stack of them, each retrying per the population's `retries` and
+ * `backoff` ({@link naiveTiers}); the innermost gives each attempt
+ * `attemptTimeoutMs` and leaves it at the server when it gives up.
+ */
+export function naiveCall(clock: VirtualClock, front: Front, tiers: { readonly count: number; readonly attemptTimeoutMs: number } | undefined, jitter: () => number) {
+  return (population: Population, key: string): Call<Answer> => {
+    const once: Call<Answer> = (onDone) => front(key, population.priority, onDone);
+    if (tiers === undefined) return once;
+    const attempt: Call<Answer> = (onDone) => {
+      let timer: Timer | undefined;
+      let settled = false;
+      const finish = (a: Answer): void => {
+        if (settled) return;
+        settled = true;
+        timer?.cancel();
+        onDone(a);
+      };
+      once(finish);
+      if (!settled) timer = clock.setTimer(() => finish(TIMED_OUT), tiers.attemptTimeoutMs);
+    };
+    return naiveTiers(clock, { layers: tiers.count, retries: population.retries, backoff: population.backoff }, jitter, attempt, (a) => a.outcome === 'ok');
+  };
+}

@@ -1,0 +1,143 @@
+import { type Priority, type VirtualClock } from '../../index.js';
+import { sampleMs } from '../delay.js';
+import { type Delay } from '../scenario.js';
+import { Cpu } from './cpu.js';
+import { Fifo } from './fifo.js';
+
+/** A server of the service world, as the scenario gives it (all servers alike). */
+export interface ServerShape {
+  /** Requests in service at once (threads). */
+  readonly workers: number;
+  /** Requests waiting for a worker beyond which the server refuses at once. */
+  readonly maxQueue: number;
+  /** Processor sharing: the requests in service share this many cores. Absent: each worker serves alone. */
+  readonly cores?: number;
+  /** The work a request costs on an idle server, ms, drawn per request. */
+  readonly service: Delay;
+  /** Each request the server holds (in service and queued) adds this share to every service time started. */
+  readonly slowdownPerInFlight: number;
+}
+
+/** How a request ended at the server and behind it. */
+export type Outcome = 'ok' | 'invalid' | 'error' | 'shed' | 'refused' | 'dropped';
+
+/** What a request's data read (the cache and database behind the server) ends with, and whether it waited for the database. */
+export type DataRead = (key: string, then: (outcome: 'ok' | 'invalid' | 'error' | 'shed', waited: boolean) => void) => void;
+
+/** One request held by a server. */
+export interface Job {
+  readonly key: string;
+  readonly priority: Priority;
+  /** Called once with the outcome; cleared by the caller when it stops waiting. */
+  done: ((outcome: Outcome, waited: boolean) => void) | undefined;
+  /** Whether nobody waits for this job any more: a damper request carries its signal, a naive one nobody's word. */
+  readonly abandoned?: () => boolean;
+}
+
+/**
+ * A server, the same for both variants: `workers` requests in service, a
+ * FIFO queue of at most `maxQueue` behind them (beyond it, refused at once).
+ * A request first reads its data (the cache, the database; a worker waits,
+ * no core does), then costs `service × (1 + slowdownPerInFlight × held) ×
+ * slowdown` ms of work, on its worker alone or on the shared `cores`
+ * (processor sharing, {@link Cpu}). It serves a job whose caller left like
+ * any other unless the job says it was abandoned (damper's requests carry
+ * their signal): then a worker that takes it up drops it at once.
+ *
+ * Faults set `slowdown` (service time ×), `keep` (the share of workers and
+ * cores left) and `hung` (a hung server takes requests and answers none:
+ * work that finishes while it hangs holds its worker, and is answered when
+ * the hang ends).
+ */
+export class Server {
+  private readonly queue = new Fifo<Job>();
+  private readonly cpu: Cpu | undefined;
+  private busy = 0;
+  private frozen: (() => void)[] = [];
+  private kept = 1;
+  private hungNow = false;
+  /** Service time × this: a slowdown or a degraded node. */
+  slowdown = 1;
+
+  constructor(
+    private readonly clock: VirtualClock,
+    private readonly shape: ServerShape,
+    /** The service-time source (drawn only when `service` is random). */
+    private readonly random: () => number,
+    private readonly read: DataRead | undefined,
+    /** Called for each request that reaches the server (the origin's load, when the servers are the origin). */
+    private readonly arrived?: () => void,
+  ) {
+    this.cpu = shape.cores === undefined ? undefined : new Cpu(clock, shape.cores);
+  }
+
+  /** Workers left: at least 1 of a server that is up (a capacity drop to none is a hang). */
+  private get workers(): number {
+    return Math.max(1, Math.round(this.shape.workers * this.kept));
+  }
+
+  /** The share of its workers and cores the server keeps (a capacity drop; 1 when it ends). */
+  set keep(share: number) {
+    this.kept = share;
+    if (this.shape.cores !== undefined) this.cpu!.setCores(this.shape.cores * share);
+    this.next();
+  }
+
+  get hung(): boolean {
+    return this.hungNow;
+  }
+
+  set hung(hung: boolean) {
+    this.hungNow = hung;
+    if (hung) return;
+    const frozen = this.frozen;
+    this.frozen = [];
+    for (const finish of frozen) finish();
+    this.next();
+  }
+
+  /** Takes a request; `job.done` is called with its outcome (synchronously when refused). */
+  submit(job: Job): void {
+    this.arrived?.();
+    if (this.hungNow || this.busy >= this.workers) {
+      if (this.queue.size >= this.shape.maxQueue) job.done?.('refused', false);
+      else this.queue.push(job);
+    } else this.serve(job);
+  }
+
+  private serve(job: Job): void {
+    if (job.abandoned?.() === true) {
+      job.done?.('dropped', false);
+      return;
+    }
+    this.busy++;
+    if (this.read === undefined) this.work(job, false);
+    else this.read(job.key, (outcome, waited) => (outcome === 'ok' ? this.work(job, waited) : this.finish(job, outcome, waited)));
+  }
+
+  private work(job: Job, waited: boolean): void {
+    const ms = Math.max(1, Math.round(sampleMs(this.shape.service, this.random) * (1 + this.shape.slowdownPerInFlight * (this.busy + this.queue.size)) * this.slowdown));
+    const then = (): void => this.finish(job, 'ok', waited);
+    if (this.cpu === undefined) this.clock.setTimer(then, ms);
+    else this.cpu.run(ms, then);
+  }
+
+  private finish(job: Job, outcome: Outcome, waited: boolean): void {
+    // A hung process answers nothing and holds its workers until the hang ends.
+    if (this.hungNow) {
+      this.frozen.push(() => this.finish(job, outcome, waited));
+      return;
+    }
+    this.busy--;
+    job.done?.(outcome, waited);
+    this.next();
+  }
+
+  private next(): void {
+    while (!this.hungNow && this.busy < this.workers) {
+      const job = this.queue.shift();
+      if (job === undefined) return;
+      this.serve(job);
+    }
+  }
+}

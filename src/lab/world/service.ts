@@ -1,0 +1,189 @@
+import { type Cache, type CacheOptions, VirtualClock } from '../../index.js';
+import { type ClientRequest, Clients, type Replies } from '../clients.js';
+import { damperSettings, type DamperSettings } from '../damper-config.js';
+import { Recorder } from '../metrics.js';
+import { Network } from '../network.js';
+import { type VariantName, type VariantRun } from '../results.js';
+import { type FaultSpanDoc, type Json, replaceFault, type ScenarioCommon, sizeAxis, spanAxis } from '../scenario.js';
+import { check } from '../schema/problems.js';
+import { serviceSchema } from '../schema/service.js';
+import { remainingFreshness, stream, STREAMS } from '../streams.js';
+import { type WorldKind } from '../worlds.js';
+import { ZipfKeys } from '../zipf.js';
+import { Database, type Row } from './database.js';
+import { type HealthShape } from './front-door.js';
+import { type Answer, answer, answerOf } from './service-answers.js';
+import { damperFront, damperStack } from './service-damper.js';
+import { type CacheShape, damperCache, damperCacheDefaults, type DataTier, databaseOnly, naiveCache } from './service-data.js';
+import { serverCapacityQps } from './service-best.js';
+import { serviceState } from './service-faults.js';
+import { naiveCall, naiveFront } from './service-naive.js';
+import { Server, type ServerShape } from './service-server.js';
+
+/**
+ * The service world (issue 12, part 2): a system a user shapes to their own
+ * architecture from parts, without code. Client populations (open loop, or
+ * closed loop with think time) → optional client tiers (each retrying) → an
+ * optional balancer → `servers.count` servers (workers and a queue, or
+ * processor sharing; a service-time distribution; a slowdown with the work
+ * held) → an optional cache tier → an optional database, keys read by Zipf's
+ * law. Faults: capacity drop, slowdown, hang, node degradation, invalid
+ * value, load spike, a load ramp given as a profile, and a cache flush.
+ * docs/lab.md ("The service world") has the model and both variants.
+ */
+
+/** A fault of the service world: each a trigger unless it says `trigger: false`. */
+export type ServiceFault = FaultSpanDoc &
+  (
+    | { readonly kind: 'capacity-drop'; readonly servers?: readonly number[]; readonly factor: number }
+    | { readonly kind: 'slowdown'; readonly target: 'servers' | 'database'; readonly servers?: readonly number[]; readonly factor: number }
+    | { readonly kind: 'hang'; readonly server: number }
+    | { readonly kind: 'degrade-servers'; readonly servers: readonly number[]; readonly factor: number }
+    | { readonly kind: 'invalid-value'; readonly key: string }
+    | { readonly kind: 'load-spike'; readonly factor: number }
+    | { readonly kind: 'load-ramp'; readonly profile: readonly (readonly [number, number])[] }
+    | { readonly kind: 'cache-flush' }
+  );
+
+export interface ServiceScenario extends ScenarioCommon {
+  readonly world: 'service';
+  /** Client tiers between the users and the servers; with them the populations' retries are made at each tier. */
+  readonly tiers?: { readonly count: number; readonly attemptTimeoutMs: number };
+  /** A balancer with health checks over the servers; without one, round robin. */
+  readonly balancer?: HealthShape;
+  /** The servers, all alike; `admissionLimit` is damper's (default: workers). */
+  readonly servers: ServerShape & { readonly count: number; readonly admissionLimit?: number };
+  readonly database?: { readonly capacityQps: number; readonly workers: number; readonly maxQueue: number };
+  readonly cache?: CacheShape;
+  /** Zipf key popularity over `count` keys (`key:0` the most popular). */
+  readonly keys?: { readonly count: number; readonly exponent: number };
+  readonly faults: readonly ServiceFault[];
+}
+
+export function parseService(o: Record<string, Json>, where: string): ServiceScenario {
+  return check(serviceSchema, o, where);
+}
+
+export const service: WorldKind<ServiceScenario> = {
+  parse: parseService,
+  run: (scenario, variant, seed, onProgress) => runService(scenario, variant, seed, onProgress),
+  originCapacityQps: (scenario) => scenario.database?.capacityQps ?? serverCapacityQps(scenario),
+  // The report's hit-ratio chart: without a cache tier every answer waited (0 %).
+  cached: true,
+  trigger: spanAxis('trigger held, s'),
+  triggerSize: sizeAxis(
+    'trigger factor, ×',
+    (s) => s.faults.find((f): f is Extract<ServiceFault, { factor: number }> => f.trigger && 'factor' in f),
+    (f) => f.factor,
+    (s, f, factor) => replaceFault(s, f, { ...f, factor }),
+  ),
+};
+
+/** The cache tier and database behind the servers, per variant: none, the database alone, or a cache in front of it. */
+function dataTier(clock: VirtualClock, scenario: ServiceScenario, variant: VariantName, db: Database | undefined, keyCount: number, settings: DamperSettings): (DataTier & { readonly cache?: Cache<Row> }) | undefined {
+  if (db === undefined) return undefined;
+  const shape = scenario.cache;
+  if (shape === undefined) return databaseOnly(db);
+  if (variant === 'naive') return naiveCache(clock, db, shape);
+  // The lab's options under the configuration's cache(0): one Cache stands for the whole cache tier, as in cache-aside.
+  return damperCache(clock, db, { ...damperCacheDefaults(shape, keyCount, scenario.database!.workers), ...(settings.cache?.(0) as Partial<CacheOptions<Row>> | undefined) });
+}
+
+/** What the user's request ended with, told to the clients. Without a database the servers are the origin: every answer waited. */
+function reply(req: ClientRequest, replies: Replies, a: Answer, originIsServer: boolean): void {
+  switch (a.outcome) {
+    case 'ok':
+      if (a.waited || originIsServer) req.waitedForOrigin = true;
+      return replies.answer(req);
+    case 'invalid':
+      return replies.invalid(req);
+    case 'shed':
+      replies.shed(req);
+      return replies.fail(req);
+    default:
+      return replies.fail(req);
+  }
+}
+
+const NEVER = new AbortController().signal;
+
+/** How a variant sends a user's request into the system: naive's callbacks, or damper's guards and balancer. */
+function requestPath(clock: VirtualClock, scenario: ServiceScenario, variant: VariantName, servers: readonly Server[], settings: DamperSettings, seed: number, probeKey: string) {
+  if (variant === 'naive') {
+    const { front, close } = naiveFront(clock, servers, scenario.balancer, probeKey);
+    const call = naiveCall(clock, front, scenario.tiers, stream(seed, STREAMS.retryJitter));
+    return { send: (req: ClientRequest, done: (a: Answer) => void) => call(req.population, req.key)(done), close };
+  }
+  const { front, close } = damperFront(clock, servers, scenario, settings);
+  const stack = damperStack(clock, scenario, settings);
+  const send = (req: ClientRequest, done: (a: Answer) => void): void => {
+    const { population: p, key } = req;
+    stack(p)
+      .run((signal) => front(key, p.priority, signal), { key, signal: NEVER, wait: true, priority: p.priority, deadline: req.start + p.timeoutMs })
+      .then(
+        (served) => done(answer('ok', !served.hit)),
+        (error: unknown) => done(answerOf(error)),
+      );
+  };
+  return { send, close };
+}
+
+/**
+ * Runs one variant of a service scenario. Both variants get the same
+ * open-loop arrivals and keys, the same servers, cache and database, and the
+ * same faults; they differ in the client tiers, the front, the servers'
+ * admission and the cache.
+ */
+export async function runService(scenario: ServiceScenario, variant: VariantName, seed: number, onProgress?: (fraction: number) => void): Promise<VariantRun> {
+  const clock = new VirtualClock({ seed });
+  const recorder = new Recorder(scenario.durationS);
+  const network = new Network(clock, scenario.network.hopDelay, seed);
+  const settings = variant === 'damper' ? await damperSettings(scenario, clock) : {};
+  const keys = scenario.keys === undefined ? undefined : new ZipfKeys(scenario.keys.count, scenario.keys.exponent);
+  const db = scenario.database === undefined ? undefined : new Database(clock, recorder, scenario.database, network);
+  const data = dataTier(clock, scenario, variant, db, keys?.keys.length ?? 0, settings);
+  if (data !== undefined && scenario.cache !== undefined) {
+    // Steady state: every key cached, its remaining freshness spread evenly over the ttl.
+    const freshness = remainingFreshness(seed, scenario.cache.ttlS * 1000);
+    for (const key of keys!.keys) await data.prewarm(key, db!.read(key), freshness());
+  }
+  const serviceTimes = stream(seed, STREAMS.serviceTime);
+  // Without a database the servers are the origin: every attempt reaching one counts.
+  const arrived = db === undefined ? () => recorder.originQuery(clock.now()) : undefined;
+  const servers = Array.from({ length: scenario.servers.count }, () => new Server(clock, scenario.servers, serviceTimes, data?.read, arrived));
+  const path = requestPath(clock, scenario, variant, servers, settings, seed, keys?.keys[0] ?? '');
+  const active = new Set<ServiceFault>();
+  const apply = (t: number): void => {
+    const state = serviceState(scenario, active, t / 1000);
+    state.servers.forEach((s, i) => Object.assign(servers[i]!, s));
+    if (db !== undefined) db.slowdown = state.databaseSlowdown;
+    clients.load = state.load;
+  };
+  const pick = keys === undefined ? undefined : (random: () => number): string => keys.pick(random);
+  const clients: Clients<ServiceFault> = new Clients<ServiceFault>(
+    { clock, recorder, scenario, seed, network, retriedBy: scenario.tiers === undefined ? 'clients' : 'world' },
+    {
+      send: (req, replies) => path.send(req, (a) => reply(req, replies, a, db === undefined)),
+      fault({ fault, starts }, t) {
+        if (starts) active.add(fault);
+        else active.delete(fault);
+        if (fault.kind === 'invalid-value') {
+          const row = db!.write(fault.key, !starts);
+          if (starts) data!.push(fault.key, row);
+        } else if (fault.kind === 'cache-flush' && starts) data!.flush();
+        apply(t);
+      },
+      ...(pick === undefined ? {} : { keys: () => pick }),
+      everyStep: (t) => {
+        for (const f of active) if (f.kind === 'load-ramp') return apply(t);
+      },
+    },
+  );
+  try {
+    await clients.run(onProgress);
+  } finally {
+    path.close();
+    data?.cache?.close();
+  }
+  return clients.result();
+}

@@ -1,0 +1,222 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { describe, test } from 'node:test';
+import { loadScenario, runScenario } from '../src/lab/lab.js';
+import { runIsolated } from '../src/lab/parallel.js';
+import { type ScenarioRun } from '../src/lab/results.js';
+import { ScenarioError } from '../src/lab/scenario.js';
+import { scenarioJsonSchema } from '../src/lab/schema/index.js';
+import { stream } from '../src/lab/streams.js';
+import { checkScenario, scaleLoad } from '../src/lab/worlds.js';
+import { type ServiceFault, type ServiceScenario } from '../src/lab/world/service.js';
+import { ZipfKeys } from '../src/lab/zipf.js';
+import { TEN_MINUTES } from './support/bars.js';
+
+const ROOT = new URL('../../', import.meta.url);
+const fixture = (path: string): Record<string, unknown> => JSON.parse(readFileSync(new URL(path, ROOT), 'utf8')) as Record<string, unknown>;
+
+/**
+ * A small service, for the faults' effects: 200 calls/s (no retries, 1 s
+ * patience) to one server of 4 workers at 10 ms (400/s), a cache tier in
+ * front of a database of 100 queries/s, 200 Zipf keys; 60 s with a fault
+ * from 20 s to 40 s.
+ */
+function small(fault: Record<string, unknown>, change: (d: Record<string, unknown>) => void = () => {}): ServiceScenario {
+  const doc: Record<string, unknown> = {
+    name: 'small',
+    title: 't',
+    description: 'd',
+    source: 's',
+    scaling: 's',
+    world: 'service',
+    durationS: 60,
+    baseline: { fromS: 5, toS: 20 },
+    objective: { p99Ms: 500, goodputRatio: 0.95, holdS: 5 },
+    clients: [{ name: 'users', rate: 200, timeoutMs: 1000 }],
+    servers: { workers: 4, maxQueue: 1000, service: { kind: 'constant', ms: 10 } },
+    database: { capacityQps: 100, workers: 2, maxQueue: 1000 },
+    cache: { ttlS: 20, staleForS: 60 },
+    keys: { count: 200, exponent: 1 },
+    faults: [{ startS: 20, endS: 40, label: 'the fault', ...fault }],
+  };
+  change(doc);
+  return checkScenario(doc, 'small.json') as ServiceScenario;
+}
+
+/** The mean of `series` over seconds [from, to). */
+const mean = (series: readonly number[], from: number, to: number): number => series.slice(from, to).reduce((a, b) => a + b, 0) / (to - from);
+
+// Every simulation starts now, in worker threads (under node --test every promise is hooked), to share the cores.
+const expressed = runIsolated(checkScenario(fixture('test/fixtures/service/retry-storm-as-service.json'), 'retry-storm-as-service.json'), 1);
+const checkout = (): Promise<ScenarioRun> => loadScenario(new URL('examples/lab/checkout.json', ROOT).pathname).then((s) => runIsolated(s, 1));
+const checkoutRuns = [checkout(), checkout()];
+const FAULTS: Record<string, ServiceScenario> = {
+  none: small({ kind: 'load-spike', factor: 1 }),
+  'capacity-drop': small({ kind: 'capacity-drop', factor: 0.25 }),
+  slowdown: small({ kind: 'slowdown', factor: 4 }),
+  'database slowdown': small({ kind: 'slowdown', target: 'database', factor: 10 }, (d) => delete d.cache),
+  hang: small({ kind: 'hang', server: 0 }),
+  'degrade-servers': small({ kind: 'degrade-servers', servers: [1], factor: 0.1 }, (d) => ((d.servers as Record<string, unknown>).count = 2)),
+  'invalid-value': small({ kind: 'invalid-value', key: 'key:0' }),
+  'load-spike': small({ kind: 'load-spike', factor: 2 }),
+  'load-ramp': small({ kind: 'load-ramp', profile: [[0, 1], [10, 3]] }),
+  'cache-flush': small({ kind: 'cache-flush', endS: 21 }),
+};
+const runs = new Map(Object.entries(FAULTS).map(([kind, s]) => [kind, runIsolated(s, 1)]));
+const closed = (users: number) =>
+  small({ kind: 'slowdown', factor: 10 }, (d) => {
+    d.clients = [{ name: 'users', users, thinkTime: { kind: 'constant', ms: 90 }, timeoutMs: 5000 }];
+    (d.servers as Record<string, unknown>).workers = 100;
+    for (const part of ['database', 'cache', 'keys']) delete d[part];
+  });
+const closedRun = runIsolated(closed(10), 1);
+
+describe('a service scenario file: every problem names its field', () => {
+  const bad = (change: (d: Record<string, unknown>) => void, where: RegExp): void => {
+    const d = fixture('examples/lab/checkout.json');
+    change(d);
+    assert.throws(
+      () => checkScenario(d, 'co.json'),
+      (e) => e instanceof ScenarioError && where.test(e.message),
+      where.source,
+    );
+  };
+
+  test('fields, tags and ranges', () => {
+    bad((d) => ((d.servers as Record<string, unknown>).workers = 0), /co\.json: servers\.workers: must be ≥ 1, got 0/);
+    bad((d) => ((d.servers as Record<string, unknown>).servise = {}), /co\.json: servers\.servise: unknown field \(did you mean service\?\)/);
+    bad((d) => ((d.faults as Record<string, unknown>[])[0]!.kind = 'meteor'), /faults\[0\]\.kind: unknown fault kind "meteor" \(known: capacity-drop, slowdown, hang, degrade-servers, invalid-value, load-spike, load-ramp, cache-flush\)/);
+    bad((d) => ((d.keys as Record<string, unknown>).exponent = -1), /co\.json: keys\.exponent: must be ≥ 0, got -1/);
+  });
+
+  test('populations: open (rate) or closed (users, thinkTime), not both', () => {
+    bad((d) => ((d.clients as Record<string, unknown>[])[0]!.users = 5), /co\.json: clients\[0\]\.users: give rate \(open loop\) or users \(closed loop\), not both/);
+    bad((d) => delete (d.clients as Record<string, unknown>[])[0]!.rate, /co\.json: clients\[0\]\.rate: missing \(or give users/);
+    bad((d) => ((d.clients as Record<string, unknown>[])[0]!.thinkTime = { kind: 'constant', ms: 5 }), /clients\[0\]\.thinkTime: only for a closed-loop population/);
+  });
+
+  test('rules across fields', () => {
+    bad((d) => delete d.database, /co\.json: cache: a cache tier needs a database behind it/);
+    bad((d) => ((d.faults as Record<string, unknown>[])[0] = { kind: 'hang', server: 3, startS: 120, endS: 150, label: 'x' }), /co\.json: faults\[0\]\.server: must be a server index from 0 to 2, got 3/);
+    bad((d) => ((d.faults as Record<string, unknown>[])[0] = { kind: 'invalid-value', key: 'key:5000', startS: 120, endS: 150, label: 'x' }), /faults\[0\]\.key: must be key:0 … key:4999/);
+    bad((d) => ((d.faults as Record<string, unknown>[])[0] = { kind: 'load-ramp', profile: [[1, 2]], startS: 120, endS: 150, label: 'x' }), /faults\[0\]\.profile\[0\]\[0\]: the first point must be at 0 s, got 1/);
+    bad((d) => ((d.faults as Record<string, unknown>[])[0] = { kind: 'load-ramp', profile: [[0, 1], [40, 2]], startS: 120, endS: 150, label: 'x' }), /faults\[0\]\.profile\[1\]\[0\]: must be ≤ the fault’s span \(30 s\), got 40/);
+    bad((d) => ((d.faults as Record<string, unknown>[])[0]!.trigger = false), /co\.json: faults: needs a trigger/);
+  });
+
+  test('damper lab schema service: the JSON Schema of the world', () => {
+    const schema = JSON.stringify(scenarioJsonSchema('service'));
+    for (const field of ['thinkTime', 'slowdownPerInFlight', 'cache-flush', 'load-ramp', 'exponent']) assert.ok(schema.includes(field), field);
+  });
+});
+
+describe('each fault kind has its effect', () => {
+  const during = async (kind: string, variant: 'naive' | 'damper' = 'naive') => (await runs.get(kind)!).variants[variant];
+  const goodput = async (kind: string): Promise<number> => mean((await during(kind)).series.goodput, 25, 40);
+
+  test('capacity drop, slowdown, hang and node degradation cut goodput; a database slowdown too', async () => {
+    const healthy = await goodput('none');
+    assert.ok(healthy > 190, `healthy ${healthy}`);
+    for (const kind of ['capacity-drop', 'slowdown', 'hang', 'database slowdown']) {
+      const g = await goodput(kind);
+      assert.ok(g < healthy * 0.7, `${kind}: goodput ${g} of ${healthy}`);
+    }
+    // One of two servers keeps a tenth: round robin sends it half the calls, which queue past their timeout.
+    assert.ok((await goodput('degrade-servers')) < healthy * 0.9);
+  });
+
+  test('an invalid value reaches naive clients and not damper\'s', async () => {
+    assert.ok((await during('invalid-value')).summary.invalidServed > 0);
+    assert.equal((await during('invalid-value', 'damper')).summary.invalidServed, 0);
+  });
+
+  test('a load spike doubles the arrivals; a ramp climbs to its last point and holds it', async () => {
+    const base = mean((await during('none')).series.offered, 25, 40);
+    assert.ok(Math.abs(mean((await during('load-spike')).series.offered, 25, 40) / base - 2) < 0.1);
+    const ramp = (await during('load-ramp')).series.offered;
+    assert.ok(Math.abs(mean(ramp, 30, 40) / base - 3) < 0.15, `held ${mean(ramp, 30, 40) / base}`);
+    // 4–6 s into a ramp from ×1 to ×3 over 10 s: ×2.
+    assert.ok(Math.abs(mean(ramp, 24, 26) / base - 2) < 0.25, `halfway ${mean(ramp, 24, 26) / base}`);
+  });
+
+  test('a cache flush sends the reads to the database', async () => {
+    const origin = (await during('cache-flush')).series.originQps;
+    assert.ok(origin[20]! > 3 * mean(origin, 5, 20), `flush second ${origin[20]} against ${mean(origin, 5, 20)}`);
+  });
+});
+
+describe('closed loop: users wait for their answers', () => {
+  test('a slow server gets fewer calls, and a sweep scales the users', async () => {
+    const offered = (await closedRun).variants.naive.series.offered;
+    // 10 users, 10 ms of service and 90 ms of thought: 100 calls/s; ten times slower, 100 ms more per call: about 53/s.
+    assert.ok(Math.abs(mean(offered, 5, 20) - 100) < 5, `healthy ${mean(offered, 5, 20)}`);
+    assert.ok(Math.abs(mean(offered, 25, 40) - 52.6) < 5, `slowed ${mean(offered, 25, 40)}`);
+    const scaled = scaleLoad(closed(10), 1.5);
+    assert.equal(scaled.clients[0]!.closed!.users, 15);
+  });
+});
+
+describe('the damper variant is built from every configuration role the world has', () => {
+  test('client(t) per tier, admission(i) per server, cache(0), balancer()', async () => {
+    const s = small({ kind: 'slowdown', factor: 2 }, (d) => {
+      d.durationS = 15;
+      d.baseline = { fromS: 1, toS: 5 };
+      d.faults = [{ kind: 'slowdown', factor: 2, startS: 5, endS: 10, label: 'slower' }];
+      d.tiers = { count: 2, attemptTimeoutMs: 300 };
+      d.servers = { ...(d.servers as Record<string, unknown>), count: 2 };
+      d.balancer = { intervalS: 5, timeoutMs: 500, fall: 2, rise: 2 };
+      d.damper = { config: new URL('test/fixtures/service/roles.config.mjs', ROOT).pathname };
+    });
+    // In this thread: the module's record is read here.
+    const run = await runScenario(s, 1);
+    assert.ok(run.variants.damper.summary.goodputRatio > 0.9);
+    const asked = (globalThis as { serviceRolesAsked?: unknown }).serviceRolesAsked;
+    assert.deepEqual(asked, { client: [0, 1], admission: [0, 1], cache: [0], balancer: 1 });
+  });
+});
+
+describe('Zipf keys', () => {
+  test('the key of rank r is read ∝ 1 ÷ r^s; exponent 0 is uniform', () => {
+    const zipf = new ZipfKeys(100, 1);
+    const random = stream(1, 0x1234);
+    const counts = new Map<string, number>();
+    for (let i = 0; i < 200_000; i++) {
+      const k = zipf.pick(random);
+      counts.set(k, (counts.get(k) ?? 0) + 1);
+    }
+    const h100 = Array.from({ length: 100 }, (_, r) => 1 / (r + 1)).reduce((a, b) => a + b, 0);
+    for (const r of [1, 2, 10]) {
+      const share = (counts.get(`key:${r - 1}`) ?? 0) / 200_000;
+      assert.ok(Math.abs(share - 1 / r / h100) < 0.01, `rank ${r}: ${share}`);
+    }
+    assert.ok(Math.abs(zipf.shareOfTop(1) - 1 / h100) < 1e-9);
+    assert.equal(new ZipfKeys(4, 0).shareOfTop(2), 0.5);
+  });
+});
+
+describe('the shipped scenarios are expressible in the service world', () => {
+  test('retry-storm as a service: naive stuck, damper recovers at once', async () => {
+    const { naive, damper } = (await expressed).variants;
+    assert.ok(naive.summary.recoverySeconds === null || naive.summary.recoverySeconds > TEN_MINUTES, `naive ${naive.summary.recoverySeconds}`);
+    assert.ok(naive.summary.amplification >= 10, `naive amplification ${naive.summary.amplification}`);
+    assert.ok(damper.summary.recoverySeconds !== null && damper.summary.recoverySeconds <= 30, `damper ${damper.summary.recoverySeconds}`);
+    assert.ok(damper.summary.trigger.efficiency >= 0.9, `damper efficiency ${damper.summary.trigger.efficiency}`);
+    assert.ok(damper.summary.amplification <= 2);
+  });
+});
+
+describe('the checkout example (examples/lab/checkout.json)', () => {
+  test('a cache flush: naive never recovers, damper does by itself', async () => {
+    const { naive, damper } = (await checkoutRuns[0]!).variants;
+    assert.equal(naive.summary.recovered, false);
+    assert.ok(damper.summary.recoverySeconds !== null && damper.summary.recoverySeconds <= 30, `damper ${damper.summary.recoverySeconds}`);
+  });
+
+  test('the same seed gives the same run, in two separate workers', async () => {
+    const [a, b] = await Promise.all(checkoutRuns);
+    assert.equal(JSON.stringify(a), JSON.stringify(b));
+  });
+});
+
+/** Keeps the fault type in the test's vocabulary (a compile-time check that every kind above is one). */
+export type Kinds = ServiceFault['kind'];
