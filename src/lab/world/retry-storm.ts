@@ -1,4 +1,4 @@
-import { AdaptiveThrottle, ConcurrencyLimiter, DeadlineExceededError, OverloadedError, type Guard, type GuardContext, pipeline, Retry, RetryBudget, type Timer, VirtualClock } from '../../index.js';
+import { ConcurrencyLimiter, DeadlineExceededError, OverloadedError, type Guard, type GuardContext, pipeline, type Timer, VirtualClock } from '../../index.js';
 import { Clients } from '../clients.js';
 import { damperSettings, type DamperSettings } from '../damper-config.js';
 import { Recorder } from '../metrics.js';
@@ -9,7 +9,7 @@ import { check } from '../schema/problems.js';
 import { retryStormSchema } from '../schema/retry-storm.js';
 import { stream, STREAMS } from '../streams.js';
 import { type WorldKind } from '../worlds.js';
-import { type Call as TiersCall, naiveTiers } from './client-tiers.js';
+import { type Call as TiersCall, damperTier, naiveTiers } from './client-tiers.js';
 import { Fifo } from './fifo.js';
 
 /**
@@ -228,7 +228,7 @@ function damperStack(clock: VirtualClock, recorder: Recorder, server: Server, sc
     );
   };
   const tiers: Guard[] = [];
-  for (let depth = 0; depth < client.layers; depth++) tiers.push(settings.client?.(depth) ?? labTier(clock, client, depth));
+  for (let depth = 0; depth < client.layers; depth++) tiers.push(settings.client?.(depth) ?? damperTier(clock, { layers: client.layers, maxAttempts: client.retries + 1, attemptTimeoutMs: client.attemptTimeoutMs }, depth));
   const guard = pipeline(...tiers);
   const never = new AbortController().signal;
   return (timeoutMs) => (onDone) => {
@@ -237,23 +237,6 @@ function damperStack(clock: VirtualClock, recorder: Recorder, server: Server, sc
       () => onDone(false),
     );
   };
-}
-
-/**
- * The lab's own guard for client tier `depth`: a `Retry` with a budget of
- * its own; the innermost gives each attempt the scenario's attempt timeout
- * and sits behind an `AdaptiveThrottle`, which sees every attempt that
- * reaches the server.
- */
-function labTier(clock: VirtualClock, client: RetryStormScenario['client'], depth: number): Guard {
-  const innermost = depth === client.layers - 1;
-  const retry = new Retry({
-    maxAttempts: client.retries + 1,
-    budget: new RetryBudget({ clock }),
-    ...(innermost ? { attemptTimeout: client.attemptTimeoutMs } : {}),
-    clock,
-  });
-  return innermost ? pipeline(retry, new AdaptiveThrottle({ clock })) : retry;
 }
 
 /**

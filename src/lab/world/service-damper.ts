@@ -1,5 +1,6 @@
-import { AdaptiveThrottle, Balancer, type BalancerOptions, ConcurrencyLimiter, DeadlineGuard, type Guard, onAbort, OverloadedError, pipeline, type Priority, Retry, RetryBudget, type VirtualClock } from '../../index.js';
-import { type DamperSettings } from '../damper-config.js';
+import { Balancer, type BalancerOptions, ConcurrencyLimiter, DeadlineGuard, type Guard, onAbort, OverloadedError, pipeline, type Priority, type VirtualClock } from '../../index.js';
+import { balancerOptions, type DamperSettings } from '../damper-config.js';
+import { damperTier } from './client-tiers.js';
 import { type Population } from '../scenario.js';
 import { type HealthShape } from './front-door.js';
 import { answer, failure, HIT, MISS, ServiceFailure } from './service-answers.js';
@@ -53,7 +54,7 @@ export function damperFront(clock: VirtualClock, servers: readonly Server[], sce
     const pick = roundRobin(fronts);
     return { front: (key, priority, signal) => pick()(key, priority, signal), close() {} };
   }
-  const balancer = new Balancer<number>({ ...labBalancer(servers, shape), ...settings.balancer?.(), clock, upstreams: servers.map((_, i) => ({ id: `server${i}`, target: i })) } as BalancerOptions<number>);
+  const balancer = new Balancer<number>(balancerOptions(settings, labBalancer(servers, shape), { clock, upstreams: servers.map((_, i) => ({ id: `server${i}`, target: i })) }));
   const front: DamperFront = (key, priority, signal) =>
     balancer.run(
       (i) =>
@@ -99,11 +100,7 @@ export function damperStack(clock: VirtualClock, scenario: ServiceScenario, sett
   }
   const maxAttempts = 1 + Math.max(...scenario.clients.map((p) => p.retries));
   const guards: Guard[] = [];
-  for (let t = 0; t < tiers.count; t++) {
-    const innermost = t === tiers.count - 1;
-    const retry = (): Guard => new Retry({ maxAttempts, budget: new RetryBudget({ clock }), ...(innermost ? { attemptTimeout: tiers.attemptTimeoutMs } : {}), clock });
-    guards.push(settings.client?.(t) ?? (innermost ? pipeline(retry(), new AdaptiveThrottle({ clock })) : retry()));
-  }
+  for (let t = 0; t < tiers.count; t++) guards.push(settings.client?.(t) ?? damperTier(clock, { layers: tiers.count, maxAttempts, attemptTimeoutMs: tiers.attemptTimeoutMs }, t));
   const stack = pipeline(...guards);
   return () => stack;
 }

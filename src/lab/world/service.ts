@@ -1,6 +1,6 @@
-import { type Cache, type CacheOptions, VirtualClock } from '../../index.js';
+import { type Cache, VirtualClock } from '../../index.js';
 import { type ClientRequest, Clients, type Replies } from '../clients.js';
-import { damperSettings, type DamperSettings } from '../damper-config.js';
+import { cacheOptions, damperSettings, type DamperSettings } from '../damper-config.js';
 import { Recorder } from '../metrics.js';
 import { Network } from '../network.js';
 import { type VariantName, type VariantRun } from '../results.js';
@@ -86,7 +86,7 @@ function dataTier(clock: VirtualClock, scenario: ServiceScenario, variant: Varia
   if (shape === undefined) return databaseOnly(db);
   if (variant === 'naive') return naiveCache(clock, db, shape);
   // The lab's options under the configuration's cache(0): one Cache stands for the whole cache tier, as in cache-aside.
-  return damperCache(clock, db, { ...damperCacheDefaults(shape, keyCount, scenario.database!.workers), ...(settings.cache?.(0) as Partial<CacheOptions<Row>> | undefined) });
+  return damperCache(clock, db, cacheOptions(settings, 0, damperCacheDefaults(shape, keyCount, scenario.database!.workers), { clock }));
 }
 
 /** What the user's request ended with, told to the clients. Without a database the servers are the origin: every answer waited. */
