@@ -1,0 +1,24 @@
+// The checkout API's damper configuration, as the service ships it: the
+// lab runs this very code (`damper lab check examples/lab/checkout.json
+// --damper-config examples/lab/checkout.config.mjs`, docs/lab.md, "Is my
+// configuration safe?"). Everything is built on the `clock` the lab hands
+// over: in production it is `systemClock`.
+import { AdaptiveThrottle, CircuitBreaker, ConcurrencyLimiter, pipeline, Retry, RetryBudget } from 'damper';
+
+/** Tier 0 is the web front end, tier 1 the cart service that calls the API servers. */
+const CART_TIER = 1;
+
+export default ({ clock }) => ({
+  // Each tier retries twice, from a budget of its own (10 % of its calls);
+  // the cart service gives each attempt 400 ms and throttles itself when the
+  // API servers refuse.
+  client: (tier) => {
+    const retry = new Retry({ clock, maxAttempts: 3, budget: new RetryBudget({ clock, ratio: 0.1 }), ...(tier === CART_TIER ? { attemptTimeout: 400 } : {}) });
+    return tier === CART_TIER ? pipeline(retry, new AdaptiveThrottle({ clock })) : retry;
+  },
+  // Each API server admits 16 requests at once and queues 200.
+  admission: () => new ConcurrencyLimiter({ clock, limit: 16, maxQueue: 200 }),
+  // Products and prices: fresh for 30 s, served stale for 5 minutes, a load
+  // given 300 ms, and a breaker in front of the database.
+  cache: () => ({ ttl: 30_000, staleFor: 300_000, loadTimeout: 300, guard: new CircuitBreaker({ clock }) }),
+});
