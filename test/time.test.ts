@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { test } from 'node:test';
-import { createSystemClock, forbidRealTime, RealTimeInSimulationError, seededRandom, sleep, VirtualClock } from '../src/index.js';
+import { ArgumentError, ConfigError, createSystemClock, forbidRealTime, RealTimeInSimulationError, seededRandom, sleep, VirtualClock } from '../src/index.js';
 import { track } from './helpers.js';
 
 test('VirtualClock fires timers in time order, ties in the order they were set', async () => {
@@ -63,8 +63,8 @@ test('runUntilIdle drains every timer and refuses to spin forever', async () => 
 
 test('advance rejects a negative or non-finite step', async () => {
   const clock = new VirtualClock();
-  await assert.rejects(clock.advance(-1), RangeError);
-  await assert.rejects(clock.advance(Number.NaN), RangeError);
+  await assert.rejects(clock.advance(-1), ArgumentError);
+  await assert.rejects(clock.advance(Number.NaN), ArgumentError);
 });
 
 test('sleep rejects with the signal reason and cancels its timer', async () => {
@@ -163,4 +163,26 @@ test('forbidRealTime: every real clock, timer and Math.random throws; the ban re
   }
   assert.equal(typeof Date.now(), 'number', 'lifted when the last ban is');
   assert.equal(forbidRealTime.length, 0);
+});
+
+test('VirtualClock: bad options and bad instants are typed errors, and time stays finite (issue 13, item 7)', async () => {
+  for (const options of [null, 5, 'x']) assert.throws(() => new VirtualClock(options as never), ConfigError);
+  for (const start of [Number.NaN, Infinity, -Infinity, '0']) assert.throws(() => new VirtualClock({ start: start as never }), /start must be a finite number/);
+  for (const seed of [Number.NaN, 1.5, '1']) assert.throws(() => new VirtualClock({ seed: seed as never }), /seed must be an integer/);
+  const clock = new VirtualClock({ start: 100 });
+  for (const ms of [Number.NaN, -1, Infinity, '5']) await assert.rejects(clock.advance(ms as never), ArgumentError);
+  for (const t of [Number.NaN, Infinity, -Infinity, undefined]) {
+    await assert.rejects(clock.advanceTo(t as never), ArgumentError);
+    assert.throws(() => clock.skipTo(t as never), ArgumentError);
+  }
+  await assert.rejects(clock.runUntilIdle(Number.NaN), ArgumentError);
+  assert.throws(() => clock.setTimer(() => {}, Number.NaN), ArgumentError);
+  assert.throws(() => clock.setTimer(42 as never, 1), ArgumentError);
+  const fired: number[] = [];
+  clock.setTimer(() => fired.push(clock.now()), -5);
+  clock.setTimer(() => fired.push(clock.now()), Infinity);
+  await clock.advance(10);
+  assert.deepEqual(fired, [100], 'a negative delay fires at once; an infinite one waits (capped to the longest timer)');
+  assert.equal(clock.now(), 110);
+  assert.ok(Number.isFinite(clock.nextTimerAt()!), 'an infinite delay is capped, as on the system clock');
 });

@@ -1,5 +1,6 @@
 import { setImmediate as nextMacrotask } from 'node:timers/promises';
-import { type Clock, type Timer } from './clock.js';
+import { ArgumentError, ConfigError } from '../errors.js';
+import { type Clock, MAX_TIMER_MS, type Timer } from './clock.js';
 import { seededRandom } from './random.js';
 import { QueuedTimer, TimerQueue } from './timer-queue.js';
 
@@ -28,8 +29,13 @@ export class VirtualClock implements Clock {
   readonly random: () => number;
 
   constructor(options: VirtualClockOptions = {}) {
-    this.time = options.start ?? 0;
-    this.random = seededRandom(options.seed ?? 1);
+    // A NaN start would make every comparison false: no timer ever due, every entry forever fresh.
+    if (typeof options !== 'object' || options === null) throw new ConfigError(`VirtualClock options must be an object, got ${options === null ? 'null' : typeof options}`);
+    const { start = 0, seed = 1 } = options;
+    if (typeof start !== 'number' || !Number.isFinite(start)) throw new ConfigError(`start must be a finite number of ms, got ${String(start)}`);
+    if (typeof seed !== 'number' || !Number.isSafeInteger(seed)) throw new ConfigError(`seed must be an integer, got ${String(seed)}`);
+    this.time = start;
+    this.random = seededRandom(seed);
   }
 
   now(): number {
@@ -37,7 +43,10 @@ export class VirtualClock implements Clock {
   }
 
   setTimer(fn: () => void, ms: number): Timer {
-    const t = new QueuedTimer(this.queue, this.time + Math.max(0, ms), this.seq++, fn);
+    // As the system clock: a negative delay fires at once, a huge one is capped. A NaN would put a timer in the queue that orders before and after nothing.
+    if (typeof fn !== 'function') throw new ArgumentError(`setTimer: fn must be a function, got ${typeof fn}`);
+    if (typeof ms !== 'number' || Number.isNaN(ms)) throw new ArgumentError(`setTimer: ms must be a number, got ${String(ms)}`);
+    const t = new QueuedTimer(this.queue, this.time + Math.min(Math.max(0, ms), MAX_TIMER_MS), this.seq++, fn);
     this.queue.push(t);
     return t;
   }
@@ -80,13 +89,13 @@ export class VirtualClock implements Clock {
    * settling continuations after each timestamp. Ends exactly at `now() + ms`.
    */
   async advance(ms: number): Promise<void> {
-    if (!(ms >= 0) || !Number.isFinite(ms)) throw new RangeError(`advance(ms): ms must be a finite number ≥ 0, got ${ms}`);
+    if (typeof ms !== 'number' || !(ms >= 0) || !Number.isFinite(ms)) throw new ArgumentError(`advance(ms): ms must be a finite number ≥ 0, got ${String(ms)}`);
     await this.runUntil(this.time + ms);
   }
 
   /** Moves time to the absolute instant `t` (no-op if already past it). */
   async advanceTo(t: number): Promise<void> {
-    await this.runUntil(Math.max(t, this.time));
+    await this.runUntil(Math.max(instant('advanceTo', t), this.time));
   }
 
   /**
@@ -94,6 +103,7 @@ export class VirtualClock implements Clock {
    * has passed (a periodic timer would otherwise spin forever).
    */
   async runUntilIdle(limitMs = 3_600_000): Promise<void> {
+    if (typeof limitMs !== 'number' || !(limitMs >= 0) || !Number.isFinite(limitMs)) throw new ArgumentError(`runUntilIdle(limitMs): limitMs must be a finite number ≥ 0, got ${String(limitMs)}`);
     const limit = this.time + limitMs;
     await this.settle();
     for (let next = this.queue.peek(); next !== undefined; next = this.queue.peek()) {
@@ -113,6 +123,7 @@ export class VirtualClock implements Clock {
    * await. Throws if a timer would be skipped.
    */
   skipTo(t: number): void {
+    instant('skipTo', t);
     const next = this.queue.peek();
     if (next !== undefined && next.due <= t) throw new Error(`VirtualClock.skipTo(${t}): a timer is due at ${next.due}`);
     if (t > this.time) this.time = t;
@@ -124,6 +135,7 @@ export class VirtualClock implements Clock {
    * macrotask per step saved on the hot loop of a long simulation.
    */
   async runTimersUntil(target: number): Promise<void> {
+    instant('runTimersUntil', target);
     for (let next = this.queue.peek(); next !== undefined && next.due <= target; next = this.queue.peek()) {
       const due = next.due;
       this.time = due;
@@ -141,4 +153,10 @@ export class VirtualClock implements Clock {
     await this.settle();
     await this.runTimersUntil(target);
   }
+}
+
+/** An instant to move to: a finite number of ms, or time would become NaN or infinite. */
+function instant(method: string, t: unknown): number {
+  if (typeof t !== 'number' || !Number.isFinite(t)) throw new ArgumentError(`${method}(t): t must be a finite number of ms, got ${String(t)}`);
+  return t;
 }
