@@ -370,4 +370,18 @@ describe('shared tier: untrusted bytes', () => {
     assert.deepEqual(decodeEnvelope(encodeEnvelope({ constructor: 'Ford' }, 5, 2), 100), { ok: true, envelope: { value: { constructor: 'Ford' }, staleFor: 5, loadMs: 2 } });
     assert.deepEqual(decodeEnvelope(encodeEnvelope(undefined, 5, 2), 100), { ok: true, envelope: { value: undefined, staleFor: 5, loadMs: 2 } });
   });
+
+  test('escaped spellings of __proto__ and constructor are dropped too (issue 13, item 6)', () => {
+    for (const proto of ['\\u005f_proto__', '_\\u005fproto__', '\\u005F\\u005F\\u0070roto\\u005f\\u005f']) {
+      const decoded = decodeEnvelope(`d1|0|0|{"a":{"${proto}":{"polluted":true}},"\\u0063onstructor":{"prototype":{"polluted":true}}}`, 1_000);
+      assert.ok(decoded.ok, proto);
+      const value = decoded.envelope.value as Record<string, unknown>;
+      assert.equal(Object.getPrototypeOf(value.a), Object.prototype, `${proto}: no own __proto__ that a merge would follow`);
+      assert.equal((Object.assign({}, value.a) as Record<string, unknown>).polluted, undefined, proto);
+      assert.equal(Object.hasOwn(value, 'constructor'), false, proto);
+      assert.equal(({} as Record<string, unknown>).polluted, undefined);
+    }
+    // An escape that spells nothing dangerous decodes to the same value as before.
+    assert.deepEqual(decodeEnvelope(encodeEnvelope({ bell: '\u0007' }, 5, 2), 100), { ok: true, envelope: { value: { bell: '\u0007' }, staleFor: 5, loadMs: 2 } });
+  });
 });

@@ -74,10 +74,14 @@ function header(raw: string, from: number, to: number): number | undefined {
  * `JSON.parse`, with the reviver that strips dangerous keys run only when the
  * text could hold one: the reviver visits every node and would cost the common
  * case several times the parse itself (the approach of fastify's
- * secure-json-parse).
+ * secure-json-parse). A key can hold one spelled with escapes
+ * (`"\u005f_proto__"`): of JSON's escapes only `\u` makes a letter or an
+ * underscore, so any `\u` in the text takes the careful path too. Untrusted
+ * bytes are untrusted however they are spelled; `JSON.stringify` writes `\u`
+ * only for control characters, so a value damper wrote rarely pays for it.
  */
 function safeParse(text: string): unknown {
-  if (!text.includes('__proto__') && !text.includes('constructor')) return JSON.parse(text);
+  if (!text.includes('__proto__') && !text.includes('constructor') && !text.includes('\\u')) return JSON.parse(text);
   return JSON.parse(text, strip);
 }
 
