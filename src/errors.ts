@@ -154,10 +154,29 @@ export class LoaderError extends DamperError {
   }
 }
 
+/**
+ * `v instanceof Error`, for a value from outside (what a loader threw, a
+ * signal's reason) that may be hostile: a revoked Proxy makes `instanceof`
+ * throw, and a throw inside a rejection handler would leave the load
+ * unsettled forever. Such a value is no Error.
+ */
+export function isError(v: unknown): v is Error {
+  try {
+    return v instanceof Error;
+  } catch {
+    return false;
+  }
+}
+
 function describe(v: unknown): string {
   try {
     return typeof v === 'string' ? JSON.stringify(v) : String(v);
   } catch {
-    return Object.prototype.toString.call(v);
+    try {
+      return Object.prototype.toString.call(v);
+    } catch {
+      // A revoked Proxy refuses even that.
+      return 'a value that cannot be described';
+    }
   }
 }

@@ -448,6 +448,22 @@ describe('bounded memory', () => {
 });
 
 describe('bad input: a clear error, nothing lost', () => {
+  test('a loader that throws or rejects with a hostile value (a revoked Proxy) still settles, with a LoaderError (issue 13, item 4)', async () => {
+    const { proxy, revoke } = Proxy.revocable({}, {});
+    revoke();
+    const { clock, cache } = setup<number>({ ttl: 1_000, staleFor: 60_000 });
+    await cache.set('kept', 7);
+    await clock.advance(1_500);
+    for (const [i, loader] of [() => Promise.reject(proxy), (): never => { throw proxy; }].entries()) {
+      await assert.rejects(cache.get(`cold-${i}`, loader), (error: unknown) => error instanceof LoaderError && /cannot be described/.test(error.message));
+      // A key with a value serves it: the hostile failure is a failure, not an eviction.
+      assert.equal(await cache.get('kept', loader), 7);
+      await clock.advance(60_000);
+      await cache.set('kept', 7);
+      await clock.advance(1_500);
+    }
+  });
+
   test('empty or non-string keys and non-function loaders are ArgumentErrors', async () => {
     const { cache } = setup<number>();
     await cache.set('keep', 1);

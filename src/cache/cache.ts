@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { AbortedError, ArgumentError, type DamperError, LoaderError, LoadTimeoutError, OverloadedError, type SharedTierError, ValidationError } from '../errors.js';
+import { AbortedError, ArgumentError, type DamperError, isError, LoaderError, LoadTimeoutError, OverloadedError, type SharedTierError, ValidationError } from '../errors.js';
 import { Events } from '../events.js';
 import { Backoff } from '../guard/backoff.js';
 import { onAbort } from '../guard/abort.js';
@@ -506,15 +506,16 @@ export class Cache<V> {
   private callLoader(key: string, loader: Loader<V>, signal: AbortSignal, stale: V | undefined): Promise<V> {
     return new Promise<V>((resolve, reject) => {
       if (signal.aborted) {
-        reject(signal.reason instanceof Error ? signal.reason : new AbortedError(`load of "${key}" aborted`, signal.reason));
+        reject(isError(signal.reason) ? signal.reason : new AbortedError(`load of "${key}" aborted`, signal.reason));
         return;
       }
       const settle = (ok: boolean, v: unknown): void => {
         unsubscribe();
         if (ok) resolve(v as V);
-        else reject(v instanceof Error ? v : new LoaderError(key, v));
+        // Whatever the loader threw, the load settles: a value that is no Error (or will not say) becomes a LoaderError.
+        else reject(isError(v) ? v : new LoaderError(key, v));
       };
-      const unsubscribe = onAbort(signal, () => settle(false, signal.reason instanceof Error ? signal.reason : new AbortedError(`load of "${key}" aborted`, signal.reason)));
+      const unsubscribe = onAbort(signal, () => settle(false, isError(signal.reason) ? signal.reason : new AbortedError(`load of "${key}" aborted`, signal.reason)));
       try {
         Promise.resolve(loader({ key, signal, stale })).then(
           (v) => settle(true, v),
