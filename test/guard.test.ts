@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { AbortedError, Backoff, ConcurrencyLimiter, ConfigError, OverloadedError, VirtualClock } from '../src/index.js';
+import { AbortedError, AdaptiveThrottle, ArgumentError, Backoff, Balancer, CircuitBreaker, ConcurrencyLimiter, ConfigError, DeadlineGuard, guarded, keyed, OverloadedError, pipeline, RateLimiter, Retry, RetryBudget, VirtualClock } from '../src/index.js';
 import { deferred, track } from './helpers.js';
 
 const ctx = (key = 'k', signal = new AbortController().signal, wait = true) => ({ key, signal, wait });
@@ -104,5 +104,44 @@ describe('ConcurrencyLimiter', () => {
     assert.throws(() => new ConcurrencyLimiter({ limit: 0 }), ConfigError);
     assert.throws(() => new ConcurrencyLimiter({ maxQueue: -1 }), ConfigError);
     assert.throws(() => new ConcurrencyLimiter({ queueTimeout: Number.NaN }), ConfigError);
+  });
+});
+
+describe('a task that is not a function is a programming error, not a dependency failure (issue 13, item 2)', () => {
+  const notTasks = [42, null, undefined, 'fetch', {}] as unknown as ((signal: AbortSignal) => Promise<number>)[];
+
+  test('every guard refuses it with ArgumentError and changes no state', async () => {
+    const clock = new VirtualClock({ seed: 1 });
+    const breaker = new CircuitBreaker({ clock, consecutiveFailures: 1 });
+    const budget = new RetryBudget({ clock, minPerSecond: 0, ratio: 0.5 });
+    const retry = new Retry({ clock, budget, baseDelay: 1 });
+    const limiter = new ConcurrencyLimiter({ clock, limit: 1 });
+    const rate = new RateLimiter({ clock, rate: 1, burst: 1 });
+    const throttle = new AdaptiveThrottle({ clock });
+    const deadline = new DeadlineGuard({ clock, timeout: 100 });
+    const perKey = keyed(() => new CircuitBreaker({ clock, consecutiveFailures: 1 }), { maxDomains: 1 });
+    const balancer = new Balancer<string>({ clock, upstreams: [{ id: 'a', target: 'a' }], outliers: { consecutiveErrors: 1 } });
+    const guards = { breaker, retry, limiter, rate, throttle, deadline, perKey, pipeline: pipeline() };
+    for (const task of notTasks) {
+      for (const [name, guard] of Object.entries(guards)) await assert.rejects(guarded(guard, task), ArgumentError, name);
+      await assert.rejects(balancer.run(task as never), ArgumentError, 'balancer');
+    }
+    assert.equal(breaker.state, 'closed', 'no failure counted: one would have tripped it');
+    assert.equal(limiter.inFlight, 0);
+    assert.equal(rate.tokens, 1, 'no token taken');
+    assert.equal(throttle.probability, 0);
+    assert.equal(perKey.domains, 0, 'no domain guard made');
+    assert.equal(balancer.snapshot().upstreams[0]!.state, 'healthy', 'no upstream ejected');
+    // The budget was not credited by refused calls: with no floor, a real failure finds nothing to retry with.
+    let calls = 0;
+    await assert.rejects(
+      retry.execute(async () => {
+        calls++;
+        throw new Error('down');
+      }),
+      /down/,
+    );
+    assert.equal(calls, 1, 'one request recorded (0.5 of a retry) is not enough for a retry');
+    assert.equal(await guarded(breaker, async () => 7), 7);
   });
 });

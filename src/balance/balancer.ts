@@ -1,7 +1,7 @@
 import { between, duration, integer, optionalFunction, or } from '../config.js';
 import { ConfigError, OverloadedError } from '../errors.js';
 import { Events } from '../events.js';
-import { type CallOptions } from '../guard/guard.js';
+import { type CallOptions, notATask } from '../guard/guard.js';
 import { priorityRank } from '../guard/priority.js';
 import { type Clock, type Timer } from '../time/clock.js';
 import { systemClock } from '../time/system.js';
@@ -226,6 +226,7 @@ export class Balancer<U> {
    * caused by the caller's own `signal` does not count against the upstream.
    */
   async run<T>(fn: (target: U, signal: AbortSignal) => Promise<T>, options?: CallOptions): Promise<T> {
+    if (typeof fn !== 'function') throw notATask('Balancer', fn);
     const slot = this.choose(priorityRank(options?.priority));
     if (slot === undefined) throw new OverloadedError(`balancer: every upstream is saturated for priority ${String(options?.priority ?? 'normal')}; shed`);
     const signal = options?.signal ?? NEVER;

@@ -6,7 +6,7 @@ import { type Clock } from '../time/clock.js';
 import { systemClock } from '../time/system.js';
 import { Backoff } from './backoff.js';
 import { isLoadTimeout } from './classify.js';
-import { type CallOptions, callContext, type Guard, type GuardContext, startTask } from './guard.js';
+import { type CallOptions, callContext, type Guard, type GuardContext, notATask, startTask } from './guard.js';
 
 /** Where a {@link CircuitBreaker} is. */
 export type BreakerState = 'closed' | 'open' | 'half-open';
@@ -289,6 +289,7 @@ export class CircuitBreaker implements Guard {
   }
 
   run<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext): Promise<T> {
+    if (typeof task !== 'function') return Promise.reject(notATask('CircuitBreaker', task));
     if (this.current === CLOSED) {
       let p: Promise<T>;
       try {

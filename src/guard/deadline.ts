@@ -3,7 +3,7 @@ import { systemClock } from '../time/system.js';
 import { duration } from '../config.js';
 import { AbortedError, DeadlineExceededError } from '../errors.js';
 import { abortOwned, onAbort, ownedDeadline, ownedSignal } from './abort.js';
-import { callContext, type CallOptions, type Guard, type GuardContext, startTask } from './guard.js';
+import { callContext, type CallOptions, type Guard, type GuardContext, notATask, startTask } from './guard.js';
 
 /**
  * Deadlines that flow through every attempt, queue wait and loader. A deadline
@@ -148,6 +148,7 @@ export class DeadlineGuard implements Guard {
   }
 
   run<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext): Promise<T> {
+    if (typeof task !== 'function') return Promise.reject(notATask('DeadlineGuard', task));
     const now = this.clock.now();
     const at = Math.min(now + this.timeout, effectiveDeadline(context) ?? Infinity);
     if (context.signal.aborted) return Promise.reject(new AbortedError(`call for key "${context.key}" aborted`, context.signal.reason));

@@ -1,3 +1,4 @@
+import { ArgumentError } from '../errors.js';
 import { type Priority } from './priority.js';
 
 /**
@@ -80,6 +81,7 @@ export function guarded<T>(guard: Guard, fn: (signal: AbortSignal) => Promise<T>
 export function pipeline(...guards: Guard[]): Guard {
   return {
     run<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext): Promise<T> {
+      if (typeof task !== 'function') return Promise.reject(notATask('pipeline', task));
       let inner = task;
       for (let i = guards.length - 1; i >= 0; i--) {
         const guard = guards[i]!;
@@ -89,4 +91,15 @@ export function pipeline(...guards: Guard[]): Guard {
       return inner(context.signal);
     },
   };
+}
+
+/**
+ * The error for a task that is not a function (`breaker.execute(42)`): a
+ * programming error, not a failure of the dependency. Every guard checks
+ * before it counts anything, so such a call trips no breaker, spends no
+ * retry budget, takes no token and ejects no upstream: it is refused with
+ * this, and no state changes.
+ */
+export function notATask(guard: string, task: unknown): ArgumentError {
+  return new ArgumentError(`${guard}: the task must be a function (signal) => Promise, got ${task === null ? 'null' : typeof task}`);
 }

@@ -1,6 +1,6 @@
 import { integer, or } from '../config.js';
 import { ConfigError } from '../errors.js';
-import { type Guard, type GuardContext } from './guard.js';
+import { type Guard, type GuardContext, notATask } from './guard.js';
 
 /** Options for {@link keyed}. */
 export interface KeyedOptions {
@@ -37,6 +37,8 @@ export function keyed(make: (domain: string) => Guard, options: KeyedOptions = {
       return guards.size;
     },
     run<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext): Promise<T> {
+      // Before a domain's guard is made or moved in the LRU: a bad call changes nothing.
+      if (typeof task !== 'function') return Promise.reject(notATask('keyed', task));
       const domain = domainOf(context.key);
       let guard = guards.get(domain);
       if (guard === undefined) {

@@ -3,7 +3,7 @@ import { systemClock } from '../time/system.js';
 import { duration, integer, or } from '../config.js';
 import { AbortedError, ConfigError, type DamperError, OverloadedError } from '../errors.js';
 import { onAbort } from './abort.js';
-import { callContext, type CallOptions, type Guard, type GuardContext } from './guard.js';
+import { callContext, type CallOptions, type Guard, type GuardContext, notATask } from './guard.js';
 import { type LimitAlgorithm } from './limit-algorithms.js';
 import { PriorityLanes } from './lanes.js';
 import { priorityRank } from './priority.js';
@@ -128,6 +128,7 @@ export class ConcurrencyLimiter implements Guard {
   }
 
   async run<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext): Promise<T> {
+    if (typeof task !== 'function') throw notATask('ConcurrencyLimiter', task);
     if (this.running < this.limit && this.queue.size === 0) this.running++;
     else await this.enqueue(context);
     if (this.algorithm === undefined) {

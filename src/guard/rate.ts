@@ -5,7 +5,7 @@ import { between, duration, integer, or, positive } from '../config.js';
 import { AbortedError, ConfigError, type DamperError, DeadlineExceededError, OverloadedError } from '../errors.js';
 import { onAbort } from './abort.js';
 import { effectiveDeadline } from './deadline.js';
-import { callContext, type CallOptions, type Guard, type GuardContext } from './guard.js';
+import { callContext, type CallOptions, type Guard, type GuardContext, notATask } from './guard.js';
 import { PriorityLanes } from './lanes.js';
 import { priorityRank } from './priority.js';
 
@@ -140,6 +140,7 @@ export class RateLimiter implements Guard {
   }
 
   run<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext): Promise<T> {
+    if (typeof task !== 'function') return Promise.reject(notATask('RateLimiter', task));
     const { signal } = context;
     const rank = priorityRank(context.priority);
     if (!signal.aborted && (this.queue.size === 0 || this.queue.topRank! < rank)) {

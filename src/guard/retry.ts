@@ -8,7 +8,7 @@ import { onAbort } from './abort.js';
 import { RetryBudget } from './budget.js';
 import { isNeverRetried, retryAfterOf } from './classify.js';
 import { effectiveDeadline, scopedSignal } from './deadline.js';
-import { callContext, type CallOptions, type Guard, type GuardContext, startTask } from './guard.js';
+import { callContext, type CallOptions, type Guard, type GuardContext, notATask, startTask } from './guard.js';
 
 /** Options for {@link Retry}. */
 export interface RetryOptions {
@@ -191,6 +191,7 @@ export class Retry implements Guard {
   }
 
   async run<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext): Promise<T> {
+    if (typeof task !== 'function') throw notATask('Retry', task);
     const { signal, key } = context;
     const deadline = effectiveDeadline(context);
     this.budget.recordRequest();

@@ -5,7 +5,7 @@ import { between, duration, integer, optionalFunction, or } from '../config.js';
 import { ConfigError, OverloadedError } from '../errors.js';
 import { Events } from '../events.js';
 import { isAbort, isLoadTimeout, isOverloadSignal } from './classify.js';
-import { callContext, type CallOptions, type Guard, type GuardContext } from './guard.js';
+import { callContext, type CallOptions, type Guard, type GuardContext, notATask } from './guard.js';
 import { RollingWindow } from './window.js';
 
 /** Options for {@link AdaptiveThrottle}. */
@@ -150,6 +150,7 @@ export class AdaptiveThrottle implements Guard {
   }
 
   async run<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext): Promise<T> {
+    if (typeof task !== 'function') throw notATask('AdaptiveThrottle', task);
     const p = this.probability;
     if (p > 0 && this.clock.random() < p) {
       this.counts.add(LOCAL);
