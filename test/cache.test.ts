@@ -448,6 +448,16 @@ describe('bounded memory', () => {
 });
 
 describe('bad input: a clear error, nothing lost', () => {
+  test('per-call options on a hit: not an object is refused at once; a bad value is refused where it is read, at the first miss (issue 13, item 5)', async () => {
+    const { clock, cache } = setup<number>({ ttl: 1_000 });
+    await cache.set('k', 1);
+    for (const bad of [null, 5, 'ttl']) await assert.rejects(cache.get('k', () => 2, bad as never), ConfigError);
+    assert.equal(await cache.get('k', () => 2, { ttl: -1 }), 1, 'a fresh hit does not read the values (docs/cache.md)');
+    await clock.advance(1_500);
+    await assert.rejects(cache.get('k', () => 2, { ttl: -1 }), ConfigError);
+    assert.equal(cache.peek('k'), 1, 'nothing stored is lost');
+  });
+
   test('a loader that throws or rejects with a hostile value (a revoked Proxy) still settles, with a LoaderError (issue 13, item 4)', async () => {
     const { proxy, revoke } = Proxy.revocable({}, {});
     revoke();

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { AbortedError, ArgumentError, type DamperError, isError, LoaderError, LoadTimeoutError, OverloadedError, type SharedTierError, ValidationError } from '../errors.js';
+import { AbortedError, ArgumentError, ConfigError, type DamperError, isError, LoaderError, LoadTimeoutError, OverloadedError, type SharedTierError, ValidationError } from '../errors.js';
 import { Events } from '../events.js';
 import { Backoff } from '../guard/backoff.js';
 import { onAbort } from '../guard/abort.js';
@@ -185,8 +185,11 @@ export class Cache<V> {
   async get(key: string, loader: Loader<V>, options?: LoadOptions): Promise<V> {
     assertKey(key);
     if (typeof loader !== 'function') throw new ArgumentError(`loader for key "${key}" must be a function, got ${typeof loader}`);
-    // Hit path: one map lookup, one clock read, two comparisons. Per-call
-    // options are not even looked at; they only matter when a load may start.
+    // Per-call options that are not an object are refused at once; their
+    // values are checked where they are read, when a load may start: checking
+    // every field on every hit costs a hit 1.4–1.6× (docs/cache.md, "Bad input").
+    if (options !== undefined && (typeof options !== 'object' || options === null)) throw new ConfigError(`options must be an object, got ${options === null ? 'null' : typeof options}`);
+    // Hit path: one map lookup, one clock read, two comparisons.
     const entry = this.store.get(key);
     if (entry !== undefined && entry.hasValue) {
       const now = this.clock.now();
