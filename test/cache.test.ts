@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { AbortedError, ArgumentError, Cache, type CacheOptions, ConcurrencyLimiter, ConfigError, LoaderError, LoadTimeoutError, OverloadedError, ValidationError, VirtualClock } from '../src/index.js';
-import { deferred, track } from './helpers.js';
+import { deferred, hangingSchema, track } from './helpers.js';
 
 function setup<V>(options: CacheOptions<V> = {}): { clock: VirtualClock; cache: Cache<V> } {
   const clock = new VirtualClock({ seed: 1 });
@@ -448,6 +448,20 @@ describe('bounded memory', () => {
 });
 
 describe('bad input: a clear error, nothing lost', () => {
+  test('an async validator that never settles ends with the load timeout; the key is not held (issue 13, item 3)', async () => {
+    const clock = new VirtualClock({ seed: 1 });
+    let loads = 0;
+    const cache = new Cache<number>({ clock, ttl: 1_000, loadTimeout: 500, ttlJitter: 0, earlyRefresh: 0, validate: hangingSchema<number>(() => true) });
+    const first = track(cache.get('k', () => ++loads));
+    await clock.advance(500);
+    assert.ok(first.settled, 'settled at the load timeout');
+    assert.ok(first.error instanceof LoadTimeoutError, String(first.error));
+    const again = track(cache.get('k', () => ++loads));
+    await clock.advance(500 + 60_000);
+    assert.ok(again.settled, 'a later get is not stuck behind the first flight');
+    assert.ok(again.error !== undefined);
+  });
+
   test('per-call options on a hit: not an object is refused at once; a bad value is refused where it is read, at the first miss (issue 13, item 5)', async () => {
     const { clock, cache } = setup<number>({ ttl: 1_000 });
     await cache.set('k', 1);

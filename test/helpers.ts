@@ -1,3 +1,4 @@
+import type { StandardSchemaV1 } from '@standard-schema/spec';
 /** A promise with its resolve and reject exposed, for loaders the test settles by hand. */
 export interface Deferred<T> {
   promise: Promise<T>;
@@ -29,4 +30,9 @@ export function track<T>(p: Promise<T>): { settled: boolean; value?: T; error?: 
     },
   );
   return state;
+}
+
+/** A Standard Schema validator (the async kind) whose verdict never comes for the values `hangs` picks. */
+export function hangingSchema<V>(hangs: (value: unknown) => boolean): StandardSchemaV1<V, V> {
+  return { '~standard': { version: 1, vendor: 'test', validate: (value) => (hangs(value) ? new Promise(() => {}) : { value: value as V }) } };
 }

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ArgumentError, Cache, type CacheOptions, ConfigError, InMemorySharedStore, LeaseBackoffError, LoadTimeoutError, SharedTierError, sleep, VirtualClock } from '../src/index.js';
 import { decodeEnvelope, encodeEnvelope } from '../src/stores/envelope.js';
-import { track } from './helpers.js';
+import { hangingSchema, track } from './helpers.js';
 
 // The shared tier's logic (leases, bus, fail-closed rules) in virtual time,
 // over the in-process backend: several Cache instances stand for several
@@ -369,6 +369,31 @@ describe('shared tier: untrusted bytes', () => {
     assert.equal(Object.hasOwn(value, 'constructor'), false);
     assert.deepEqual(decodeEnvelope(encodeEnvelope({ constructor: 'Ford' }, 5, 2), 100), { ok: true, envelope: { value: { constructor: 'Ford' }, staleFor: 5, loadMs: 2 } });
     assert.deepEqual(decodeEnvelope(encodeEnvelope(undefined, 5, 2), 100), { ok: true, envelope: { value: undefined, staleFor: 5, loadMs: 2 } });
+  });
+
+  test('a value in the shared tier whose async validation never settles does not hold the key (issue 13, item 3)', async () => {
+    const clock = new VirtualClock({ seed: 7 });
+    const store = new InMemorySharedStore({ clock, latencyMs: 1 });
+    const writer = new Cache<string>({ clock, ttl: 10_000, ttlJitter: 0, earlyRefresh: 0, shared: { store } });
+    const written = writer.set('k', 'v');
+    await clock.advance(10);
+    await written;
+    // The shared copy's validation never settles; a loaded value's does at once.
+    const reader = new Cache<string>({ clock, ttl: 10_000, loadTimeout: 300, ttlJitter: 0, earlyRefresh: 0, shared: { store }, validate: hangingSchema<string>((v) => v === 'v') });
+    const read = track(reader.get('k', async () => 'loaded'));
+    await clock.advance(299);
+    assert.equal(read.settled, false, 'still validating the shared copy');
+    // Each read of the copy is bounded by loadTimeout, and the load's hard timeout ends the rest:
+    // today the get ends within about twice loadTimeout (two reads of the copy, one before the hard timeout is armed).
+    await clock.advance(2 * 300 + 100);
+    assert.ok(read.settled, 'the get settled: no read of the shared tier waits on its validator for ever');
+    assert.ok(read.error instanceof LoadTimeoutError, String(read.error));
+    const again = track(reader.get('k', async () => 'loaded'));
+    await clock.advance(60_000);
+    assert.ok(again.settled, 'a later get is not stuck behind the first');
+    const closed = Promise.all([writer.close(), reader.close()]);
+    await clock.advance(1_000);
+    await closed;
   });
 
   test('escaped spellings of __proto__ and constructor are dropped too (issue 13, item 6)', () => {

@@ -15,7 +15,7 @@ import { HardTimeout } from './hard-timeout.js';
 import { type CacheOptions, type LoadOptions, resolveCacheShape, resolveLoadOptions, type ResolvedLoadOptions } from './options.js';
 import { type Lookup, type Resolution, SharedTier } from './shared-tier.js';
 import { checkSnapshot, resolveRestoreOptions, type RestoreOptions, type RestoreSummary, type Snapshot, SNAPSHOT_FORMAT, SNAPSHOT_VERSION, type SnapshotEntry } from './snapshot.js';
-import { compileValidator, type Verdict } from './validate.js';
+import { compileValidator, type Verdict, verdictBefore, verdictWithin } from './validate.js';
 import { warm, type WarmKeyOutcome, type WarmOptions, type WarmSummary } from './warm.js';
 
 /** What a loader receives. */
@@ -108,8 +108,17 @@ export class Cache<V> {
   private readonly events = new Events<CacheEvents>();
   /** The shared tier (Redis), when configured. */
   private readonly shared: SharedTier | undefined;
-  /** Validates a value read from the shared tier (untrusted bytes): `validate`, or accept as is. */
-  private readonly acceptShared = (value: unknown): Verdict<V> | Promise<Verdict<V>> => (this.check === undefined ? { ok: true, value: value as V } : this.check(value as V));
+  /**
+   * Validates a value read from the shared tier (untrusted bytes): `validate`,
+   * or accept as is. An async verdict gets the cache's `loadTimeout`: this
+   * read comes before the load's own hard timeout is armed, and nothing else
+   * would end a validator that never settles.
+   */
+  private readonly acceptShared = (value: unknown): Verdict<V> | Promise<Verdict<V>> => {
+    if (this.check === undefined) return { ok: true, value: value as V };
+    const verdict = this.check(value as V);
+    return verdict instanceof Promise ? verdictWithin(verdict, this.clock, this.defaults.loadTimeout) : verdict;
+  };
 
   constructor(options: CacheOptions<V> = {}) {
     if (typeof options !== 'object' || options === null) throw new ArgumentError('Cache options must be an object');
@@ -473,7 +482,9 @@ export class Cache<V> {
     const context = { key, signal: hard.signal, wait, priority: wait || flight.warm ? o.priority : 'background', deadline };
     const loaded = await this.guard.run((attempt) => this.callLoader(key, loader, attempt, stale), context);
     if (this.check === undefined || loaded === undefined) return loaded;
-    const verdict = await this.check(loaded);
+    const checked = this.check(loaded);
+    // The hard timeout covers validation too: an async validator that never settles ends with the load's LoadTimeoutError.
+    const verdict = checked instanceof Promise ? await verdictBefore(checked, hard.signal) : checked;
     if (!verdict.ok) throw new ValidationError(key, verdict.reason, verdict.issues);
     return verdict.value;
   }

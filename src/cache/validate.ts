@@ -1,4 +1,6 @@
 import type { StandardSchemaV1 } from '@standard-schema/spec';
+import { onAbort } from '../guard/abort.js';
+import { type Clock } from '../time/clock.js';
 
 /**
  * What `validate` accepts: a predicate, or any Standard Schema validator
@@ -41,4 +43,40 @@ export function compileValidator<V>(validator: Validator<V>): (value: V) => Verd
       return thrown(error);
     }
   };
+}
+
+/**
+ * An async verdict that ends by `ms` on `clock`: past it, a rejection
+ * (`reason` says so). A validator that never settles must not hold its key:
+ * every later `get` of it would wait on the same flight (issue 13). Called
+ * only for a verdict that is a promise, so a synchronous validator arms no
+ * timer.
+ */
+export function verdictWithin<V>(verdict: Promise<Verdict<V>>, clock: Clock, ms: number): Promise<Verdict<V>> {
+  return new Promise((resolve) => {
+    const timer = clock.setTimer(() => resolve({ ok: false, reason: `validation did not finish within ${ms} ms` }), ms);
+    const done = (v: Verdict<V>): void => {
+      timer.cancel();
+      resolve(v);
+    };
+    verdict.then(done, () => done({ ok: false, reason: 'validator threw' }));
+  });
+}
+
+/** An async verdict that gives up when `signal` aborts (a load's hard timeout), rejecting with its reason. */
+export function verdictBefore<V>(verdict: Promise<Verdict<V>>, signal: AbortSignal): Promise<Verdict<V>> {
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise((resolve, reject) => {
+    const stop = onAbort(signal, () => reject(signal.reason as Error));
+    verdict.then(
+      (v) => {
+        stop();
+        resolve(v);
+      },
+      () => {
+        stop();
+        resolve({ ok: false, reason: 'validator threw' });
+      },
+    );
+  });
 }
