@@ -484,7 +484,8 @@ export class Cache<V> {
     if (this.check === undefined || loaded === undefined) return loaded;
     const checked = this.check(loaded);
     // The hard timeout covers validation too: an async validator that never settles ends with the load's LoadTimeoutError.
-    const verdict = checked instanceof Promise ? await verdictBefore(checked, hard.signal) : checked;
+    // A synchronous verdict is awaited all the same: one microtask, as before this bound, so the lab's replays keep their order of events.
+    const verdict = await (checked instanceof Promise ? verdictBefore(checked, hard.signal) : Promise.resolve(checked));
     if (!verdict.ok) throw new ValidationError(key, verdict.reason, verdict.issues);
     return verdict.value;
   }
