@@ -168,7 +168,8 @@ export function isError(v: unknown): v is Error {
   }
 }
 
-function describe(v: unknown): string {
+/** A value in words for a message, whatever it is: never throws, even for a revoked Proxy. */
+export function describe(v: unknown): string {
   try {
     return typeof v === 'string' ? JSON.stringify(v) : String(v);
   } catch {

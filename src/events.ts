@@ -1,3 +1,5 @@
+import { ArgumentError, describe } from './errors.js';
+
 /**
  * A minimal typed event emitter. Emitting with no listener costs one property
  * read, which matters on the cache's hit path; a listener that throws is
@@ -5,13 +7,17 @@
  * observer must never be able to corrupt the state it observes.
  */
 export class Events<M extends { [K in keyof M]: (event: never) => void }> {
-  private readonly listeners: { [K in keyof M]?: M[K][] } = {};
+  // No prototype: an event named "constructor" or "__proto__" from untyped code must not reach Object.prototype.
+  private readonly listeners: { [K in keyof M]?: M[K][] } = Object.create(null) as { [K in keyof M]?: M[K][] };
 
   /** Called with what a listener threw. Defaults to ignoring it. */
   onListenerError: (error: unknown, event: keyof M) => void = () => {};
 
   /** Subscribes; returns a function that unsubscribes (so listeners cannot leak by being forgotten). */
   on<K extends keyof M>(event: K, listener: M[K]): () => void {
+    const name: unknown = event;
+    if (typeof name !== 'string') throw new ArgumentError(`event must be an event's name, got ${describe(name)}`);
+    if (typeof listener !== 'function') throw new ArgumentError(`listener for "${name}" must be a function, got ${describe(listener)}`);
     (this.listeners[event] ??= []).push(listener);
     return () => this.off(event, listener);
   }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { ArgumentError, Cache, type CacheOptions, ConfigError, InMemorySharedStore, LeaseBackoffError, LoadTimeoutError, SharedTierError, sleep, VirtualClock } from '../src/index.js';
+import { Cache, type CacheOptions, ConfigError, InMemorySharedStore, LeaseBackoffError, LoadTimeoutError, SharedTierError, sleep, VirtualClock } from '../src/index.js';
 import { decodeEnvelope, encodeEnvelope } from '../src/stores/envelope.js';
 import { hangingSchema, track } from './helpers.js';
 
@@ -319,12 +319,12 @@ describe('shared tier: namespaces and values that cannot be shared', () => {
 describe('shared tier: options and shutdown', () => {
   test('bad options are typed errors at construction, before anything is stored', () => {
     const store = new InMemorySharedStore();
-    assert.throws(() => new Cache({ shared: {} as never }), ArgumentError);
-    assert.throws(() => new Cache({ shared: { store: { read: 1 } as never } }), ArgumentError);
+    assert.throws(() => new Cache({ shared: {} as never }), ConfigError);
+    assert.throws(() => new Cache({ shared: { store: { read: 1 } as never } }), ConfigError);
     assert.throws(() => new Cache({ shared: { store, timeout: -1 } }), ConfigError);
     assert.throws(() => new Cache({ shared: { store, heartbeat: 0 } }), ConfigError);
     assert.throws(() => new Cache({ shared: { store, maxValueChars: 2 } }), ConfigError);
-    assert.throws(() => new Cache({ shared: { store, namespace: 'a|b' } }), ArgumentError);
+    assert.throws(() => new Cache({ shared: { store, namespace: 'a|b' } }), ConfigError);
   });
 
   test('close() stops the heartbeat and leaves the bus: no timer is left behind', async () => {

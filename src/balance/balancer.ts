@@ -1,10 +1,9 @@
-import { between, duration, integer, optionalFunction, or } from '../config.js';
+import { between, clockOption, duration, integer, optionalFunction, optionsObject, or } from '../config.js';
 import { ConfigError, OverloadedError } from '../errors.js';
 import { Events } from '../events.js';
-import { type CallOptions, notATask } from '../guard/guard.js';
+import { type CallOptions, callContext, notATask } from '../guard/guard.js';
 import { priorityRank } from '../guard/priority.js';
 import { type Clock, type Timer } from '../time/clock.js';
-import { systemClock } from '../time/system.js';
 import { HealthChecker, type HealthCheckOptions, type ProbeResult } from './health.js';
 import { ejectionMs, mayEject, type OutlierConfig, outlierConfig, type OutlierOptions, successRateOutliers } from './outliers.js';
 
@@ -125,7 +124,8 @@ class Slot<U> implements PickedUpstream<U> {
   ) {}
 }
 
-const NEVER = new AbortController().signal;
+/** The context of a call made without options: its signal never aborts. */
+const NO_OPTIONS = callContext();
 const MAX_DRAWS = 16;
 const defaultIsFailure = (): boolean => true;
 
@@ -174,15 +174,17 @@ export class Balancer<U> {
   private windowStart: number;
   private closed = false;
 
-  constructor(options: BalancerOptions<U>) {
-    if (typeof options !== 'object' || options === null) throw new ConfigError('Balancer options must be an object');
+  constructor(balancerOptions: BalancerOptions<U>) {
+    if (balancerOptions === undefined) throw new ConfigError('Balancer needs options with its upstreams');
+    const options = optionsObject('Balancer options', balancerOptions);
     const list = options.upstreams;
     if (!Array.isArray(list) || list.length === 0) throw new ConfigError('upstreams must be a non-empty array: a balancer over nothing cannot route');
     const defaultMax = or(options.maxOutstanding, Infinity);
     if (defaultMax !== Infinity) integer('maxOutstanding', defaultMax, 1);
     const seen = new Set<string>();
-    this.slots = list.map((u, i) => {
-      if (typeof u !== 'object' || u === null || typeof u.id !== 'string' || u.id === '') throw new ConfigError(`upstreams[${i}].id must be a non-empty string`);
+    this.slots = list.map((entry, i) => {
+      const u = optionsObject(`upstreams[${i}]`, entry) as Upstream<U>;
+      if (typeof u.id !== 'string' || u.id === '') throw new ConfigError(`upstreams[${i}].id must be a non-empty string`);
       if (seen.has(u.id)) throw new ConfigError(`upstreams[${i}].id "${u.id}" is a duplicate: ids name upstreams in events and snapshots`);
       seen.add(u.id);
       const weight = or(u.weight, 1);
@@ -199,7 +201,7 @@ export class Balancer<U> {
     this.lowPriorityShare = between('lowPriorityShare', or(options.lowPriorityShare, 0.8), 0, 1);
     optionalFunction('isFailure', options.isFailure);
     this.isFailure = options.isFailure ?? defaultIsFailure;
-    this.clock = options.clock ?? systemClock;
+    this.clock = clockOption('clock', options.clock);
     this.windowStart = this.clock.now();
     this.health =
       options.health === undefined
@@ -227,9 +229,10 @@ export class Balancer<U> {
    */
   async run<T>(fn: (target: U, signal: AbortSignal) => Promise<T>, options?: CallOptions): Promise<T> {
     if (typeof fn !== 'function') throw notATask('Balancer', fn);
-    const slot = this.choose(priorityRank(options?.priority));
-    if (slot === undefined) throw new OverloadedError(`balancer: every upstream is saturated for priority ${String(options?.priority ?? 'normal')}; shed`);
-    const signal = options?.signal ?? NEVER;
+    // Checked before a slot is chosen: a slip of the caller's is no failure of an upstream.
+    const { priority, signal } = options === undefined ? NO_OPTIONS : callContext(options);
+    const slot = this.choose(priorityRank(priority));
+    if (slot === undefined) throw new OverloadedError(`balancer: every upstream is saturated for priority ${String(priority ?? 'normal')}; shed`);
     slot.outstanding++;
     let value: T;
     try {

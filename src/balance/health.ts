@@ -1,4 +1,4 @@
-import { between, duration, integer, or } from '../config.js';
+import { between, duration, integer, optionsObject, or } from '../config.js';
 import { ConfigError } from '../errors.js';
 import { type Clock, type Timer } from '../time/clock.js';
 
@@ -79,11 +79,12 @@ export class HealthChecker<U> {
   private closed = false;
 
   constructor(
-    options: HealthCheckOptions<U>,
+    healthOptions: HealthCheckOptions<U>,
     private readonly targets: readonly U[],
     private readonly clock: Clock,
     private readonly report: (index: number, result: ProbeResult) => void,
   ) {
+    const options = optionsObject('health', healthOptions);
     if (typeof options.check !== 'function') throw new ConfigError('health.check must be a function (target, signal) => Promise<void>');
     this.check = options.check;
     this.interval = duration('health.interval', or(options.interval, 10_000), { timer: true, positive: true });

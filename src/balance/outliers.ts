@@ -1,4 +1,4 @@
-import { between, duration, integer, or, ordered } from '../config.js';
+import { between, duration, integer, optionsObject, or, ordered } from '../config.js';
 
 /**
  * Passive outlier detection: what the balancer learns from the outcomes of the
@@ -45,8 +45,9 @@ export interface OutlierConfig {
 }
 
 /** Checks `options` once, at construction: a bad value is a {@link ConfigError} naming it. */
-export function outlierConfig(options: OutlierOptions = {}): OutlierConfig {
-  const sr = or(options.successRate, {});
+export function outlierConfig(outlierOptions?: OutlierOptions): OutlierConfig {
+  const options = optionsObject('outliers', outlierOptions);
+  const sr = options.successRate === false ? false : optionsObject('outliers.successRate', options.successRate);
   const baseEjectionMs = duration('outliers.baseEjectionMs', or(options.baseEjectionMs, 30_000), { timer: true, positive: true });
   const maxEjectionMs = duration('outliers.maxEjectionMs', or(options.maxEjectionMs, Math.max(300_000, baseEjectionMs)), { timer: true, positive: true });
   ordered('outliers.baseEjectionMs', baseEjectionMs, 'outliers.maxEjectionMs', maxEjectionMs);

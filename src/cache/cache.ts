@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
+import { clockOption, isInstance, optionalFunction, optionsObject } from '../config.js';
 import { AbortedError, ArgumentError, ConfigError, type DamperError, isError, LoaderError, LoadTimeoutError, OverloadedError, type SharedTierError, ValidationError } from '../errors.js';
 import { Events } from '../events.js';
 import { Backoff } from '../guard/backoff.js';
 import { onAbort } from '../guard/abort.js';
-import { type Guard } from '../guard/guard.js';
+import { checkGuard, type Guard } from '../guard/guard.js';
 import { ConcurrencyLimiter } from '../guard/limiter.js';
 import { type Priority } from '../guard/priority.js';
 import { MemoryStore } from '../stores/memory.js';
 import { type Clock, type Timer } from '../time/clock.js';
-import { systemClock } from '../time/system.js';
 import { shouldRefreshEarly } from './early-refresh.js';
 import { emptyEntry, type Entry } from './entry.js';
 import { HardTimeout } from './hard-timeout.js';
@@ -120,19 +120,19 @@ export class Cache<V> {
     return verdict instanceof Promise ? verdictWithin(verdict, this.clock, this.defaults.loadTimeout) : verdict;
   };
 
-  constructor(options: CacheOptions<V> = {}) {
-    if (typeof options !== 'object' || options === null) throw new ArgumentError('Cache options must be an object');
+  constructor(cacheOptions?: CacheOptions<V>) {
+    const options = optionsObject('Cache options', cacheOptions);
     const shape = resolveCacheShape(options as CacheOptions<unknown>);
-    this.clock = options.clock ?? systemClock;
+    this.clock = clockOption('clock', options.clock);
     const clock = this.clock;
     this.random = () => clock.random();
     this.defaults = resolveLoadOptions(options);
     this.ttlJitter = shape.ttlJitter;
     this.beta = shape.earlyRefresh;
-    this.backoff = options.backoff instanceof Backoff ? options.backoff : new Backoff(options.backoff);
-    this.guard = options.guard ?? new ConcurrencyLimiter({ limit: shape.maxConcurrentLoads, clock: this.clock });
+    this.backoff = isInstance(options.backoff, Backoff) ? options.backoff : new Backoff(options.backoff);
+    this.guard = options.guard === undefined ? new ConcurrencyLimiter({ limit: shape.maxConcurrentLoads, clock: this.clock }) : checkGuard('guard', options.guard);
     this.check = options.validate === undefined ? undefined : compileValidator(options.validate);
-    const size = options.size;
+    const size = optionalFunction('size', options.size);
     this.store = new MemoryStore<Entry<V>>({
       maxEntries: shape.maxEntries,
       maxBytes: options.maxBytes,

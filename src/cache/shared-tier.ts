@@ -1,5 +1,5 @@
-import { duration, integer, or } from '../config.js';
-import { ArgumentError, type DamperError, LeaseBackoffError, OverloadedError, SharedTierError } from '../errors.js';
+import { duration, hasMethods, integer, isInstance, optionsObject, or } from '../config.js';
+import { ConfigError, type DamperError, LeaseBackoffError, OverloadedError, SharedTierError } from '../errors.js';
 import { CircuitBreaker, type CircuitBreakerOptions } from '../guard/breaker.js';
 import { type GuardContext } from '../guard/guard.js';
 import { type LeaseGrant, type SharedBackend } from '../stores/backend.js';
@@ -119,6 +119,8 @@ export type Lookup<V> =
   | { readonly kind: 'unavailable'; readonly error: SharedTierError };
 
 const NEVER = new AbortController().signal;
+/** What a {@link SharedBackend} must answer; checked at construction, so a half-made store fails there, not at its first miss. */
+const BACKEND_METHODS = ['read', 'acquire', 'fill', 'fail', 'release', 'write', 'remove', 'publish', 'subscribe'];
 
 /**
  * The shared tier's logic, apart from any client: leases, the store's breaker
@@ -167,19 +169,20 @@ export class SharedTier {
   private readonly pending = new Set<PendingCall>();
   private sweeper: Timer | undefined;
 
-  constructor(options: SharedTierOptions, clock: Clock, hooks: SharedTierHooks) {
-    if (typeof options !== 'object' || options === null) throw new ArgumentError('shared must be an object with a `store`');
-    const store = options.store as SharedBackend | undefined;
-    if (store === undefined || typeof store.read !== 'function' || typeof store.acquire !== 'function') {
-      throw new ArgumentError('shared.store must be a shared backend (a RedisStore, an InMemorySharedStore, …)');
+  constructor(sharedOptions: SharedTierOptions, clock: Clock, hooks: SharedTierHooks) {
+    if (sharedOptions === undefined) throw new ConfigError('shared must be an object with a `store`');
+    const options = optionsObject('shared', sharedOptions);
+    const store = options.store;
+    if (!hasMethods(store, BACKEND_METHODS)) {
+      throw new ConfigError(`shared.store must be a shared backend (a RedisStore, an InMemorySharedStore, … with ${BACKEND_METHODS.join(', ')})`);
     }
-    this.store = store;
+    this.store = store as SharedBackend;
     this.clock = clock;
     this.hooks = hooks;
     const namespace = or(options.namespace, 'default');
     // No ':' (it ends the namespace in the store's keys, so "a:b" + "c" and "a" + "b:c" could meet) and no '|' (it ends a bus message's header).
     if (typeof namespace !== 'string' || namespace.length === 0 || /[:|]/.test(namespace)) {
-      throw new ArgumentError(`shared.namespace must be a non-empty string without ":" or "|", got ${JSON.stringify(namespace)}`);
+      throw new ConfigError(`shared.namespace must be a non-empty string without ":" or "|", got ${typeof namespace === 'string' ? JSON.stringify(namespace) : typeof namespace}`);
     }
     this.namespace = namespace;
     this.timeout = duration('shared.timeout', or(options.timeout, 250), { positive: true, timer: true });
@@ -190,9 +193,9 @@ export class SharedTier {
     this.leaseMargin = duration('shared.leaseMargin', or(options.leaseMargin, 1_000));
     this.maxValueChars = integer('shared.maxValueChars', or(options.maxValueChars, 1_048_576), 16);
     this.breaker =
-      options.breaker instanceof CircuitBreaker
+      isInstance(options.breaker, CircuitBreaker)
         ? options.breaker
-        : new CircuitBreaker({ consecutiveFailures: 3, openFor: 500, maxOpenFor: 3_000, probeTimeout: this.timeout * 2, clock, ...options.breaker });
+        : new CircuitBreaker({ consecutiveFailures: 3, openFor: 500, maxOpenFor: 3_000, probeTimeout: this.timeout * 2, clock, ...optionsObject('shared.breaker', options.breaker) });
     this.id = Math.floor(clock.random() * 2 ** 32).toString(36) + Math.floor(clock.random() * 2 ** 32).toString(36);
     this.tick();
   }

@@ -1,4 +1,6 @@
 import type { StandardSchemaV1 } from '@standard-schema/spec';
+import { hasMethods } from '../config.js';
+import { ConfigError, describe, isError } from '../errors.js';
 import { onAbort } from '../guard/abort.js';
 import { type Clock } from '../time/clock.js';
 
@@ -20,6 +22,10 @@ export type Verdict<V> = { readonly ok: true; readonly value: V } | { readonly o
  * rejecting the value: an unchecked value must never reach the cache.
  */
 export function compileValidator<V>(validator: Validator<V>): (value: V) => Verdict<V> | Promise<Verdict<V>> {
+  // Checked here, once: a `validate: 42` would otherwise reject every value as "schema threw".
+  if (typeof validator !== 'function' && !hasMethods(standardOf(validator), ['validate'])) {
+    throw new ConfigError('validate must be a function (value) => boolean | string, or a Standard Schema (zod, valibot, arktype, …)');
+  }
   if (typeof validator === 'function') {
     return (value) => {
       try {
@@ -27,14 +33,14 @@ export function compileValidator<V>(validator: Validator<V>): (value: V) => Verd
         if (r === true) return { ok: true, value };
         return { ok: false, reason: typeof r === 'string' ? r : 'rejected by validate()' };
       } catch (error) {
-        return { ok: false, reason: `validate() threw: ${error instanceof Error ? error.message : String(error)}` };
+        return { ok: false, reason: `validate() threw: ${messageOf(error)}` };
       }
     };
   }
   const standard = validator['~standard'];
   const fromResult = (r: StandardSchemaV1.Result<V>): Verdict<V> =>
     r.issues === undefined ? { ok: true, value: r.value } : { ok: false, reason: r.issues.map((i) => i.message).join('; ') || 'rejected by schema', issues: r.issues };
-  const thrown = (error: unknown): Verdict<V> => ({ ok: false, reason: `schema threw: ${error instanceof Error ? error.message : String(error)}` });
+  const thrown = (error: unknown): Verdict<V> => ({ ok: false, reason: `schema threw: ${messageOf(error)}` });
   return (value) => {
     try {
       const r = standard.validate(value);
@@ -79,4 +85,22 @@ export function verdictBefore<V>(verdict: Promise<Verdict<V>>, signal: AbortSign
       },
     );
   });
+}
+
+/** A Standard Schema's `~standard` property, or undefined for anything else (a revoked Proxy included). */
+function standardOf(validator: unknown): unknown {
+  try {
+    return (validator as { '~standard'?: unknown })['~standard'];
+  } catch {
+    return undefined;
+  }
+}
+
+/** What a validator threw, in words; a hostile throw (whose `message` throws) cannot escape the verdict. */
+function messageOf(error: unknown): string {
+  try {
+    return isError(error) ? error.message : describe(error);
+  } catch {
+    return describe(error);
+  }
 }

@@ -1,4 +1,4 @@
-import { between, duration, or, ordered } from '../config.js';
+import { between, duration, optionsObject, or, ordered } from '../config.js';
 
 /** Shape of a capped, jittered exponential backoff. */
 export interface BackoffOptions {
@@ -34,7 +34,8 @@ export class Backoff {
   readonly factor: number;
   readonly jitter: number;
 
-  constructor(options: BackoffOptions = {}) {
+  constructor(backoff?: BackoffOptions) {
+    const options = optionsObject('backoff', backoff);
     this.base = duration('backoff.base', or(options.base, 100), { positive: true });
     this.max = duration('backoff.max', or(options.max, 30_000), { positive: true });
     this.factor = between('backoff.factor', or(options.factor, 2), 1, 100);

@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
-import { between, duration, integer, optionalFunction, or, ordered } from '../config.js';
+import { between, clockOption, duration, integer, optionalFunction, optionsObject, or, ordered } from '../config.js';
 import { AbortedError, BreakerOpenError, ConfigError, LoadTimeoutError, ValidationError } from '../errors.js';
 import { Events } from '../events.js';
 import { type Clock } from '../time/clock.js';
-import { systemClock } from '../time/system.js';
 import { Backoff } from './backoff.js';
 import { isLoadTimeout } from './classify.js';
-import { type CallOptions, callContext, type Guard, type GuardContext, notATask, startTask } from './guard.js';
+import { type CallOptions, callContext, type Guard, type GuardContext, guarded, notATask, startTask } from './guard.js';
 
 /** Where a {@link CircuitBreaker} is. */
 export type BreakerState = 'closed' | 'open' | 'half-open';
@@ -219,7 +218,8 @@ export class CircuitBreaker implements Guard {
   private closedOk: (value: unknown) => void = () => {};
   private closedErr: (error: unknown) => void = () => {};
 
-  constructor(options: CircuitBreakerOptions = {}) {
+  constructor(breakerOptions?: CircuitBreakerOptions) {
+    const options = optionsObject('CircuitBreaker options', breakerOptions);
     this.consecutiveFailures = integer('consecutiveFailures', or(options.consecutiveFailures, 5), 1);
     this.window = duration('window', or(options.window, 10_000), { positive: true });
     this.windowBuckets = integer('windowBuckets', or(options.windowBuckets, 10), 1);
@@ -239,7 +239,7 @@ export class CircuitBreaker implements Guard {
     this.probeTimeout = duration('probeTimeout', or(options.probeTimeout, 5_000), { positive: true, timer: true });
     optionalFunction('isFailure', options.isFailure);
     this.isFailure = options.isFailure ?? defaultIsFailure;
-    this.clock = options.clock ?? systemClock;
+    this.clock = clockOption('clock', options.clock);
     this.backoff = new Backoff({ base: this.openFor, max: this.maxOpenFor, factor: 2, jitter: this.jitter });
     this.trackSlow = this.slowCallRateThreshold < 1;
     this.rateRules = this.trackSlow || this.failureRateThreshold < 1;
@@ -271,7 +271,7 @@ export class CircuitBreaker implements Guard {
 
   /** Runs `fn` through the breaker outside the cache: `breaker.execute((signal) => fetch(url, { signal }))`. */
   execute<T>(fn: (signal: AbortSignal) => Promise<T>, options?: CallOptions): Promise<T> {
-    return this.run(fn, options === undefined ? NO_OPTIONS : callContext(options));
+    return options === undefined ? this.run(fn, NO_OPTIONS) : guarded(this, fn, options);
   }
 
   /** Closes the breaker and forgets all counts (an operator's override, or after a deploy that fixed the cause). */

@@ -1,6 +1,5 @@
 import { type Clock } from '../time/clock.js';
-import { systemClock } from '../time/system.js';
-import { between, duration, integer, or } from '../config.js';
+import { between, clockOption, duration, integer, optionsObject, or } from '../config.js';
 import { ConfigError } from '../errors.js';
 import { RollingWindow } from './window.js';
 
@@ -64,14 +63,15 @@ export class RetryBudget {
   private readonly floor: number;
   private readonly counts: RollingWindow;
 
-  constructor(options: RetryBudgetOptions = {}) {
+  constructor(budgetOptions?: RetryBudgetOptions) {
+    const options = optionsObject('RetryBudget options', budgetOptions);
     this.window = duration('window', or(options.window, 10_000), { positive: true });
     this.ratio = between('ratio', or(options.ratio, 0.2), 0, 1);
     this.minPerSecond = between('minPerSecond', or(options.minPerSecond, 10), 0, 1e9);
     this.buckets = integer('buckets', or(options.buckets, 10), 1);
     if (this.buckets > 1000) throw new ConfigError(`buckets must be at most 1000, got ${this.buckets}`);
     this.floor = (this.minPerSecond * this.window) / 1000;
-    this.counts = new RollingWindow(options.clock ?? systemClock, this.window / this.buckets, this.buckets + 1, 2);
+    this.counts = new RollingWindow(clockOption('clock', options.clock), this.window / this.buckets, this.buckets + 1, 2);
   }
 
   /** Counts one call to the dependency (its first attempt, not its retries): each one earns `ratio` of a retry. */

@@ -1,9 +1,8 @@
 import { type Clock, MAX_TIMER_MS, type Timer } from '../time/clock.js';
-import { systemClock } from '../time/system.js';
-import { duration } from '../config.js';
+import { clockOption, duration, optionsObject } from '../config.js';
 import { AbortedError, DeadlineExceededError } from '../errors.js';
 import { abortOwned, onAbort, ownedDeadline, ownedSignal } from './abort.js';
-import { callContext, type CallOptions, type Guard, type GuardContext, notATask, startTask } from './guard.js';
+import { type CallOptions, type Guard, type GuardContext, guarded, notATask, startTask } from './guard.js';
 
 /**
  * Deadlines that flow through every attempt, queue wait and loader. A deadline
@@ -137,14 +136,15 @@ export class DeadlineGuard implements Guard {
   readonly timeout: number;
   private readonly clock: Clock;
 
-  constructor(options: DeadlineGuardOptions) {
+  constructor(guardOptions: DeadlineGuardOptions) {
+    const options = optionsObject('DeadlineGuard options', guardOptions);
     this.timeout = duration('timeout', options.timeout, { positive: true, timer: true });
-    this.clock = options.clock ?? systemClock;
+    this.clock = clockOption('clock', options.clock);
   }
 
   /** Runs `fn` under the deadline, outside any cache. */
   execute<T>(fn: (signal: AbortSignal) => Promise<T>, options?: CallOptions): Promise<T> {
-    return this.run(fn, callContext(options));
+    return guarded(this, fn, options);
   }
 
   run<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext): Promise<T> {

@@ -1,5 +1,6 @@
-import { ArgumentError } from '../errors.js';
-import { type Priority } from './priority.js';
+import { hasMethods } from '../config.js';
+import { ArgumentError, ConfigError, describe } from '../errors.js';
+import { checkPriority, type Priority } from './priority.js';
 
 /**
  * What a guard knows about one call it is asked to run.
@@ -62,14 +63,33 @@ export interface CallOptions {
 
 const NEVER = new AbortController().signal;
 
-/** Builds a full context from the options of a standalone call. */
+/**
+ * Builds a full context from the options of a standalone call, checked: a
+ * `deadline: "soon"` or a `signal: {}` is the caller's slip, refused with a
+ * {@link ConfigError} (as every option is) before any guard counts the call.
+ */
 export function callContext(options: CallOptions = {}): GuardContext {
-  return { key: options.key ?? '', signal: options.signal ?? NEVER, wait: options.wait ?? true, priority: options.priority, deadline: options.deadline };
+  if (typeof options !== 'object' || options === null) throw new ConfigError(`call options must be an object, got ${describe(options)}`);
+  const { key = '', signal = NEVER, wait = true, priority, deadline } = options;
+  if (typeof key !== 'string') throw new ConfigError(`key must be a string, got ${typeof key}`);
+  if (!(signal instanceof AbortSignal)) throw new ConfigError('signal must be an AbortSignal');
+  if (typeof wait !== 'boolean') throw new ConfigError(`wait must be a boolean, got ${typeof wait}`);
+  if (deadline !== undefined && (typeof deadline !== 'number' || Number.isNaN(deadline))) throw new ConfigError(`deadline must be an instant (a number of ms on the guard's clock), got ${describe(deadline)}`);
+  return { key, signal, wait, priority: checkPriority('priority', priority), deadline };
 }
 
-/** Runs `fn` through `guard` outside the cache: `guarded(breaker, (signal) => fetch(url, { signal }))`. */
+/**
+ * Runs `fn` through `guard` outside the cache: `guarded(breaker, (signal) => fetch(url, { signal }))`.
+ * Bad call options reject (they never throw), as every guard's `execute` does through this.
+ */
 export function guarded<T>(guard: Guard, fn: (signal: AbortSignal) => Promise<T>, options?: CallOptions): Promise<T> {
-  return guard.run(fn, callContext(options));
+  let context: GuardContext;
+  try {
+    context = callContext(options);
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  return guard.run(fn, context);
 }
 
 /**
@@ -79,6 +99,7 @@ export function guarded<T>(guard: Guard, fn: (signal: AbortSignal) => Promise<T>
  * the caller's to state.
  */
 export function pipeline(...guards: Guard[]): Guard {
+  guards.forEach((g, i) => checkGuard(`pipeline: guard ${i + 1}`, g));
   return {
     run<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext): Promise<T> {
       if (typeof task !== 'function') return Promise.reject(notATask('pipeline', task));
@@ -91,6 +112,16 @@ export function pipeline(...guards: Guard[]): Guard {
       return inner(context.signal);
     },
   };
+}
+
+/**
+ * Checks that `value` is a {@link Guard} (an object with a `run` function),
+ * where one is given: a `guard: 42` found only at the first load would be
+ * counted as the dependency failing.
+ */
+export function checkGuard(name: string, value: unknown): Guard {
+  if (!hasMethods(value, ['run'])) throw new ConfigError(`${name} must be a Guard (an object with a run(task, context) function)`);
+  return value as Guard;
 }
 
 /**

@@ -1,6 +1,6 @@
-import { integer, or } from '../config.js';
+import { integer, optionalFunction, optionsObject, or } from '../config.js';
 import { ConfigError } from '../errors.js';
-import { type Guard, type GuardContext, notATask } from './guard.js';
+import { checkGuard, type Guard, type GuardContext, notATask } from './guard.js';
 
 /** Options for {@link keyed}. */
 export interface KeyedOptions {
@@ -26,12 +26,26 @@ export interface KeyedOptions {
  * @example
  * const perShard = keyed(() => new CircuitBreaker({ clock }), { domain: (key) => shardOf(key) });
  */
-export function keyed(make: (domain: string) => Guard, options: KeyedOptions = {}): Guard & { readonly domains: number } {
+export function keyed(make: (domain: string) => Guard, keyedOptions?: KeyedOptions): Guard & { readonly domains: number } {
   if (typeof make !== 'function') throw new ConfigError('keyed(make): make must be a function returning a Guard');
-  const domainOf = options.domain ?? ((key: string) => key);
+  const options = optionsObject('keyed options', keyedOptions);
+  const domainOf = optionalFunction('domain', options.domain) ?? ((key: string) => key);
   const max = integer('maxDomains', or(options.maxDomains, 1024), 1);
   // A Map keeps insertion order: re-inserting on use makes its first entry the least recently used.
   const guards = new Map<string, Guard>();
+  const guardOf = (key: string): Guard => {
+    const domain = domainOf(key);
+    if (typeof domain !== 'string') throw new ConfigError(`keyed: domain(key) must return a string, got ${typeof domain}`);
+    let guard = guards.get(domain);
+    if (guard === undefined) {
+      guard = checkGuard(`keyed: make("${domain}")`, make(domain));
+      if (guards.size >= max) guards.delete(guards.keys().next().value as string);
+    } else {
+      guards.delete(domain);
+    }
+    guards.set(domain, guard);
+    return guard;
+  };
   return {
     get domains() {
       return guards.size;
@@ -39,15 +53,13 @@ export function keyed(make: (domain: string) => Guard, options: KeyedOptions = {
     run<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext): Promise<T> {
       // Before a domain's guard is made or moved in the LRU: a bad call changes nothing.
       if (typeof task !== 'function') return Promise.reject(notATask('keyed', task));
-      const domain = domainOf(context.key);
-      let guard = guards.get(domain);
-      if (guard === undefined) {
-        guard = make(domain);
-        if (guards.size >= max) guards.delete(guards.keys().next().value as string);
-      } else {
-        guards.delete(domain);
+      let guard: Guard;
+      try {
+        guard = guardOf(context.key);
+      } catch (error) {
+        // `domain` or `make` threw, or made no Guard: the caller's promise says so; nothing was stored.
+        return Promise.reject(error);
       }
-      guards.set(domain, guard);
       return guard.run(task, context);
     },
   };

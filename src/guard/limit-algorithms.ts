@@ -1,4 +1,4 @@
-import { between, duration, integer, or, ordered } from '../config.js';
+import { between, duration, integer, optionsObject, or, ordered } from '../config.js';
 
 /**
  * How a {@link ConcurrencyLimiter} decides its limit. A fixed number is the
@@ -47,7 +47,8 @@ export class AimdLimit implements LimitAlgorithm {
   private readonly ratio: number;
   private credit = 0;
 
-  constructor(options: AimdOptions = {}) {
+  constructor(aimdOptions?: AimdOptions) {
+    const options = optionsObject('AimdLimit options', aimdOptions);
     ({ min: this.min, max: this.max, initial: this.limit } = bounds('aimd', options));
     this.threshold = duration('aimd.latencyThresholdMs', or(options.latencyThresholdMs, 1000), { positive: true });
     this.ratio = between('aimd.backoffRatio', or(options.backoffRatio, 0.9), 0.01, 0.99);
@@ -101,7 +102,8 @@ export class GradientLimit implements LimitAlgorithm {
   private short = 0;
   private long = 0;
 
-  constructor(options: GradientOptions = {}) {
+  constructor(gradientOptions?: GradientOptions) {
+    const options = optionsObject('GradientLimit options', gradientOptions);
     ({ min: this.min, max: this.max, initial: this.limit } = bounds('gradient', options));
     this.tolerance = between('gradient.tolerance', or(options.tolerance, 2), 1, 100);
     const smoothing = integer('gradient.smoothing', or(options.smoothing, 20), 1);

@@ -1,9 +1,8 @@
 import { type Clock, type Timer } from '../time/clock.js';
-import { systemClock } from '../time/system.js';
-import { duration, integer, or } from '../config.js';
+import { clockOption, duration, hasMethods, integer, oneOf, optionsObject, or } from '../config.js';
 import { AbortedError, ConfigError, type DamperError, OverloadedError } from '../errors.js';
 import { onAbort } from './abort.js';
-import { callContext, type CallOptions, type Guard, type GuardContext, notATask } from './guard.js';
+import { type CallOptions, type Guard, type GuardContext, guarded, notATask } from './guard.js';
 import { type LimitAlgorithm } from './limit-algorithms.js';
 import { PriorityLanes } from './lanes.js';
 import { priorityRank } from './priority.js';
@@ -81,29 +80,29 @@ export class ConcurrencyLimiter implements Guard {
   /** When the queue was last empty: CoDel's "standing queue" test. */
   private emptySince = 0;
 
-  constructor(options: ConcurrencyLimiterOptions = {}) {
+  constructor(limiterOptions?: ConcurrencyLimiterOptions) {
+    const options = optionsObject('ConcurrencyLimiter options', limiterOptions);
     const limit = or(options.limit, 64);
     if (typeof limit === 'number') {
       this.fixed = integer('limit', limit, 1);
       this.algorithm = undefined;
     } else {
-      if (typeof limit !== 'object' || limit === null || typeof limit.sample !== 'function') throw new ConfigError('limit must be a number or a LimitAlgorithm');
+      if (!hasMethods(limit, ['sample'])) throw new ConfigError('limit must be a number or a LimitAlgorithm (an object with sample() and current)');
       this.fixed = 0;
       this.algorithm = limit;
     }
     this.maxQueue = integer('maxQueue', or(options.maxQueue, 1024), 0);
     this.queueTimeout = duration('queueTimeout', or(options.queueTimeout, 1000), { timer: true });
-    this.order = or(options.order, 'adaptive-lifo');
-    if (this.order !== 'fifo' && this.order !== 'adaptive-lifo') throw new ConfigError(`order must be "fifo" or "adaptive-lifo", got ${String(this.order)}`);
-    const codel = or(options.codel, { target: 5, interval: 100 });
-    this.codel = codel === false ? undefined : { target: duration('codel.target', codel.target, { timer: true }), interval: duration('codel.interval', codel.interval, { positive: true }) };
-    const shed = options.shedDelay ?? {};
+    this.order = oneOf('order', or(options.order, 'adaptive-lifo'), ['fifo', 'adaptive-lifo']);
+    const codel = options.codel === false ? false : optionsObject('codel', options.codel);
+    this.codel = codel === false ? undefined : { target: duration('codel.target', or(codel.target, 5), { timer: true }), interval: duration('codel.interval', or(codel.interval, 100), { positive: true }) };
+    const shed = optionsObject('shedDelay', options.shedDelay);
     this.shed = {
       [priorityRank('normal')]: duration('shedDelay.normal', or(shed.normal, 500)),
       [priorityRank('low')]: duration('shedDelay.low', or(shed.low, 50)),
       [priorityRank('background')]: duration('shedDelay.background', or(shed.background, 5)),
     };
-    this.clock = options.clock ?? systemClock;
+    this.clock = clockOption('clock', options.clock);
     this.emptySince = this.clock.now();
   }
 
@@ -124,7 +123,7 @@ export class ConcurrencyLimiter implements Guard {
 
   /** Runs `fn` under the limit, outside any cache. */
   execute<T>(fn: (signal: AbortSignal) => Promise<T>, options?: CallOptions): Promise<T> {
-    return this.run(fn, callContext(options));
+    return guarded(this, fn, options);
   }
 
   async run<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext): Promise<T> {

@@ -6,14 +6,15 @@
  */
 export type Priority = 'critical' | 'normal' | 'low' | 'background' | number;
 
-import { ConfigError } from '../errors.js';
+import { ConfigError, describe } from '../errors.js';
 
 const LEVELS: Readonly<Record<string, number>> = { critical: 300, normal: 200, low: 100, background: 0 };
 
 /** Checks an option that must be a priority: a named level or a finite number. */
 export function checkPriority<P extends Priority | undefined>(name: string, p: P): P {
-  const ok = p === undefined || (typeof p === 'number' ? Number.isFinite(p) : typeof p === 'string' && p in LEVELS);
-  if (!ok) throw new ConfigError(`${name} must be critical, normal, low, background or a finite number, got ${String(p)}`);
+  const ok = p === undefined || (typeof p === 'number' ? Number.isFinite(p) : typeof p === 'string' && Object.hasOwn(LEVELS, p)); // not `in`: 'constructor' is in every object
+
+  if (!ok) throw new ConfigError(`${name} must be critical, normal, low, background or a finite number, got ${describe(p)}`);
   return p;
 }
 

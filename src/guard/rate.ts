@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
 import { type Clock, MAX_TIMER_MS, type Timer } from '../time/clock.js';
-import { systemClock } from '../time/system.js';
-import { between, duration, integer, or, positive } from '../config.js';
+import { between, clockOption, duration, integer, optionsObject, or, positive } from '../config.js';
 import { AbortedError, ConfigError, type DamperError, DeadlineExceededError, OverloadedError } from '../errors.js';
 import { onAbort } from './abort.js';
 import { effectiveDeadline } from './deadline.js';
-import { callContext, type CallOptions, type Guard, type GuardContext, notATask } from './guard.js';
+import { type CallOptions, type Guard, type GuardContext, guarded, notATask } from './guard.js';
 import { PriorityLanes } from './lanes.js';
 import { priorityRank } from './priority.js';
 
@@ -108,15 +107,15 @@ export class RateLimiter implements Guard {
     this.drain();
   };
 
-  constructor(options: RateLimiterOptions) {
-    if (typeof options !== 'object' || options === null) throw new ConfigError('RateLimiter needs options with a rate (calls per second)');
+  constructor(rateOptions: RateLimiterOptions) {
+    if (rateOptions === undefined) throw new ConfigError('RateLimiter needs options with a rate (calls per second)');
+    const options = optionsObject('RateLimiter options', rateOptions);
     this.rate = positive('rate', options.rate);
     this.burst = between('burst', or(options.burst, Math.max(1, this.rate)), 1, Number.MAX_SAFE_INTEGER);
     this.reserve = between('reserve', or(options.reserve, 0.5), 0, 1);
     this.queueTimeout = duration('queueTimeout', or(options.queueTimeout, 1000), { timer: true });
     this.maxQueue = integer('maxQueue', or(options.maxQueue, 1000), 0);
-    const clock = options.clock ?? systemClock;
-    if (typeof clock !== 'object' || clock === null || typeof clock.now !== 'function' || typeof clock.setTimer !== 'function') throw new ConfigError('clock must be a Clock (now, setTimer, random)');
+    const clock = clockOption('clock', options.clock);
     this.clock = clock;
     this.backgroundNeed = 1 + this.reserve * (this.burst - 1);
     this.level = this.burst;
@@ -136,7 +135,7 @@ export class RateLimiter implements Guard {
 
   /** Runs `fn` under the rate, outside any cache. */
   execute<T>(fn: (signal: AbortSignal) => Promise<T>, options?: CallOptions): Promise<T> {
-    return this.run(fn, callContext(options));
+    return guarded(this, fn, options);
   }
 
   run<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext): Promise<T> {

@@ -1,14 +1,13 @@
 import assert from 'node:assert/strict';
 import { type Clock, MAX_TIMER_MS } from '../time/clock.js';
-import { systemClock } from '../time/system.js';
-import { duration, integer, optionalFunction, or, ordered } from '../config.js';
+import { clockOption, duration, integer, isInstance, optionalFunction, optionsObject, or, ordered } from '../config.js';
 import { AbortedError, ConfigError, DeadlineExceededError, LoadTimeoutError } from '../errors.js';
 import { Events } from '../events.js';
 import { onAbort } from './abort.js';
 import { RetryBudget } from './budget.js';
 import { isNeverRetried, retryAfterOf } from './classify.js';
 import { effectiveDeadline, scopedSignal } from './deadline.js';
-import { callContext, type CallOptions, type Guard, type GuardContext, notATask, startTask } from './guard.js';
+import { type CallOptions, type Guard, type GuardContext, guarded, notATask, startTask } from './guard.js';
 
 /** Options for {@link Retry}. */
 export interface RetryOptions {
@@ -151,7 +150,8 @@ export class Retry implements Guard {
   private abandonedTotal = 0;
   private abandonedRunning = 0;
 
-  constructor(options: RetryOptions = {}) {
+  constructor(retryOptions?: RetryOptions) {
+    const options = optionsObject('Retry options', retryOptions);
     this.maxAttempts = integer('maxAttempts', or(options.maxAttempts, 3), 1);
     this.baseDelay = duration('baseDelay', or(options.baseDelay, 100), { timer: true });
     this.maxDelay = duration('maxDelay', or(options.maxDelay, 10_000), { timer: true });
@@ -159,9 +159,9 @@ export class Retry implements Guard {
     this.attemptTimeout = options.attemptTimeout === undefined ? undefined : duration('attemptTimeout', options.attemptTimeout, { positive: true, timer: true });
     this.expectedDuration = options.expectedDuration === undefined ? undefined : duration('expectedDuration', options.expectedDuration);
     optionalFunction('retryOn', options.retryOn);
-    if (options.budget !== undefined && !(options.budget instanceof RetryBudget)) throw new ConfigError('budget must be a RetryBudget');
+    if (options.budget !== undefined && !isInstance(options.budget, RetryBudget)) throw new ConfigError('budget must be a RetryBudget');
     this.retryOn = options.retryOn;
-    this.clock = options.clock ?? systemClock;
+    this.clock = clockOption('clock', options.clock);
     this.budget = options.budget ?? new RetryBudget({ clock: this.clock });
   }
 
@@ -181,7 +181,7 @@ export class Retry implements Guard {
 
   /** Runs `fn` with retries, outside any cache. */
   execute<T>(fn: (signal: AbortSignal) => Promise<T>, options?: CallOptions): Promise<T> {
-    return this.run(fn, callContext(options));
+    return guarded(this, fn, options);
   }
 
   /** The wait before retry `n` (n ≥ 1 failures so far), full jitter: uniform in [0, min(maxDelay, baseDelay · 2^(n−1))). */

@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
 import { type Clock } from '../time/clock.js';
-import { systemClock } from '../time/system.js';
-import { between, duration, integer, optionalFunction, or } from '../config.js';
+import { between, clockOption, duration, integer, optionalFunction, optionsObject, or } from '../config.js';
 import { ConfigError, OverloadedError } from '../errors.js';
 import { Events } from '../events.js';
 import { isAbort, isLoadTimeout, isOverloadSignal } from './classify.js';
-import { callContext, type CallOptions, type Guard, type GuardContext, notATask } from './guard.js';
+import { type CallOptions, type Guard, type GuardContext, guarded, notATask } from './guard.js';
 import { RollingWindow } from './window.js';
 
 /** Options for {@link AdaptiveThrottle}. */
@@ -104,14 +103,15 @@ export class AdaptiveThrottle implements Guard {
   private readonly counts: RollingWindow;
   private readonly events = new Events<AdaptiveThrottleEvents>();
 
-  constructor(options: AdaptiveThrottleOptions = {}) {
+  constructor(throttleOptions?: AdaptiveThrottleOptions) {
+    const options = optionsObject('AdaptiveThrottle options', throttleOptions);
     this.k = between('k', or(options.k, 2), 1, Number.MAX_VALUE);
     this.window = duration('window', or(options.window, 30_000), { positive: true });
     this.buckets = integer('buckets', or(options.buckets, 10), 1);
     if (this.buckets > 1000) throw new ConfigError(`buckets must be at most 1000, got ${this.buckets}`);
     optionalFunction('isRejection', options.isRejection);
     this.isRejection = options.isRejection ?? defaultIsRejection;
-    this.clock = options.clock ?? systemClock;
+    this.clock = clockOption('clock', options.clock);
     this.counts = new RollingWindow(this.clock, this.window / this.buckets, this.buckets, 3);
   }
 
@@ -146,7 +146,7 @@ export class AdaptiveThrottle implements Guard {
 
   /** Runs `fn` under the throttle, outside any cache. */
   execute<T>(fn: (signal: AbortSignal) => Promise<T>, options?: CallOptions): Promise<T> {
-    return this.run(fn, callContext(options));
+    return guarded(this, fn, options);
   }
 
   async run<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext): Promise<T> {

@@ -1,5 +1,5 @@
+import { clockOption, duration, optionsObject, or } from '../config.js';
 import { type Clock } from '../time/clock.js';
-import { systemClock } from '../time/system.js';
 import { type LeaseGrant, type SharedBackend, type SharedRead } from './backend.js';
 import { SharedSlots } from './shared-slots.js';
 
@@ -38,9 +38,10 @@ export class InMemorySharedStore implements SharedBackend {
   /** Calls answered, by operation: for tests and the lab's metrics. */
   readonly calls = { read: 0, acquire: 0, fill: 0, fail: 0, release: 0, write: 0, remove: 0, publish: 0 };
 
-  constructor(options: InMemorySharedStoreOptions = {}) {
-    this.clock = options.clock ?? systemClock;
-    this.latencyMs = options.latencyMs ?? 0;
+  constructor(storeOptions?: InMemorySharedStoreOptions) {
+    const options = optionsObject('InMemorySharedStore options', storeOptions);
+    this.clock = clockOption('clock', options.clock);
+    this.latencyMs = duration('latencyMs', or(options.latencyMs, 0), { timer: true });
     this.slots = new SharedSlots(this.clock);
   }
 

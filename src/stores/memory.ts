@@ -1,5 +1,5 @@
 import { LRUCache } from 'lru-cache';
-import { integer } from '../config.js';
+import { integer, optionalFunction, optionsObject } from '../config.js';
 import { ConfigError } from '../errors.js';
 
 /** Options for {@link MemoryStore}. */
@@ -25,14 +25,17 @@ export class MemoryStore<E extends object> {
   private readonly sizeOf: ((entry: E, key: string) => number) | undefined;
   readonly maxBytes: number | undefined;
 
-  constructor(options: MemoryStoreOptions<E>) {
+  constructor(storeOptions: MemoryStoreOptions<E>) {
+    if (storeOptions === undefined) throw new ConfigError('MemoryStore needs options with maxEntries');
+    const options = optionsObject('MemoryStore options', storeOptions);
     const max = integer('maxEntries', options.maxEntries, 1);
     this.maxBytes = options.maxBytes === undefined ? undefined : integer('maxBytes', options.maxBytes, 1);
     if (this.maxBytes !== undefined && typeof options.sizeOf !== 'function') {
       throw new ConfigError('maxBytes needs a size function (`size: (value) => bytes`) to measure entries');
     }
     this.sizeOf = this.maxBytes === undefined ? undefined : options.sizeOf;
-    const onEvict = options.onEvict;
+    optionalFunction('sizeOf', options.sizeOf);
+    const onEvict = optionalFunction('onEvict', options.onEvict);
     this.lru = new LRUCache<string, E>({
       max,
       ...(this.maxBytes === undefined ? {} : { maxSize: this.maxBytes }),

@@ -1,4 +1,5 @@
 import { Cluster, type ClusterNode, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
+import { hasMethods, optionsObject } from '../config.js';
 import { ArgumentError, ConfigError, DamperError } from '../errors.js';
 import { type LeaseGrant, type SharedBackend, type SharedRead } from './backend.js';
 
@@ -126,11 +127,15 @@ export class RedisStore implements SharedBackend {
   private readonly channels = new Map<string, { listeners: Set<(message: string) => void>; live: Promise<unknown> }>();
   private closing: Promise<void> | undefined;
 
-  constructor(options: RedisStoreOptions) {
+  constructor(storeOptions: RedisStoreOptions) {
+    if (storeOptions === undefined) throw new ConfigError('RedisStore needs options: `client` or `connection`');
+    const options = optionsObject('RedisStore options', storeOptions);
     const { client, connection } = options;
     if ((client === undefined) === (connection === undefined)) {
       throw new ConfigError('RedisStore needs exactly one of `client` (a Redis or Cluster you own) and `connection` (options to connect with)');
     }
+    if (client !== undefined && !hasMethods(client, ['defineCommand', 'on'])) throw new ConfigError('RedisStore `client` must be an ioredis Redis or Cluster');
+    if (connection !== undefined) optionsObject('RedisStore `connection`', connection);
     const prefix = options.prefix ?? 'damper';
     if (typeof prefix !== 'string' || prefix.includes('{') || prefix.includes('}')) {
       throw new ConfigError('RedisStore `prefix` must be a string without `{` or `}` (braces would change the Redis Cluster hash tag)');

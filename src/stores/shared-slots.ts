@@ -1,3 +1,5 @@
+import { hasMethods } from '../config.js';
+import { ConfigError } from '../errors.js';
 import { type Clock } from '../time/clock.js';
 import { type LeaseGrant, type SharedRead } from './backend.js';
 
@@ -25,7 +27,9 @@ const FAILED = '\0failed';
 export class SharedSlots {
   private readonly slots = new Map<string, Slot>();
 
-  constructor(private readonly clock: Clock) {}
+  constructor(private readonly clock: Clock) {
+    if (!hasMethods(clock, ['now'])) throw new ConfigError('SharedSlots needs the Clock its expiries are read on');
+  }
 
   /** Keys holding anything (value, lease or failure count), expired parts included until next touched. */
   get size(): number {

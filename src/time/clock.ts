@@ -1,3 +1,5 @@
+import { ArgumentError, describe } from '../errors.js';
+
 /**
  * The only door through which damper reads time, schedules work and draws
  * randomness (DESIGN.md, principle 8). Every component takes a `Clock`, so the
@@ -31,6 +33,9 @@ export const MAX_TIMER_MS = 2_147_483_647;
  * not linger in the clock's queue.
  */
 export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
+  if (!isClockLike(clock)) return Promise.reject(new ArgumentError('sleep: clock must be a Clock'));
+  if (typeof ms !== 'number' || Number.isNaN(ms)) return Promise.reject(new ArgumentError(`sleep: ms must be a number, got ${describe(ms)}`));
+  if (signal !== undefined && !(signal instanceof AbortSignal)) return Promise.reject(new ArgumentError('sleep: signal must be an AbortSignal'));
   return new Promise((resolve, reject) => {
     if (signal?.aborted) {
       reject(signal.reason);
@@ -46,4 +51,12 @@ export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<v
     }, ms);
     signal?.addEventListener('abort', onAbort, { once: true });
   });
+}
+
+function isClockLike(clock: unknown): clock is Clock {
+  try {
+    return typeof clock === 'object' && clock !== null && typeof (clock as Clock).setTimer === 'function';
+  } catch {
+    return false; // a revoked Proxy
+  }
 }

@@ -1,3 +1,5 @@
+import { ArgumentError, describe } from '../errors.js';
+
 /**
  * A small, fast, seeded pseudo-random generator (sfc32). The same seed gives the
  * same sequence on every machine, which is what makes a lab run reproducible.
@@ -5,6 +7,8 @@
  * refresh, where predictability by an attacker costs nothing.
  */
 export function seededRandom(seed: number): () => number {
+  // A NaN or a string would silently become seed 0: every run the same "random" one.
+  if (typeof seed !== 'number' || !Number.isFinite(seed)) throw new ArgumentError(`seed must be a finite number, got ${describe(seed)}`);
   // splitmix32 spreads a small integer seed over the four words of state, so
   // seeds 1, 2, 3 do not start correlated.
   let s = seed >>> 0;

@@ -1,3 +1,4 @@
+import { optionsObject } from '../config.js';
 import { setImmediate as nextMacrotask } from 'node:timers/promises';
 import { ArgumentError, ConfigError } from '../errors.js';
 import { type Clock, MAX_TIMER_MS, type Timer } from './clock.js';
@@ -30,8 +31,7 @@ export class VirtualClock implements Clock {
 
   constructor(options: VirtualClockOptions = {}) {
     // A NaN start would make every comparison false: no timer ever due, every entry forever fresh.
-    if (typeof options !== 'object' || options === null) throw new ConfigError(`VirtualClock options must be an object, got ${options === null ? 'null' : typeof options}`);
-    const { start = 0, seed = 1 } = options;
+    const { start = 0, seed = 1 } = optionsObject('VirtualClock options', options);
     if (typeof start !== 'number' || !Number.isFinite(start)) throw new ConfigError(`start must be a finite number of ms, got ${String(start)}`);
     if (typeof seed !== 'number' || !Number.isSafeInteger(seed)) throw new ConfigError(`seed must be an integer, got ${String(seed)}`);
     this.time = start;
