@@ -118,6 +118,16 @@ export function isInstance<C>(value: unknown, type: abstract new (...args: never
   }
 }
 
+/** A list, copied: an array, or a {@link ConfigError} (not a TypeError) for anything else, a revoked Proxy included. */
+export function arrayOption<T>(name: string, value: readonly T[] | undefined, what: string): T[] {
+  try {
+    if (Array.isArray(value)) return value.slice();
+  } catch {
+    // a revoked Proxy: Array.isArray itself throws
+  }
+  throw new ConfigError(`${name} must be ${what}, got ${show(value)}`);
+}
+
 /** One of a few words (an order, a mode). */
 export function oneOf<W extends string>(name: string, value: unknown, words: readonly W[]): W {
   if (!words.includes(value as W)) throw new ConfigError(`${name} must be ${words.map((w) => `"${w}"`).join(' or ')}, got ${show(value)}`);

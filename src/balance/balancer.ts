@@ -1,5 +1,5 @@
-import { between, clockOption, duration, integer, optionalFunction, optionsObject, or } from '../config.js';
-import { ConfigError, OverloadedError } from '../errors.js';
+import { arrayOption, between, clockOption, duration, integer, optionalFunction, optionsObject, or } from '../config.js';
+import { ConfigError, describe, OverloadedError } from '../errors.js';
 import { Events } from '../events.js';
 import { type CallOptions, callContext, notATask } from '../guard/guard.js';
 import { priorityRank } from '../guard/priority.js';
@@ -177,8 +177,8 @@ export class Balancer<U> {
   constructor(balancerOptions: BalancerOptions<U>) {
     if (balancerOptions === undefined) throw new ConfigError('Balancer needs options with its upstreams');
     const options = optionsObject('Balancer options', balancerOptions);
-    const list = options.upstreams;
-    if (!Array.isArray(list) || list.length === 0) throw new ConfigError('upstreams must be a non-empty array: a balancer over nothing cannot route');
+    const list = arrayOption('upstreams', options.upstreams, 'a non-empty array');
+    if (list.length === 0) throw new ConfigError('upstreams must be a non-empty array: a balancer over nothing cannot route');
     const defaultMax = or(options.maxOutstanding, Infinity);
     if (defaultMax !== Infinity) integer('maxOutstanding', defaultMax, 1);
     const seen = new Set<string>();
@@ -188,7 +188,7 @@ export class Balancer<U> {
       if (seen.has(u.id)) throw new ConfigError(`upstreams[${i}].id "${u.id}" is a duplicate: ids name upstreams in events and snapshots`);
       seen.add(u.id);
       const weight = or(u.weight, 1);
-      if (typeof weight !== 'number' || !Number.isFinite(weight) || weight <= 0) throw new ConfigError(`upstreams[${i}].weight must be a finite number > 0, got ${String(weight)}`);
+      if (typeof weight !== 'number' || !Number.isFinite(weight) || weight <= 0) throw new ConfigError(`upstreams[${i}].weight must be a finite number > 0, got ${describe(weight)}`);
       const max = or(u.maxOutstanding, defaultMax);
       if (max !== Infinity) integer(`upstreams[${i}].maxOutstanding`, max, 1);
       return new Slot(i, u.id, u.target, weight, max);

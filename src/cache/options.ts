@@ -1,5 +1,5 @@
 import { between, duration, integer, optionalSignal, or } from '../config.js';
-import { ConfigError } from '../errors.js';
+import { ConfigError, describe } from '../errors.js';
 import { type Guard } from '../guard/guard.js';
 import { type Backoff, type BackoffOptions } from '../guard/backoff.js';
 import { type Clock } from '../time/clock.js';
@@ -116,6 +116,16 @@ export interface ResolvedLoadOptions {
 /** Applies defaults to, and checks, the load options; `base` supplies what `o` leaves out. */
 export function resolveLoadOptions(o: LoadOptions, base?: ResolvedLoadOptions): ResolvedLoadOptions {
   if (typeof o !== 'object' || o === null) throw new ConfigError(`options must be an object, got ${o === null ? 'null' : typeof o}`);
+  try {
+    return resolve(o, base);
+  } catch (error) {
+    // A getter that throws, a revoked Proxy: what cannot be read is a bad option too.
+    if (error instanceof ConfigError) throw error;
+    throw new ConfigError(`options cannot be read: ${describe(error)}`);
+  }
+}
+
+function resolve(o: LoadOptions, base: ResolvedLoadOptions | undefined): ResolvedLoadOptions {
   const ttl = duration('ttl', or(o.ttl, base?.ttl ?? 60_000));
   const softTimeout = o.softTimeout ?? base?.softTimeout;
   const waitTimeout = o.waitTimeout ?? base?.waitTimeout;

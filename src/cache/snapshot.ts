@@ -1,4 +1,4 @@
-import { ArgumentError, ConfigError } from '../errors.js';
+import { ArgumentError, ConfigError, describe } from '../errors.js';
 
 /** Format tag and version of {@link Snapshot}; a snapshot with another version is refused. */
 export const SNAPSHOT_FORMAT = 'damper.cache.snapshot';
@@ -58,15 +58,29 @@ export interface RestoreSummary {
   readonly kept: number;
 }
 
-/** Checks a snapshot's shape; throws ArgumentError naming the first defect. Reads only, changes nothing. */
+/**
+ * Checks a snapshot's shape and returns a copy of what it checked (a getter
+ * cannot hand `restore` other entries than the ones checked); throws
+ * ArgumentError naming the first defect, including a snapshot that cannot be
+ * read (a revoked Proxy, a getter that throws). Reads only, changes nothing.
+ */
 export function checkSnapshot(s: unknown): Snapshot<unknown> {
   if (typeof s !== 'object' || s === null) throw new ArgumentError(`snapshot must be an object, got ${s === null ? 'null' : typeof s}`);
+  try {
+    return copyChecked(s);
+  } catch (error) {
+    if (error instanceof ArgumentError) throw error;
+    throw new ArgumentError(`snapshot cannot be read: ${describe(error)}`);
+  }
+}
+
+function copyChecked(s: object): Snapshot<unknown> {
   const o = s as Record<string, unknown>;
   if (o.format !== SNAPSHOT_FORMAT) throw new ArgumentError(`snapshot.format must be "${SNAPSHOT_FORMAT}", got ${JSON.stringify(o.format) ?? 'undefined'}`);
-  if (o.version !== SNAPSHOT_VERSION) throw new ArgumentError(`snapshot.version ${String(o.version)} is not supported (this damper reads version ${SNAPSHOT_VERSION})`);
+  if (o.version !== SNAPSHOT_VERSION) throw new ArgumentError(`snapshot.version ${describe(o.version)} is not supported (this damper reads version ${SNAPSHOT_VERSION})`);
   if (!Array.isArray(o.entries)) throw new ArgumentError('snapshot.entries must be an array');
   const seen = new Set<string>();
-  o.entries.forEach((e: unknown, i) => {
+  const entries = o.entries.map((e: unknown, i): SnapshotEntry<unknown> => {
     if (typeof e !== 'object' || e === null) throw new ArgumentError(`snapshot.entries[${i}] must be an object`);
     const { key, freshMs, servableMs } = e as Record<string, unknown>;
     if (typeof key !== 'string' || key.length === 0) throw new ArgumentError(`snapshot.entries[${i}].key must be a non-empty string`);
@@ -77,8 +91,9 @@ export function checkSnapshot(s: unknown): Snapshot<unknown> {
     if (typeof servableMs !== 'number' || !Number.isFinite(servableMs) || servableMs < freshMs || servableMs <= 0) {
       throw new ArgumentError(`snapshot.entries[${i}].servableMs must be a finite number > 0 and ≥ freshMs`);
     }
+    return { key, value: (e as { value: unknown }).value, freshMs, servableMs };
   });
-  return o as unknown as Snapshot<unknown>;
+  return { format: SNAPSHOT_FORMAT, version: SNAPSHOT_VERSION, entries };
 }
 
 /** Checks restore options; throws ConfigError. */
@@ -86,7 +101,7 @@ export function resolveRestoreOptions(o: RestoreOptions | undefined): { elapsedM
   if (o !== undefined && (typeof o !== 'object' || o === null)) throw new ConfigError(`restore options must be an object, got ${o === null ? 'null' : typeof o}`);
   const check = (name: string, v: unknown, fallback: number): number => {
     if (v === undefined) return fallback;
-    if (typeof v !== 'number' || Number.isNaN(v) || v < 0) throw new ConfigError(`${name} must be a number of milliseconds ≥ 0, got ${String(v)}`);
+    if (typeof v !== 'number' || Number.isNaN(v) || v < 0) throw new ConfigError(`${name} must be a number of milliseconds ≥ 0, got ${describe(v)}`);
     return v;
   };
   return { elapsedMs: check('elapsedMs', o?.elapsedMs, 0), maxAgeMs: check('maxAgeMs', o?.maxAgeMs, Infinity) };

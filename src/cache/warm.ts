@@ -1,5 +1,5 @@
 import { integer, optionalFunction, optionalSignal, or, positive } from '../config.js';
-import { ArgumentError, ConfigError, OverloadedError } from '../errors.js';
+import { ArgumentError, ConfigError, describe, OverloadedError } from '../errors.js';
 import { checkPriority, type Priority } from '../guard/priority.js';
 import { type Clock, sleep } from '../time/clock.js';
 
@@ -116,7 +116,7 @@ export async function warm(target: WarmTarget, keys: Iterable<string> | AsyncIte
       if (abortRequested()) return;
       const key = next.value;
       if (typeof key !== 'string' || key.length === 0) {
-        record(String(key), { status: 'failed', error: new ArgumentError(`warm-up key must be a non-empty string, got ${key === '' ? 'an empty string' : typeof key}`) });
+        record(typeof key === 'string' ? key : describe(key), { status: 'failed', error: new ArgumentError(`warm-up key must be a non-empty string, got ${key === '' ? 'an empty string' : typeof key}`) });
         continue;
       }
       if (target.isFresh(key)) {
@@ -169,10 +169,16 @@ export async function warm(target: WarmTarget, keys: Iterable<string> | AsyncIte
 
 function openKeys(keys: Iterable<string> | AsyncIterable<string>): Iterator<unknown> | AsyncIterator<unknown> {
   if (keys !== null && typeof keys === 'object') {
-    const asyncIt = (keys as AsyncIterable<string>)[Symbol.asyncIterator];
-    if (typeof asyncIt === 'function') return asyncIt.call(keys);
-    const it = (keys as Iterable<string>)[Symbol.iterator];
-    if (typeof it === 'function') return it.call(keys);
+    let asyncIt: unknown;
+    let it: unknown;
+    try {
+      asyncIt = (keys as AsyncIterable<string>)[Symbol.asyncIterator];
+      it = (keys as Iterable<string>)[Symbol.iterator];
+    } catch (error) {
+      throw new ArgumentError(`keys cannot be read: ${describe(error)}`);
+    }
+    if (typeof asyncIt === 'function') return (asyncIt as () => AsyncIterator<unknown>).call(keys);
+    if (typeof it === 'function') return (it as () => Iterator<unknown>).call(keys);
   }
   throw new ArgumentError(`keys must be an iterable or async iterable of strings, got ${keys === null ? 'null' : typeof keys}`);
 }

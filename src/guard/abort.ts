@@ -1,3 +1,6 @@
+import { isInstance } from '../config.js';
+import { ArgumentError } from '../errors.js';
+
 /**
  * One `abort` listener per signal, fanning out to any number of callbacks.
  *
@@ -51,6 +54,7 @@ const owned = new WeakMap<AbortSignal, Owned>();
  * comment): watch a call's signal with this rather than `addEventListener`.
  */
 export function onAbort(signal: AbortSignal, callback: () => void): () => void {
+  if (typeof callback !== 'function') throw new ArgumentError('onAbort: callback must be a function');
   const record = owned.get(signal);
   if (record !== undefined) {
     const held = record.callbacks;
@@ -65,6 +69,8 @@ export function onAbort(signal: AbortSignal, callback: () => void): () => void {
   }
   let fanout = fanouts.get(signal);
   if (fanout === undefined) {
+    // Checked here, off the path of the signals damper made: an owned signal is an AbortSignal.
+    if (!isInstance(signal, AbortSignal)) throw new ArgumentError('onAbort: signal must be an AbortSignal');
     const callbacks = new Set<() => void>();
     const listener = (): void => {
       fanouts.delete(signal);

@@ -223,6 +223,8 @@ export class CircuitBreaker implements Guard {
     this.consecutiveFailures = integer('consecutiveFailures', or(options.consecutiveFailures, 5), 1);
     this.window = duration('window', or(options.window, 10_000), { positive: true });
     this.windowBuckets = integer('windowBuckets', or(options.windowBuckets, 10), 1);
+    // Three arrays of this length are allocated here: a typo of 1e9 must be an error, not 12 GB.
+    if (this.windowBuckets > 1000) throw new ConfigError(`windowBuckets must be at most 1000, got ${this.windowBuckets}`);
     this.bucketMs = this.window / this.windowBuckets;
     if (!Number.isInteger(this.bucketMs) || this.bucketMs < 1) {
       throw new ConfigError(`window (${this.window} ms) must split into windowBuckets (${this.windowBuckets}) buckets of a whole number of ms, at least 1`);
@@ -294,6 +296,8 @@ export class CircuitBreaker implements Guard {
       let p: Promise<T>;
       try {
         p = task(context.signal);
+        // A task that returns a plain value (or another library's thenable) is answered as a promise of it.
+        if (!(p instanceof Promise)) p = Promise.resolve(p);
       } catch (error) {
         p = Promise.reject(error);
       }

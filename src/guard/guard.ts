@@ -1,4 +1,4 @@
-import { hasMethods } from '../config.js';
+import { hasMethods, isInstance } from '../config.js';
 import { ArgumentError, ConfigError, describe } from '../errors.js';
 import { checkPriority, type Priority } from './priority.js';
 
@@ -46,7 +46,9 @@ export interface Guard {
  */
 export function startTask<T>(task: (signal: AbortSignal) => Promise<T>, signal: AbortSignal): Promise<T> {
   try {
-    return task(signal);
+    const p = task(signal);
+    // A task that returns a plain value (or another library's thenable) is answered as a promise of it.
+    return p instanceof Promise ? p : Promise.resolve(p);
   } catch (error) {
     return Promise.reject(error);
   }
@@ -70,12 +72,18 @@ const NEVER = new AbortController().signal;
  */
 export function callContext(options: CallOptions = {}): GuardContext {
   if (typeof options !== 'object' || options === null) throw new ConfigError(`call options must be an object, got ${describe(options)}`);
-  const { key = '', signal = NEVER, wait = true, priority, deadline } = options;
+  let read: { readonly [K in keyof CallOptions]: unknown };
+  try {
+    read = { key: options.key, signal: options.signal, wait: options.wait, priority: options.priority, deadline: options.deadline };
+  } catch (error) {
+    throw new ConfigError(`call options cannot be read: ${describe(error)}`);
+  }
+  const { key = '', signal = NEVER, wait = true, priority, deadline } = read;
   if (typeof key !== 'string') throw new ConfigError(`key must be a string, got ${typeof key}`);
-  if (!(signal instanceof AbortSignal)) throw new ConfigError('signal must be an AbortSignal');
+  if (!isInstance(signal, AbortSignal)) throw new ConfigError('signal must be an AbortSignal');
   if (typeof wait !== 'boolean') throw new ConfigError(`wait must be a boolean, got ${typeof wait}`);
   if (deadline !== undefined && (typeof deadline !== 'number' || Number.isNaN(deadline))) throw new ConfigError(`deadline must be an instant (a number of ms on the guard's clock), got ${describe(deadline)}`);
-  return { key, signal, wait, priority: checkPriority('priority', priority), deadline };
+  return { key, signal, wait, priority: checkPriority('priority', priority as Priority | undefined), deadline };
 }
 
 /**

@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import { integer, optionalFunction, optionsObject } from '../config.js';
-import { ConfigError } from '../errors.js';
+import { ConfigError, describe } from '../errors.js';
 
 /** Options for {@link MemoryStore}. */
 export interface MemoryStoreOptions<E> {
@@ -13,6 +13,9 @@ export interface MemoryStoreOptions<E> {
   /** Called when an entry is pushed out to make room (not on delete or overwrite). */
   onEvict?: ((key: string, entry: E) => void) | undefined;
 }
+
+/** The most entries an in-process tier may be given: 2^24, about 335 MB of index allocated at once. */
+export const MAX_ENTRIES = 2 ** 24;
 
 /**
  * The in-process tier: a bounded LRU map. Storage only: freshness, staleness
@@ -29,6 +32,9 @@ export class MemoryStore<E extends object> {
     if (storeOptions === undefined) throw new ConfigError('MemoryStore needs options with maxEntries');
     const options = optionsObject('MemoryStore options', storeOptions);
     const max = integer('maxEntries', options.maxEntries, 1);
+    // lru-cache allocates its index for `max` entries up front (≈ 20 bytes each, 200 MB for 10 million):
+    // past this, a typo would take the process down at construction.
+    if (max > MAX_ENTRIES) throw new ConfigError(`maxEntries must be at most ${MAX_ENTRIES} (lru-cache allocates its index for every entry up front), got ${max}`);
     this.maxBytes = options.maxBytes === undefined ? undefined : integer('maxBytes', options.maxBytes, 1);
     if (this.maxBytes !== undefined && typeof options.sizeOf !== 'function') {
       throw new ConfigError('maxBytes needs a size function (`size: (value) => bytes`) to measure entries');
@@ -74,7 +80,7 @@ export class MemoryStore<E extends object> {
     }
     const measured = this.sizeOf(entry, key);
     if (typeof measured !== 'number' || !Number.isFinite(measured) || measured < 0) {
-      throw new ConfigError(`size function returned ${String(measured)} for key "${key}"; it must return a finite number ≥ 0`);
+      throw new ConfigError(`size function returned ${describe(measured)} for key "${key}"; it must return a finite number ≥ 0`);
     }
     const size = Math.max(1, Math.ceil(measured));
     if (size > (this.maxBytes as number)) return false;

@@ -1,6 +1,6 @@
 import { Cluster, type ClusterNode, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
 import { hasMethods, optionsObject } from '../config.js';
-import { ArgumentError, ConfigError, DamperError } from '../errors.js';
+import { ArgumentError, ConfigError, DamperError, describe } from '../errors.js';
 import { type LeaseGrant, type SharedBackend, type SharedRead } from './backend.js';
 
 /** Options for {@link RedisStore}. Give exactly one of `client` and `connection`. */
@@ -192,7 +192,7 @@ export class RedisStore implements SharedBackend {
   }
 
   async fail(key: string, token: string, failures: number, backoffMs: number): Promise<boolean> {
-    if (!Number.isSafeInteger(failures) || failures < 0) throw new ArgumentError(`failures must be a non-negative integer, got ${String(failures)}`);
+    if (!Number.isSafeInteger(failures) || failures < 0) throw new ArgumentError(`failures must be a non-negative integer, got ${describe(failures)}`);
     const base = this.baseOf(key);
     const backoff = duration('backoffMs', backoffMs);
     const reply = await this.scripts.damperFail(`${base}l`, `${base}f`, checkToken(token), backoff, failures, Math.max(backoff * 4, MIN_FAILURES_TTL_MS));
@@ -347,7 +347,7 @@ function checkToken(token: string): string {
 
 /** A duration for PX: positive and finite; fractions round up, since PX takes whole ms. */
 function duration(name: string, ms: number): number {
-  if (typeof ms !== 'number' || !Number.isFinite(ms) || ms <= 0) throw new ArgumentError(`${name} must be a positive number of ms, got ${String(ms)}`);
+  if (typeof ms !== 'number' || !Number.isFinite(ms) || ms <= 0) throw new ArgumentError(`${name} must be a positive number of ms, got ${describe(ms)}`);
   return Math.ceil(ms);
 }
 

@@ -1,6 +1,6 @@
 import { optionsObject } from '../config.js';
 import { setImmediate as nextMacrotask } from 'node:timers/promises';
-import { ArgumentError, ConfigError } from '../errors.js';
+import { ArgumentError, ConfigError, describe } from '../errors.js';
 import { type Clock, MAX_TIMER_MS, type Timer } from './clock.js';
 import { seededRandom } from './random.js';
 import { QueuedTimer, TimerQueue } from './timer-queue.js';
@@ -32,8 +32,8 @@ export class VirtualClock implements Clock {
   constructor(options: VirtualClockOptions = {}) {
     // A NaN start would make every comparison false: no timer ever due, every entry forever fresh.
     const { start = 0, seed = 1 } = optionsObject('VirtualClock options', options);
-    if (typeof start !== 'number' || !Number.isFinite(start)) throw new ConfigError(`start must be a finite number of ms, got ${String(start)}`);
-    if (typeof seed !== 'number' || !Number.isSafeInteger(seed)) throw new ConfigError(`seed must be an integer, got ${String(seed)}`);
+    if (typeof start !== 'number' || !Number.isFinite(start)) throw new ConfigError(`start must be a finite number of ms, got ${describe(start)}`);
+    if (typeof seed !== 'number' || !Number.isSafeInteger(seed)) throw new ConfigError(`seed must be an integer, got ${describe(seed)}`);
     this.time = start;
     this.random = seededRandom(seed);
   }
@@ -45,7 +45,7 @@ export class VirtualClock implements Clock {
   setTimer(fn: () => void, ms: number): Timer {
     // As the system clock: a negative delay fires at once, a huge one is capped. A NaN would put a timer in the queue that orders before and after nothing.
     if (typeof fn !== 'function') throw new ArgumentError(`setTimer: fn must be a function, got ${typeof fn}`);
-    if (typeof ms !== 'number' || Number.isNaN(ms)) throw new ArgumentError(`setTimer: ms must be a number, got ${String(ms)}`);
+    if (typeof ms !== 'number' || Number.isNaN(ms)) throw new ArgumentError(`setTimer: ms must be a number, got ${describe(ms)}`);
     const t = new QueuedTimer(this.queue, this.time + Math.min(Math.max(0, ms), MAX_TIMER_MS), this.seq++, fn);
     this.queue.push(t);
     return t;
@@ -89,7 +89,7 @@ export class VirtualClock implements Clock {
    * settling continuations after each timestamp. Ends exactly at `now() + ms`.
    */
   async advance(ms: number): Promise<void> {
-    if (typeof ms !== 'number' || !(ms >= 0) || !Number.isFinite(ms)) throw new ArgumentError(`advance(ms): ms must be a finite number ≥ 0, got ${String(ms)}`);
+    if (typeof ms !== 'number' || !(ms >= 0) || !Number.isFinite(ms)) throw new ArgumentError(`advance(ms): ms must be a finite number ≥ 0, got ${describe(ms)}`);
     await this.runUntil(this.time + ms);
   }
 
@@ -103,7 +103,7 @@ export class VirtualClock implements Clock {
    * has passed (a periodic timer would otherwise spin forever).
    */
   async runUntilIdle(limitMs = 3_600_000): Promise<void> {
-    if (typeof limitMs !== 'number' || !(limitMs >= 0) || !Number.isFinite(limitMs)) throw new ArgumentError(`runUntilIdle(limitMs): limitMs must be a finite number ≥ 0, got ${String(limitMs)}`);
+    if (typeof limitMs !== 'number' || !(limitMs >= 0) || !Number.isFinite(limitMs)) throw new ArgumentError(`runUntilIdle(limitMs): limitMs must be a finite number ≥ 0, got ${describe(limitMs)}`);
     const limit = this.time + limitMs;
     await this.settle();
     for (let next = this.queue.peek(); next !== undefined; next = this.queue.peek()) {
@@ -157,6 +157,6 @@ export class VirtualClock implements Clock {
 
 /** An instant to move to: a finite number of ms, or time would become NaN or infinite. */
 function instant(method: string, t: unknown): number {
-  if (typeof t !== 'number' || !Number.isFinite(t)) throw new ArgumentError(`${method}(t): t must be a finite number of ms, got ${String(t)}`);
+  if (typeof t !== 'number' || !Number.isFinite(t)) throw new ArgumentError(`${method}(t): t must be a finite number of ms, got ${describe(t)}`);
   return t;
 }
