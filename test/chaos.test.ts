@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { after, before, test } from 'node:test';
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { FaultProxy } from './support/fault-proxy.js';
+import { FaultProxy, type Faults } from './support/fault-proxy.js';
 import { emptyHistogram, minus, plus, quantile } from './support/latency-histogram.js';
 import { type PostgresServer, startPostgres } from './support/postgres.js';
 import { type RedisServer, startRedis } from './support/redis-server.js';
@@ -80,17 +80,17 @@ async function medianMs(n: number, call: () => Promise<unknown>): Promise<number
   return times.sort((a, b) => a - b)[n >> 1]!;
 }
 
-/** Median round trip, ms, of `n` sequential PINGs (Redis) or item queries (PostgreSQL) through `proxy`, on a connection of the test's own. */
-async function throughProxy(proxy: FaultProxy, server: 'redis' | 'pg', n: number): Promise<number> {
+/** Median round trip, ms, of `n` sequential PINGs (Redis) or item queries (PostgreSQL) through the server's proxy, on a connection of the test's own. */
+async function throughProxy(server: 'redis' | 'pg', n: number): Promise<number> {
   if (server === 'redis') {
-    const client = new Redis({ host: proxy.host, port: proxy.port });
+    const client = new Redis({ host: redisProxy.host, port: redisProxy.port });
     try {
       return await medianMs(n, () => client.ping());
     } finally {
       client.disconnect();
     }
   }
-  const client = new pg.Client({ host: proxy.host, port: proxy.port, user: 'postgres', database: 'postgres' });
+  const client = new pg.Client({ host: pgProxy.host, port: pgProxy.port, user: 'postgres', database: 'postgres' });
   await client.connect();
   try {
     return await medianMs(n, () => client.query(ITEM_QUERY, [1]));
@@ -154,8 +154,7 @@ test('a degraded Redis or PostgreSQL never turns into a herd; an invalid row nev
   const sample = (): void => {
     const total = Object.fromEntries(FIELDS.map((f) => [f, latest.reduce((n, s) => n + (s?.[f] ?? 0), 0)])) as Record<(typeof FIELDS)[number], number>;
     const latency = latencies.reduce((sum, l) => ({ had: plus(sum.had, l.had), cold: plus(sum.cold, l.cold) }), { had: emptyHistogram(), cold: emptyHistogram() });
-    const redisReplyBytes = redisProxy.stats().bytes.replies;
-    samples.push({ t: Math.round((performance.now() - t0) / 1_000), total, breakers: latest.map((s) => s?.breakerState ?? '?'), redisReplyBytes, latency });
+    samples.push({ t: Math.round((performance.now() - t0) / 1_000), total, breakers: latest.map((s) => s?.breakerState ?? '?'), latency });
   };
   const sampler = setInterval(sample, 1_000);
   const at = async (second: number): Promise<void> => {
@@ -163,14 +162,20 @@ test('a degraded Redis or PostgreSQL never turns into a herd; an invalid row nev
     if (ms > 0) await new Promise((r) => setTimeout(r, ms));
   };
   const marks: Record<string, number> = {};
-  const mark = (name: string): void => void (marks[name] = (performance.now() - t0) / 1_000);
+  // What the Redis proxy has delivered to the workers at each mark: its throughput is read between marks, not between samples.
+  const replyBytes: Record<string, number> = {};
+  const mark = (name: string): void => {
+    marks[name] = (performance.now() - t0) / 1_000;
+    replyBytes[name] = redisProxy.stats().bytes.replies;
+  };
+  const replyRate = (from: string, to: string): number => (replyBytes[to]! - replyBytes[from]!) / (marks[to]! - marks[from]!);
 
   // Timeline (seconds from the start of the load).
   await at(15); // warm-up: every key loaded once, refreshes spread over the ttl
   mark('baselineFrom');
   // Round trips through the proxies under the load, for the "×10" and "×20" of the slow phases.
-  const redisRttMs = await throughProxy(redisProxy, 'redis', 200);
-  const pgRttMs = await throughProxy(pgProxy, 'pg', 200);
+  const redisRttMs = await throughProxy('redis', 200);
+  const pgRttMs = await throughProxy('pg', 200);
   await at(25);
   mark('baselineTo');
   redis.pause();
@@ -200,7 +205,7 @@ test('a degraded Redis or PostgreSQL never turns into a herd; an invalid row nev
   await client.end();
   mark('rowsValid');
   // Slow, not dead: each fault is a proxy setting, applied to the connections already open.
-  const baselineReplyBytesPerSecond = replyBytesPerSecond(samples, marks['baselineFrom']!, marks['baselineTo']!);
+  const baselineReplyBytesPerSecond = replyRate('baselineFrom', 'baselineTo');
   const slow = {
     redisRttMs,
     redisLatencyMs: 9 * redisRttMs, // added to replies: a round trip of 10× the measured one
@@ -212,30 +217,21 @@ test('a degraded Redis or PostgreSQL never turns into a herd; an invalid row nev
   };
   // The same probes, once a fault is on, show that it is: else every bound below would hold vacuously.
   const probed: Record<string, number> = {};
-  redisProxy.set('replies', { latencyMs: slow.redisLatencyMs });
-  mark('redisSlowFrom');
-  probed['redisSlowRttMs'] = await throughProxy(redisProxy, 'redis', 20);
-  await at(110);
-  redisProxy.set('replies', { latencyMs: GREY_ZONE_MS });
-  mark('redisSlowTo');
-  mark('redisGreyFrom');
-  probed['redisGreyRttMs'] = await throughProxy(redisProxy, 'redis', 3);
-  await at(115);
-  redisProxy.reset();
-  mark('redisGreyTo');
+  const fault = async (name: string, server: 'redis' | 'pg', faults: Faults, until: number, probes: number): Promise<void> => {
+    const proxy = server === 'redis' ? redisProxy : pgProxy;
+    proxy.set('replies', faults);
+    mark(`${name}From`);
+    if (probes > 0) probed[`${name}RttMs`] = await throughProxy(server, probes);
+    await at(until);
+    mark(`${name}To`); // before the reset, which lets out at once what the fault held
+    proxy.reset();
+  };
+  await fault('redisSlow', 'redis', { latencyMs: slow.redisLatencyMs }, 110, 20);
+  await fault('redisGrey', 'redis', { latencyMs: GREY_ZONE_MS }, 115, 3);
   await at(120);
-  redisProxy.set('replies', { bytesPerSecond: slow.redisBytesPerSecond });
-  mark('redisThinFrom');
-  await at(130);
-  redisProxy.reset();
-  mark('redisThinTo');
+  await fault('redisThin', 'redis', { bytesPerSecond: slow.redisBytesPerSecond }, 130, 0);
   await at(135);
-  pgProxy.set('replies', { latencyMs: slow.pgLatencyMs });
-  mark('pgSlowFrom');
-  probed['pgSlowRttMs'] = await throughProxy(pgProxy, 'pg', 20);
-  await at(145);
-  pgProxy.reset();
-  mark('pgSlowTo');
+  await fault('pgSlow', 'pg', { latencyMs: slow.pgLatencyMs }, 145, 20);
   await at(150);
   mark('end');
   clearInterval(sampler);
@@ -252,7 +248,7 @@ test('a degraded Redis or PostgreSQL never turns into a herd; an invalid row nev
   const okAfterPg = rate('pgOk', marks['pgRestarted']!, marks['pgRestarted']! + 5);
   const watchLoads = window('watchLoads', marks['rowsInvalid']!, marks['rowsValid']!);
   const last = samples.at(-1)!.total;
-  const slowNotDead = { ...slow, probed, ...slowPhases(samples, marks, baselinePgQps) };
+  const slowNotDead = { ...slow, probed, thinReplyShare: replyRate('redisThinFrom', 'redisThinTo') / baselineReplyBytesPerSecond, ...slowPhases(samples, marks, baselinePgQps) };
   const figures = {
     marks,
     gets: last.gets,
@@ -316,8 +312,6 @@ interface Sample {
   t: number;
   total: Record<Field, number>;
   breakers: string[];
-  /** Bytes the Redis proxy has delivered to the workers. */
-  redisReplyBytes: number;
   latency: Latency;
 }
 
@@ -332,13 +326,6 @@ function perSecond(samples: readonly Sample[]) {
   /** Per second: `[t, p99 of keys with a value]`. */
   const p99s = (from: number, to: number): [number, number | undefined][] => inside(from, to).map((i) => [samples[i]!.t, quantile(minus(samples[i]!.latency.had, samples[i - 1]!.latency.had), 0.99)]);
   return { rate, window, latency, p99s };
-}
-
-/** Bytes per second the Redis proxy delivered to the workers between the samples at `from` and `to`. */
-function replyBytesPerSecond(samples: readonly Sample[], from: number, to: number): number {
-  const at = (t: number): Sample => samples.filter((s) => s.t <= t).at(-1)!;
-  const [a, b] = [at(from), at(to)];
-  return (b.redisReplyBytes - a.redisReplyBytes) / (b.t - a.t);
 }
 
 /**
@@ -385,7 +372,6 @@ function slowPhases(samples: readonly Sample[], marks: Record<string, number>, b
   return {
     baselineL2HitsPerSecond: baselineL2,
     redisPgPeakRatio: Math.max(...redisPg) / baselinePgQps,
-    thinReplyShare: replyBytesPerSecond(samples, m('redisThinFrom'), m('redisThinTo')) / replyBytesPerSecond(samples, m('baselineFrom'), m('baselineTo')),
     phases: {
       redisSlow: phase(m('redisSlowFrom'), m('redisSlowTo'), 'l2Hits'),
       redisGrey: phase(m('redisGreyFrom'), m('redisGreyTo'), 'l2Hits'),
