@@ -4,11 +4,13 @@
 //
 // Modes (argv[2]):
 //   cold   — on "go", 1,000 concurrent gets of one cold key; reports loader calls.
-//   steady — a steady read load over many keys until "stop", reporting every 250 ms.
+//   steady — a steady read load over many keys until "stop", reporting every 250 ms
+//            cumulative counters and latency histograms (keys with a value, cold keys).
 import pg from 'pg';
 import { Cache, CircuitBreaker, ConcurrencyLimiter, pipeline, RateLimiter, type SharedBackend } from '../../src/index.js';
 import { postgresLoader } from '../../src/origin/postgres.js';
 import { RedisStore } from '../../src/stores/redis.js';
+import { emptyHistogram, record } from './latency-histogram.js';
 
 interface Item {
   id: number;
@@ -69,7 +71,8 @@ async function steady(): Promise<void> {
   const store = new RedisStore({ connection: { host: '127.0.0.1', port: Number(env('REDIS_PORT')), connectTimeout: 1_000, maxRetriesPerRequest: 1 } });
   const pool = new pg.Pool({ connectionString: env('PG_URL'), max: 8, connectionTimeoutMillis: 1_000 });
   pool.on('error', () => {}); // idle clients die with the server; the loader sees the next failure
-  const stats = { gets: 0, errorsHad: 0, errorsCold: 0, servedInvalid: 0, pgCalls: 0, pgOk: 0, l2Hits: 0, watchLoads: 0, breakerState: 'closed' };
+  const stats = { gets: 0, errorsHad: 0, errorsCold: 0, servedInvalid: 0, pgCalls: 0, pgOk: 0, l2Hits: 0, storeErrors: 0, watchLoads: 0, breakerState: 'closed' };
+  const latency = { had: emptyHistogram(), cold: emptyHistogram() };
   const query = postgresLoader<Item, { id: number; version: number; valid: boolean }>({
     pool,
     text: 'SELECT id, version, valid FROM items WHERE id = $1',
@@ -96,6 +99,7 @@ async function steady(): Promise<void> {
     guard: pipeline(new RateLimiter({ rate: 30, burst: 5 }), new ConcurrencyLimiter({ limit: 8 }), breaker),
     shared: { store: counted(store, stats), namespace: 'items' },
   });
+  cache.on('sharedError', () => stats.storeErrors++);
   const had = new Set<number>();
   const interval = 10;
   let carry = 0;
@@ -105,24 +109,29 @@ async function steady(): Promise<void> {
     for (; carry >= 1; carry--) {
       const id = nextId();
       stats.gets++;
+      // Whether the key had a value is decided when the caller asks: that is the caller the bounds protect.
+      const histogram = had.has(id) ? latency.had : latency.cold;
+      const asked = performance.now();
       cache.get(`item:${id}`, loader).then(
         (item) => {
+          record(histogram, performance.now() - asked);
           if (item !== undefined && !item.valid) stats.servedInvalid++;
           had.add(id);
         },
         () => {
+          record(histogram, performance.now() - asked);
           if (had.has(id)) stats.errorsHad++;
           else stats.errorsCold++;
         },
       );
     }
   }, interval);
-  const report = setInterval(() => send({ stats: { ...stats } }), 250);
+  const report = setInterval(() => send({ stats: { ...stats }, latency }), 250);
   send({ ready: true });
   await new Promise<void>((resolve) => process.on('message', (m: unknown) => (m === 'stop' ? resolve() : undefined)));
   clearInterval(tick);
   clearInterval(report);
-  send({ stats: { ...stats }, final: true });
+  send({ stats: { ...stats }, latency, final: true });
   await cache.close();
   await store.close();
   await pool.end();
