@@ -109,16 +109,20 @@ export class Cache<V> {
   /** The shared tier (Redis), when configured. */
   private readonly shared: SharedTier | undefined;
   /**
-   * Validates a value read from the shared tier (untrusted bytes): `validate`,
-   * or accept as is. An async verdict gets the cache's `loadTimeout`: this
-   * read comes before the load's own hard timeout is armed, and nothing else
-   * would end a validator that never settles.
+   * Validates a value read from the shared tier (untrusted bytes) for a load
+   * that must end by `deadline`: `validate`, or accept as is. An async verdict
+   * gets what is left of the load's time: the first read of the shared tier
+   * comes before the load's hard timeout is armed, and nothing else would end
+   * a validator that never settles. So `loadTimeout` bounds the whole get.
    */
-  private readonly acceptShared = (value: unknown): Verdict<V> | Promise<Verdict<V>> => {
-    if (this.check === undefined) return { ok: true, value: value as V };
-    const verdict = this.check(value as V);
-    return verdict instanceof Promise ? verdictWithin(verdict, this.clock, this.defaults.loadTimeout) : verdict;
-  };
+  private acceptBy(deadline: number): (value: unknown) => Verdict<V> | Promise<Verdict<V>> {
+    const check = this.check;
+    if (check === undefined) return acceptAny as (value: unknown) => Verdict<V>;
+    return (value) => {
+      const verdict = check(value as V);
+      return verdict instanceof Promise ? verdictWithin(verdict, this.clock, Math.max(0, deadline - this.clock.now())) : verdict;
+    };
+  }
 
   constructor(cacheOptions?: CacheOptions<V>) {
     const options = optionsObject('Cache options', cacheOptions);
@@ -427,20 +431,22 @@ export class Cache<V> {
    */
   private async run(key: string, flight: Flight<V>, loader: Loader<V>, o: ResolvedLoadOptions, entry: Entry<V> | undefined, wait: boolean): Promise<Outcome<V>> {
     const started = this.clock.now();
+    const deadline = started + o.loadTimeout;
+    const accept = this.acceptBy(deadline);
     let first: Lookup<V> | undefined;
     if (this.shared !== undefined && !flight.early) {
       // The common miss in a cluster: the value is fresh in the shared tier. It
       // needs no signal, no hard-timeout timer and no lease (the store's own time
       // limit bounds the read), so none is made: this is the L2 hit path.
-      first = await this.shared.lookup(key, this.acceptShared);
+      first = await this.shared.lookup(key, accept);
       if (first.kind === 'hit') {
         const outcome = this.settle(key, flight, first, o);
         if (this.flights.get(key) === flight) this.flights.delete(key);
         return outcome;
       }
     }
-    const deadline = started + o.loadTimeout;
-    const hard = new HardTimeout(this.clock, key, o.loadTimeout);
+    // Armed for what is left of loadTimeout after the first read: the get's one bound, from its start.
+    const hard = new HardTimeout(this.clock, key, o.loadTimeout, deadline - this.clock.now());
     const stale = entry !== undefined && entry.hasValue ? entry.value : undefined;
     const load = (): Promise<V> => this.load(key, flight, hard, loader, o, stale, wait, deadline);
     try {
@@ -455,7 +461,7 @@ export class Cache<V> {
           staleFor: o.staleFor,
           freshFor: (value) => this.freshFor(value, o),
           backoff: (failures) => this.backoff.delay(failures, this.random),
-          accept: this.acceptShared,
+          accept,
           load,
         }, first);
         return this.settle(key, flight, resolution, o);
@@ -690,6 +696,11 @@ export class Cache<V> {
 
 /** Longest wait before a key whose refresh the origin budget refused tries again, ms. */
 const REFUSED_RETRY_MAX_MS = 1_000;
+
+/** The verdict without `validate`: a shared copy is taken as it decoded. */
+function acceptAny<V>(value: unknown): Verdict<V> {
+  return { ok: true, value: value as V };
+}
 
 function assertKey(key: unknown): asserts key is string {
   if (typeof key !== 'string' || key.length === 0) throw new ArgumentError(`key must be a non-empty string, got ${key === '' ? 'an empty string' : typeof key}`);

@@ -18,11 +18,12 @@ export class HardTimeout {
   private error: LoadTimeoutError | undefined;
   private readonly timer: Timer;
 
-  constructor(clock: Clock, key: string, ms: number) {
+  /** `loadTimeout` names the limit in the error; the timer fires after `remainingMs` (what a read of the shared tier left of it). */
+  constructor(clock: Clock, key: string, loadTimeout: number, remainingMs: number = loadTimeout) {
     this.timer = clock.setTimer(() => {
-      this.error = new LoadTimeoutError(key, ms, 'load');
+      this.error = new LoadTimeoutError(key, loadTimeout, 'load');
       if (this.controller !== undefined) abortOwned(this.controller, this.error);
-    }, ms);
+    }, Math.max(0, remainingMs));
   }
 
   /** Aborts with the {@link LoadTimeoutError} when the timeout passes, and only then. */
