@@ -1,0 +1,87 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { promisify } from 'node:util';
+
+// The package a user installs (issue 14, item 1): built from the sources into
+// a staging copy (the checkout's dist/ is left alone), packed with `npm pack`,
+// installed into an empty project, then used from CommonJS (`require`) and from
+// an ES module (`import`), each type-checked by TypeScript with `nodenext`
+// resolution against the installed package's own declarations.
+
+const run = promisify(execFile);
+const ROOT = resolve(import.meta.dirname, '..', '..');
+const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+let work: string;
+let consumer: string;
+
+before(async () => {
+  work = mkdtempSync(join(tmpdir(), 'damper-package-'));
+  const staging = join(work, 'staging');
+  mkdirSync(staging);
+  for (const f of ['package.json', 'README.md', 'tsconfig.build.json', 'tsconfig.json']) cpSync(join(ROOT, f), join(staging, f));
+  cpSync(join(ROOT, 'src'), join(staging, 'src'), { recursive: true });
+  cpSync(join(ROOT, 'scenarios'), join(staging, 'scenarios'), { recursive: true });
+  // The checkout's dependencies, for the compiler's types (npm pack never includes node_modules).
+  symlinkSync(join(ROOT, 'node_modules'), join(staging, 'node_modules'), 'dir');
+  await run(process.execPath, [TSC, '-p', join(staging, 'tsconfig.build.json')], { cwd: staging });
+  // --ignore-scripts: the staging copy is built already; a prepack build would need its dev dependencies.
+  const packed = await run('npm', ['pack', '--silent', '--ignore-scripts', '--pack-destination', work], { cwd: staging });
+  const tarball = join(work, packed.stdout.trim().split('\n').at(-1)!);
+  consumer = join(work, 'consumer');
+  mkdirSync(consumer);
+  writeFileSync(join(consumer, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', private: true }));
+  // Its dependencies come from the npm cache that `npm ci` filled: no network needed.
+  await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts', tarball], { cwd: consumer });
+});
+
+after(() => {
+  if (work !== undefined) rmSync(work, { recursive: true, force: true });
+});
+
+describe('the packed package, installed into an empty project', () => {
+  test('CommonJS can require every entry point, and gets the same classes as import', async () => {
+    writeFileSync(
+      join(consumer, 'use.cjs'),
+      `const damper = require('damper');
+const cache = new damper.Cache({ ttl: 1000 });
+cache.get('k', async () => 42).then(async (v) => {
+  const esm = await import('damper');
+  // The optional entries need their peer dependency to load; each must resolve for require.
+  const entries = ['damper/redis', 'damper/postgres', 'damper/sqlite'].map((e) => require.resolve(e).endsWith('.js'));
+  console.log(JSON.stringify({ v, same: esm.Cache === damper.Cache, error: new damper.ConfigError('x') instanceof esm.DamperError, entries }));
+});`,
+    );
+    const { stdout } = await run(process.execPath, ['use.cjs'], { cwd: consumer });
+    assert.deepEqual(JSON.parse(stdout), { v: 42, same: true, error: true, entries: [true, true, true] }, 'one copy of the library, whichever way it is loaded');
+  });
+
+  test('an ES module can import it', async () => {
+    writeFileSync(join(consumer, 'use.mjs'), `import { CircuitBreaker } from 'damper';\nconsole.log(await new CircuitBreaker().execute(async () => 'ok'));`);
+    const { stdout } = await run(process.execPath, ['use.mjs'], { cwd: consumer });
+    assert.equal(stdout.trim(), 'ok');
+  });
+
+  test('both kinds of consumer type-check with nodenext resolution, the package’s declarations included', async () => {
+    writeFileSync(join(consumer, 'cjs.cts'), `import damper = require('damper');\nconst n: Promise<number> = new damper.Cache<number>({ ttl: 1_000 }).get('k', async () => 1);\nvoid n;\n`);
+    writeFileSync(join(consumer, 'esm.mts'), `import { Cache, type CacheOptions } from 'damper';\nconst o: CacheOptions<number> = { ttl: 1_000 };\nconst n: Promise<number> = new Cache<number>(o).get('k', async () => 1);\nvoid n;\n`);
+    writeFileSync(join(consumer, 'wrong.mts'), `import { Cache } from 'damper';\nconst n: Promise<string> = new Cache<number>().get('k', async () => 1);\nvoid n;\n`);
+    const options = { module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', strict: true, noEmit: true, skipLibCheck: false, types: ['node'], typeRoots: [join(ROOT, 'node_modules', '@types')] };
+    writeFileSync(join(consumer, 'tsconfig.json'), JSON.stringify({ compilerOptions: options, files: ['cjs.cts', 'esm.mts'] }));
+    await run(process.execPath, [TSC, '-p', 'tsconfig.json'], { cwd: consumer });
+    // The check can fail: a wrong type in a consumer is reported against the package's types.
+    writeFileSync(join(consumer, 'tsconfig.wrong.json'), JSON.stringify({ compilerOptions: options, files: ['wrong.mts'] }));
+    await assert.rejects(run(process.execPath, [TSC, '-p', 'tsconfig.wrong.json'], { cwd: consumer }), (e: { stdout?: string }) => /TS2322/.test(e.stdout ?? ''));
+  });
+
+  test('the exports map gives every entry a condition a CommonJS consumer resolves', () => {
+    const pkg = JSON.parse(readFileSync(join(consumer, 'node_modules', 'damper', 'package.json'), 'utf8')) as { exports: Record<string, Record<string, string>> };
+    for (const [entry, conditions] of Object.entries(pkg.exports)) {
+      assert.ok('default' in conditions || 'require' in conditions, `${entry} has no condition for require`);
+      assert.equal(Object.keys(conditions)[0], 'types', `${entry}: "types" comes first, as TypeScript requires`);
+    }
+  });
+});
