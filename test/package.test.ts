@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 
@@ -22,7 +22,7 @@ before(async () => {
   work = mkdtempSync(join(tmpdir(), 'damper-package-'));
   const staging = join(work, 'staging');
   mkdirSync(staging);
-  for (const f of ['package.json', 'README.md', 'tsconfig.build.json', 'tsconfig.json']) cpSync(join(ROOT, f), join(staging, f));
+  for (const f of ['package.json', 'README.md', 'CHANGELOG.md', 'LICENSE', 'tsconfig.build.json', 'tsconfig.json']) cpSync(join(ROOT, f), join(staging, f));
   cpSync(join(ROOT, 'src'), join(staging, 'src'), { recursive: true });
   cpSync(join(ROOT, 'scenarios'), join(staging, 'scenarios'), { recursive: true });
   // The checkout's dependencies, for the compiler's types (npm pack never includes node_modules).
@@ -75,6 +75,18 @@ cache.get('k', async () => 42).then(async (v) => {
     // The check can fail: a wrong type in a consumer is reported against the package's types.
     writeFileSync(join(consumer, 'tsconfig.wrong.json'), JSON.stringify({ compilerOptions: options, files: ['wrong.mts'] }));
     await assert.rejects(run(process.execPath, [TSC, '-p', 'tsconfig.wrong.json'], { cwd: consumer }), (e: { stdout?: string }) => /TS2322/.test(e.stdout ?? ''));
+  });
+
+  test('source maps and declaration maps point at sources the package ships; LICENSE and CHANGELOG are in it', () => {
+    const installed = join(consumer, 'node_modules', 'damper');
+    for (const map of ['dist/index.js.map', 'dist/index.d.ts.map', 'dist/cache/cache.js.map', 'dist/cache/cache.d.ts.map', 'dist/stores/redis.d.ts.map']) {
+      const { sources } = JSON.parse(readFileSync(join(installed, map), 'utf8')) as { sources: string[] };
+      for (const source of sources) assert.ok(existsSync(resolve(dirname(join(installed, map)), source)), `${map} points at ${source}, which the package does not ship`);
+    }
+    for (const f of ['LICENSE', 'CHANGELOG.md', 'README.md']) assert.ok(existsSync(join(installed, f)), f);
+    const pkg = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as { sideEffects?: unknown; keywords?: unknown };
+    assert.equal(pkg.sideEffects, false, 'bundlers may drop what a service does not import');
+    assert.ok(Array.isArray(pkg.keywords) && pkg.keywords.length > 0);
   });
 
   test('the exports map gives every entry a condition a CommonJS consumer resolves', () => {
