@@ -1,7 +1,7 @@
 /**
  * damper: a data-access tier that cannot fall into the feedback loops of
  * Facebook 2010, Discord 2019 and the Columbia Missourian 2010.
- * See DESIGN.md for the principles each export answers to.
+ * See docs/design.md for the principles each export answers to.
  */
 export { Cache, type CacheEvents, type Loader, type LoaderContext, type StaleReason } from './cache/cache.js';
 export { type CacheOptions, type LoadOptions } from './cache/options.js';

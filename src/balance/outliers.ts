@@ -7,7 +7,7 @@ import { between, duration, integer, optionsObject, or, ordered } from '../confi
  * Only *errors* count. Latency is never an ejection signal: the Columbia
  * Missourian's balancer (March 2010) judged health by response time, ejected
  * the hung web server, then ejected the surviving one because it had become
- * slow under twice the load, and the site was gone (DESIGN.md, principle 5).
+ * slow under twice the load, and the site was gone (docs/design.md, principle 5).
  * A slow upstream gets less traffic through least-loaded picking instead, and
  * its `maxOutstanding` bounds what it is asked to carry.
  */

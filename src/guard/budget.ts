@@ -37,7 +37,7 @@ const EPSILON = 1e-9;
  * {@link Retry} guard in front of the same dependency; a budget per caller
  * bounds nothing.
  *
- * Why (DESIGN.md, principle 3: no loop whose rate grows with failure): a retry
+ * Why (docs/design.md, principle 3: no loop whose rate grows with failure): a retry
  * policy of "3 attempts" turns a dependency that fails every call into one that
  * receives three times its normal load, exactly when it is weakest. That is
  * how the Facebook 2010 clients kept the database cluster down and how

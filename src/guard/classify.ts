@@ -2,9 +2,10 @@ import { AbortedError, BreakerOpenError, DeadlineExceededError, LoadTimeoutError
 
 /**
  * How the guards read an error they did not raise. They check the class and
- * also the stable `code` (DESIGN.md: errors carry one), so an error from a
- * second copy of damper in the dependency tree, or a user's own error that
- * sets `code: 'OVERLOADED'`, is classified the same way.
+ * also the stable `code` (every damper error carries one: docs/design.md,
+ * "The base: errors, options, events"), so an error from a second copy of
+ * damper in the dependency tree, or a user's own error that sets
+ * `code: 'OVERLOADED'`, is classified the same way.
  *
  * @internal
  */

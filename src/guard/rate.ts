@@ -57,7 +57,7 @@ const BACKGROUND = priorityRank('background');
  * nothing a capacity plan can be checked against. After an outage of a shared
  * cache (Redis), every key that went stale during it wants a refresh at once
  * (the Discord 2019 herd); a bound you can state in queries per second is the
- * one that keeps the origin at the rate it was sized and tested for (DESIGN.md,
+ * one that keeps the origin at the rate it was sized and tested for (docs/design.md,
  * principle 3: load on a dependency never exceeds a bound you can state). Use
  * both in a `pipeline` when the origin needs both bounds.
  *

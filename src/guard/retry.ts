@@ -84,7 +84,7 @@ const NOOP = (): void => {};
  * Retries a failed call with capped exponential backoff and full jitter, under
  * a {@link RetryBudget}, never past the caller's deadline.
  *
- * Why each rule (DESIGN.md, principle 3: no loop whose rate grows with failure):
+ * Why each rule (docs/design.md, principle 3: no loop whose rate grows with failure):
  * - **A budget.** "Retry 3 times" triples the load on a dependency that fails
  *   every call: the loop that held the Facebook 2010 database cluster down and
  *   let Discord 2019's herd reach MongoDB. Retries beyond the budget fail at once.

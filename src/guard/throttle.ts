@@ -66,7 +66,7 @@ const REJECTED = 2;
  * (the ones it rejected included) and `accepts` those the backend accepted.
  * Under sustained overload the backend receives about `k` times what it
  * accepts, however hard the application pushes: a bound you can state
- * (DESIGN.md, principle 3), where Discord 2019's herd had none, and rejection
+ * (docs/design.md, principle 3), where Discord 2019's herd had none, and rejection
  * costs the backend nothing (principle 4: fail fast, serve stale).
  *
  * **Calls in flight are not refusals: a call is counted when it settles**,

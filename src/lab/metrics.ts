@@ -3,9 +3,10 @@ import { type ScenarioCommon, triggerEndS, triggerStartS } from './scenario.js';
 
 /**
  * Per-second counters and latency histograms of one simulated run, and the
- * summary DESIGN.md's lab contract asks for. Latencies go into log-scaled
- * buckets (exact below 64 ms, then 32 per doubling, about 3 % wide), so a
- * run of millions of requests keeps a fixed, small memory.
+ * summary the lab's contract asks for (docs/design.md, "The lab's
+ * contract"). Latencies go into log-scaled buckets (exact below 64 ms, then
+ * 32 per doubling, about 3 % wide), so a run of millions of requests keeps a
+ * fixed, small memory.
  */
 
 const EXACT = 64;

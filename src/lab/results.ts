@@ -1,6 +1,6 @@
 /**
  * What a lab run produces: per-second series for the report's charts, and the
- * summary fields that DESIGN.md's lab contract names for `results.json`.
+ * summary fields that the lab's contract (docs/design.md) names for `results.json`.
  * Everything here is derived from virtual time only, so the same scenario and
  * seed give the same values, byte for byte.
  */
@@ -74,7 +74,7 @@ export interface TriggerWindow {
 }
 
 /**
- * The summary of one variant of one scenario (DESIGN.md, "The lab's
+ * The summary of one variant of one scenario (docs/design.md, "The lab's
  * contract"): what the world measured, how it did during the trigger against
  * the best possible, and whether it recovered only because operators acted.
  */

@@ -2,7 +2,7 @@ import { ArgumentError, describe } from '../errors.js';
 
 /**
  * The only door through which damper reads time, schedules work and draws
- * randomness (DESIGN.md, principle 8). Every component takes a `Clock`, so the
+ * randomness (docs/design.md, principle 8). Every component takes a `Clock`, so the
  * incident lab can run the real library in virtual time and reproduce a run
  * from its seed, and unit tests never sleep.
  */
