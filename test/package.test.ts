@@ -24,7 +24,6 @@ before(async () => {
   mkdirSync(staging);
   for (const f of ['package.json', 'README.md', 'CHANGELOG.md', 'LICENSE', 'tsconfig.build.json', 'tsconfig.json']) cpSync(join(ROOT, f), join(staging, f));
   cpSync(join(ROOT, 'src'), join(staging, 'src'), { recursive: true });
-  cpSync(join(ROOT, 'scenarios'), join(staging, 'scenarios'), { recursive: true });
   // The checkout's dependencies, for the compiler's types (npm pack never includes node_modules).
   symlinkSync(join(ROOT, 'node_modules'), join(staging, 'node_modules'), 'dir');
   await run(process.execPath, [TSC, '-p', join(staging, 'tsconfig.build.json')], { cwd: staging });
@@ -51,12 +50,12 @@ const cache = new damper.Cache({ ttl: 1000 });
 cache.get('k', async () => 42).then(async (v) => {
   const esm = await import('damper');
   // The optional entries need their peer dependency to load; each must resolve for require.
-  const entries = ['damper/redis', 'damper/postgres', 'damper/sqlite'].map((e) => require.resolve(e).endsWith('.js'));
+  const entries = ['damper/redis', 'damper/postgres', 'damper/sqlite', 'damper/testing'].map((e) => require.resolve(e).endsWith('.js'));
   console.log(JSON.stringify({ v, same: esm.Cache === damper.Cache, error: new damper.ConfigError('x') instanceof esm.DamperError, entries }));
 });`,
     );
     const { stdout } = await run(process.execPath, ['use.cjs'], { cwd: consumer });
-    assert.deepEqual(JSON.parse(stdout), { v: 42, same: true, error: true, entries: [true, true, true] }, 'one copy of the library, whichever way it is loaded');
+    assert.deepEqual(JSON.parse(stdout), { v: 42, same: true, error: true, entries: [true, true, true, true] }, 'one copy of the library, whichever way it is loaded');
   });
 
   test('an ES module can import it', async () => {
@@ -87,6 +86,22 @@ cache.get('k', async () => 42).then(async (v) => {
     const pkg = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as { sideEffects?: unknown; keywords?: unknown };
     assert.equal(pkg.sideEffects, false, 'bundlers may drop what a service does not import');
     assert.ok(Array.isArray(pkg.keywords) && pkg.keywords.length > 0);
+  });
+
+  test('a library install carries no lab: no lab code, no chart or schema library among its dependencies', async () => {
+    const installed = join(consumer, 'node_modules', 'damper');
+    for (const gone of ['dist/lab', 'dist/cli', 'scenarios', 'src/lab', 'src/cli']) assert.equal(existsSync(join(installed, gone)), false, `${gone} is the lab's, not the library's`);
+    const { stdout } = await run('npm', ['ls', '--all', '--json'], { cwd: consumer });
+    const names = new Set<string>();
+    const walk = (deps: Record<string, { dependencies?: Record<string, unknown> }> | undefined): void => {
+      for (const [name, dep] of Object.entries(deps ?? {})) {
+        names.add(name);
+        walk(dep.dependencies as never);
+      }
+    };
+    walk((JSON.parse(stdout) as { dependencies?: Record<string, { dependencies?: Record<string, unknown> }> }).dependencies);
+    for (const lab of ['uplot', 'zod', 'damper-lab']) assert.equal(names.has(lab), false, `npm ls shows ${lab}`);
+    assert.ok(names.has('lru-cache'), 'the library’s own dependency is there');
   });
 
   test('the exports map gives every entry a condition a CommonJS consumer resolves', () => {

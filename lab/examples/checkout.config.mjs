@@ -1,6 +1,6 @@
 // The checkout API's damper configuration, as the service ships it: the
-// lab runs this very code (`damper lab check examples/lab/checkout.json
-// --damper-config examples/lab/checkout.config.mjs`, docs/lab.md, "Is my
+// lab runs this very code (`damper lab check lab/examples/checkout.json
+// --damper-config lab/examples/checkout.config.mjs`, docs/lab.md, "Is my
 // configuration safe?"). Everything is built on the `clock` the lab hands
 // over: in production it is `systemClock`.
 import { AdaptiveThrottle, CircuitBreaker, ConcurrencyLimiter, pipeline, Retry, RetryBudget } from 'damper';

@@ -14,7 +14,8 @@ import { fileURLToPath } from 'node:url';
  * this fails.
  */
 
-const root = fileURLToPath(new URL('../../', import.meta.url));
+/** The repository's root, where the page's commands are run (this file runs from lab/build/test). */
+const root = fileURLToPath(new URL('../../../', import.meta.url));
 const main = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
 
 /** The output blocks of the worked example's section, in order. */
@@ -29,7 +30,7 @@ function documentedOutputs(): string[] {
 /** Runs the command from the repository's root, as the page does; stdout with paths relative to it, the timing and `wrote` lines left out. */
 function check(config: string, out: string): Promise<{ status: number | null; printed: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [main, 'lab', 'check', 'examples/lab/checkout.json', '--damper-config', config, '--out', out], { cwd: root, stdio: ['ignore', 'pipe', 'ignore'] });
+    const child = spawn(process.execPath, [main, 'lab', 'check', 'lab/examples/checkout.json', '--damper-config', config, '--out', out], { cwd: root, stdio: ['ignore', 'pipe', 'ignore'] });
     let stdout = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
     child.on('close', (status) => {
@@ -50,8 +51,8 @@ describe('docs/lab.md, "Is my configuration safe?" (issue 12, part 5)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'damper-example-'));
     // Both at once: each runs its grid in worker threads, and they share the cores.
     const [first, fixed] = await Promise.all([
-      check('examples/lab/checkout.config.mjs', join(dir, 'first')),
-      check('examples/lab/checkout-no-breaker.config.mjs', join(dir, 'fixed')),
+      check('lab/examples/checkout.config.mjs', join(dir, 'first')),
+      check('lab/examples/checkout-no-breaker.config.mjs', join(dir, 'fixed')),
     ]);
     assert.equal(first.status, 1, first.printed);
     assert.equal(first.printed, unsafe.split('\n').map((l) => l.trimEnd()).join('\n'));

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { VirtualClock } from '../src/index.js';
+import { VirtualClock } from 'damper';
 import { type ClientWorld, Clients } from '../src/lab/clients.js';
 import { loadScenario } from '../src/lab/lab.js';
 import { Recorder } from '../src/lab/metrics.js';

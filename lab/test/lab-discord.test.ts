@@ -7,7 +7,7 @@ import { CacheCluster, CacheNodeError } from '../src/lab/world/cache-nodes.js';
 import { type CacheClusterScenario } from '../src/lab/world/cache-cluster.js';
 import { HashRing } from '../src/lab/world/hash-ring.js';
 import { checkScenario, type Scenario, worldOf } from '../src/lab/worlds.js';
-import { Cache, sleep, VirtualClock } from '../src/index.js';
+import { Cache, sleep, VirtualClock } from 'damper';
 import { assertBars, SEEDS } from './support/bars.js';
 import { scenarioDoc } from './support/scenario-doc.js';
 

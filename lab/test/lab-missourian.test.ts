@@ -9,7 +9,7 @@ import { webFarm, type WebFarmScenario } from '../src/lab/world/web-farm.js';
 import { Cpu } from '../src/lab/world/cpu.js';
 import { NaiveBalancer } from '../src/lab/world/front-door.js';
 import { type Served, type WebServer } from '../src/lab/world/web-server.js';
-import { VirtualClock } from '../src/index.js';
+import { VirtualClock } from 'damper';
 import { assertBars, SEEDS, TEN_MINUTES } from './support/bars.js';
 import { scenarioDoc } from './support/scenario-doc.js';
 

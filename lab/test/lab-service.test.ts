@@ -48,7 +48,7 @@ const mean = (series: readonly number[], from: number, to: number): number => se
 
 // Every simulation starts now, in worker threads (under node --test every promise is hooked), to share the cores.
 const expressed = runIsolated(checkScenario(fixture('test/fixtures/service/retry-storm-as-service.json'), 'retry-storm-as-service.json'), 1);
-const checkout = (): Promise<ScenarioRun> => loadScenario(new URL('examples/lab/checkout.json', ROOT).pathname).then((s) => runIsolated(s, 1));
+const checkout = (): Promise<ScenarioRun> => loadScenario(new URL('examples/checkout.json', ROOT).pathname).then((s) => runIsolated(s, 1));
 const checkoutRuns = [checkout(), checkout()];
 const FAULTS: Record<string, ServiceScenario> = {
   none: small({ kind: 'load-spike', factor: 1 }),
@@ -73,7 +73,7 @@ const closedRun = runIsolated(closed(10), 1);
 
 describe('a service scenario file: every problem names its field', () => {
   const bad = (change: (d: Record<string, unknown>) => void, where: RegExp): void => {
-    const d = fixture('examples/lab/checkout.json');
+    const d = fixture('examples/checkout.json');
     change(d);
     assert.throws(
       () => checkScenario(d, 'co.json'),
@@ -205,7 +205,7 @@ describe('the shipped scenarios are expressible in the service world', () => {
   });
 });
 
-describe('the checkout example (examples/lab/checkout.json)', () => {
+describe('the checkout example (lab/examples/checkout.json)', () => {
   test('a cache flush: naive never recovers, damper does by itself', async () => {
     const { naive, damper } = (await checkoutRuns[0]!).variants;
     assert.equal(naive.summary.recovered, false);

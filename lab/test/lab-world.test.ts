@@ -6,7 +6,7 @@ import { Recorder } from '../src/lab/metrics.js';
 import { runIsolated } from '../src/lab/parallel.js';
 import { Database, DatabaseOverloadedError, QueryAbandonedError, type Row } from '../src/lab/world/database.js';
 import { KeyPicker, poisson } from '../src/lab/traffic.js';
-import { seededRandom, VirtualClock } from '../src/index.js';
+import { seededRandom, VirtualClock } from 'damper';
 
 describe('simulated database', () => {
   const setup = (maxQueue = 10) => {

@@ -5,8 +5,8 @@ import { loadScenario, runScenario } from '../src/lab/lab.js';
 import { resultsJson } from '../src/lab/results.js';
 import { type CacheAsideScenario } from '../src/lab/world/cache-aside.js';
 import { runIsolated } from '../src/lab/parallel.js';
-import { VirtualClock } from '../src/index.js';
-import { RealTimeInSimulationError } from '../src/time/real-time-guard.js';
+import { VirtualClock } from 'damper';
+import { RealTimeInSimulationError } from 'damper';
 import { assertBars, SEEDS } from './support/bars.js';
 
 

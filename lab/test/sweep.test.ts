@@ -9,7 +9,7 @@ import { loadScenario, loadScenarioSource, shippedScenarios } from '../src/lab/l
 import { triggerEndS } from '../src/lab/scenario.js';
 import { type ScenarioSource, scenarioSource, sourceWithDamperConfig } from '../src/lab/scenario-source.js';
 import { runSummariesIsolated } from '../src/lab/parallel.js';
-import { DamperError } from '../src/index.js';
+import { DamperError } from 'damper';
 import { ScenarioError } from '../src/lab/scenario.js';
 import { cellAt, checkGrid, MAX_STEPS, runSweep, scenarioCell, summaryOf, type SweepGrid, type SweepResult, sweepJson, vulnerableCells } from '../src/lab/sweep.js';
 import { type AxisName, axisValues, cellScenarioAt, type SweepAxis, sweepAxis } from '../src/lab/sweep-axis.js';

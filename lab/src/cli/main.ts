@@ -2,14 +2,14 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { DamperError } from '../index.js';
+import { DamperError } from 'damper';
 import { renderReport } from '../lab/report.js';
 import { resultsJson, VARIANTS, type VariantName } from '../lab/results.js';
 import { seriesCsv, seriesFile } from '../lab/series-csv.js';
 import { MAX_STEPS } from '../lab/sweep.js';
 import { runLab } from '../lab/lab.js';
 import { isWorldName, SCENARIO_SCHEMAS, scenarioJsonSchema } from '../lab/schema/index.js';
-import { stopwatch } from '../time/stopwatch.js';
+import { stopwatch } from './stopwatch.js';
 import { parseSeed, parseSteps, sweepAxes, UsageError } from './args.js';
 import { check } from './check-command.js';
 import { writableDir, writeFiles } from './out-dir.js';

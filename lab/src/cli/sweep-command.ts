@@ -6,7 +6,7 @@ import { runSweep, type SweepGrid, sweepJson, type SweepResult } from '../lab/sw
 import { axisTick } from '../lab/sweep-axis.js';
 import { renderSweepReport } from '../lab/sweep-report.js';
 import { VARIANTS, type VariantName } from '../lab/results.js';
-import { stopwatch } from '../time/stopwatch.js';
+import { stopwatch } from './stopwatch.js';
 import { writableDir, writeFiles } from './out-dir.js';
 import { formatSweepSummary, progressBar } from './terminal.js';
 

@@ -1,4 +1,4 @@
-import { type Timer, type VirtualClock } from '../index.js';
+import { type Timer, type VirtualClock } from 'damper';
 import { simulate, type World } from './engine.js';
 import { type Recorder } from './metrics.js';
 import { type Network } from './network.js';

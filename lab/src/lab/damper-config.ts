@@ -1,7 +1,7 @@
 import { register } from 'node:module';
 import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { type BalancerOptions, type CacheOptions, DamperError, forbidRealTime, type Guard, RealTimeInSimulationError, type VirtualClock } from '../index.js';
+import { type BalancerOptions, type CacheOptions, DamperError, forbidRealTime, type Guard, RealTimeInSimulationError, type VirtualClock } from 'damper';
 import { type ScenarioCommon } from './scenario.js';
 
 /**
@@ -66,11 +66,11 @@ export function resolveDamperConfig<S extends ScenarioCommon>(scenario: S, scena
 /**
  * `import 'damper'` inside a configuration module must give the very copy of
  * the library the lab is running: its `VirtualClock`, its error classes
- * (`instanceof OverloadedError` decides what a world counts as shed). From a
- * package install that is what Node resolves anyway; from a checkout, a test
- * build or the sources it would be `dist/` or nothing. So the lab adds one
- * resolve hook, once per thread, that sends the bare specifier `damper` to
- * the lab's own entry point. Other specifiers resolve as Node resolves them.
+ * (`instanceof OverloadedError` decides what a world counts as shed). Node
+ * would resolve `damper` from the module's own folder, which may hold another
+ * copy or none at all. So the lab adds one resolve hook, once per thread,
+ * that sends the bare specifier `damper` to the copy the lab imports (its
+ * own dependency). Other specifiers resolve as Node resolves them.
  * The hook is a data: URL so that it loads the same way from the sources
  * (tsx), a test build and an install.
  */
@@ -78,7 +78,8 @@ let hooked = false;
 function resolveDamperToThisCopy(): void {
   if (hooked) return;
   hooked = true;
-  const index = new URL(import.meta.url.endsWith('.ts') ? '../index.ts' : '../index.js', import.meta.url).href;
+  // The copy the lab itself imports: its own dependency, whatever folder the user's module sits in.
+  const index = import.meta.resolve('damper');
   const hook = `let index; export function initialize(data) { index = data.index; }
 export async function resolve(specifier, context, next) {
   return specifier === 'damper' ? { url: index, shortCircuit: true } : next(specifier, context);

@@ -1,4 +1,4 @@
-import { forbidRealTime, type VirtualClock } from '../index.js';
+import { forbidRealTime, type VirtualClock } from 'damper';
 
 /** What a simulated world does at each step of the engine. */
 export interface World {

@@ -8,7 +8,7 @@ import { originCapacity } from './best-possible.js';
 import { judge, verdict } from './verdict.js';
 import { realTimeError, withDamperConfig } from './damper-config.js';
 import { type ScenarioSource, scenarioSource } from './scenario-source.js';
-import { RealTimeInSimulationError } from '../index.js';
+import { RealTimeInSimulationError } from 'damper';
 import { type Scenario, worldOf } from './worlds.js';
 
 /** The package's root: the nearest folder above this module with a package.json (src/, dist/ and a test build all sit below it). */

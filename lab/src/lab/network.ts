@@ -1,4 +1,4 @@
-import { type VirtualClock } from '../index.js';
+import { type VirtualClock } from 'damper';
 import { sampleMs } from './delay.js';
 import { type Delay } from './scenario.js';
 import { stream, STREAMS } from './streams.js';

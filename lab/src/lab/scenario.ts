@@ -1,4 +1,4 @@
-import { DamperError } from '../index.js';
+import { DamperError } from 'damper';
 
 /**
  * A scenario is data: a JSON file that describes a system (its clients, its

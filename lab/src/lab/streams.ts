@@ -1,4 +1,4 @@
-import { seededRandom } from '../index.js';
+import { seededRandom } from 'damper';
 
 /**
  * The seeded sources of a run, one per purpose, each derived from the run's

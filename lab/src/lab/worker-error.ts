@@ -1,4 +1,4 @@
-import { DamperError } from '../index.js';
+import { DamperError } from 'damper';
 
 /**
  * A DamperError across the thread boundary. A worker's uncaught error reaches

@@ -1,5 +1,5 @@
 import { parentPort, workerData } from 'node:worker_threads';
-import { DamperError } from '../index.js';
+import { DamperError } from 'damper';
 import { runScenario, runSummaries } from './lab.js';
 import type { WorkerTask } from './parallel.js';
 import { postedError, type WorkerReply } from './worker-error.js';

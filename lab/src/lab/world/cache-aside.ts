@@ -1,4 +1,4 @@
-import { VirtualClock } from '../../index.js';
+import { VirtualClock } from 'damper';
 import { Clients } from '../clients.js';
 import { Recorder } from '../metrics.js';
 import { Network } from '../network.js';

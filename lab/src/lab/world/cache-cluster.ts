@@ -1,4 +1,4 @@
-import { Cache, type CacheOptions, CircuitBreaker, ConcurrencyLimiter, OverloadedError, pipeline, RateLimiter, type Snapshot, VirtualClock } from '../../index.js';
+import { Cache, type CacheOptions, CircuitBreaker, ConcurrencyLimiter, OverloadedError, pipeline, RateLimiter, type Snapshot, VirtualClock } from 'damper';
 import { type ClientRequest, Clients, type Replies } from '../clients.js';
 import { cacheOptions, damperSettings } from '../damper-config.js';
 import { Recorder } from '../metrics.js';

@@ -1,4 +1,4 @@
-import { type LeaseGrant, type SharedBackend, type SharedRead, SharedSlots, type Timer, type VirtualClock } from '../../index.js';
+import { type LeaseGrant, type SharedBackend, type SharedRead, SharedSlots, type Timer, type VirtualClock } from 'damper';
 import { type Network } from '../network.js';
 import { HashRing } from './hash-ring.js';
 import { Fifo } from './fifo.js';

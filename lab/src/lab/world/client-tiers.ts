@@ -1,4 +1,4 @@
-import { AdaptiveThrottle, type Guard, pipeline, Retry, RetryBudget, type VirtualClock } from '../../index.js';
+import { AdaptiveThrottle, type Guard, pipeline, Retry, RetryBudget, type VirtualClock } from 'damper';
 import { retryDelayMs } from '../retry-delay.js';
 import { type Backoff } from '../scenario.js';
 

@@ -1,4 +1,4 @@
-import { type Timer, type VirtualClock } from '../../index.js';
+import { type Timer, type VirtualClock } from 'damper';
 
 /**
  * A web server's processors, shared by every request being served

@@ -1,4 +1,4 @@
-import { onAbort, type Timer, type VirtualClock } from '../../index.js';
+import { onAbort, type Timer, type VirtualClock } from 'damper';
 import { type Recorder } from '../metrics.js';
 import { type Network } from '../network.js';
 import { Fifo } from './fifo.js';

@@ -1,4 +1,4 @@
-import { Balancer, type BalancerOptions, type Priority, type Timer, type VirtualClock } from '../../index.js';
+import { Balancer, type BalancerOptions, type Priority, type Timer, type VirtualClock } from 'damper';
 import { balancerOptions, type DamperSettings } from '../damper-config.js';
 import { type DamperServer, isShedding, type Served, ServerError, type WebServer } from './web-server.js';
 

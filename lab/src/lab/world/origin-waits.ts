@@ -1,4 +1,4 @@
-import { type VirtualClock } from '../../index.js';
+import { type VirtualClock } from 'damper';
 import { type ClientRequest } from '../clients.js';
 import { type Database, QueryError, type Row } from './database.js';
 

@@ -1,4 +1,4 @@
-import { Cache, type CacheOptions, type VirtualClock } from '../../index.js';
+import { Cache, type CacheOptions, type VirtualClock } from 'damper';
 import { type ClientRequest, type Replies } from '../clients.js';
 import { cacheOptions, type DamperSettings } from '../damper-config.js';
 import { type CacheAsideScenario as Scenario } from './cache-aside.js';

@@ -1,4 +1,4 @@
-import { ConcurrencyLimiter, DeadlineExceededError, OverloadedError, type Guard, type GuardContext, pipeline, type Timer, VirtualClock } from '../../index.js';
+import { ConcurrencyLimiter, DeadlineExceededError, OverloadedError, type Guard, type GuardContext, pipeline, type Timer, VirtualClock } from 'damper';
 import { Clients } from '../clients.js';
 import { damperSettings, type DamperSettings } from '../damper-config.js';
 import { Recorder } from '../metrics.js';

@@ -1,4 +1,4 @@
-import { OverloadedError } from '../../index.js';
+import { OverloadedError } from 'damper';
 import { type Served } from './web-server.js';
 import { type Outcome } from './service-server.js';
 

@@ -1,4 +1,4 @@
-import { Balancer, type BalancerOptions, ConcurrencyLimiter, DeadlineGuard, type Guard, onAbort, OverloadedError, pipeline, type Priority, type VirtualClock } from '../../index.js';
+import { Balancer, type BalancerOptions, ConcurrencyLimiter, DeadlineGuard, type Guard, onAbort, OverloadedError, pipeline, type Priority, type VirtualClock } from 'damper';
 import { balancerOptions, type DamperSettings } from '../damper-config.js';
 import { damperTier } from './client-tiers.js';
 import { type Population } from '../scenario.js';

@@ -1,4 +1,4 @@
-import { Cache, type CacheOptions, OverloadedError, type VirtualClock } from '../../index.js';
+import { Cache, type CacheOptions, OverloadedError, type VirtualClock } from 'damper';
 import { type Database, QueryError, type Row } from './database.js';
 import { databaseLoader, OriginWaits } from './origin-waits.js';
 import { type DataRead } from './service-server.js';

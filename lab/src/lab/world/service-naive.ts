@@ -1,4 +1,4 @@
-import { type Priority, type Timer, type VirtualClock } from '../../index.js';
+import { type Priority, type Timer, type VirtualClock } from 'damper';
 import { type Population } from '../scenario.js';
 import { type Call, naiveTiers } from './client-tiers.js';
 import { type HealthShape, NaiveBalancer } from './front-door.js';

@@ -1,4 +1,4 @@
-import { type Priority, type VirtualClock } from '../../index.js';
+import { type Priority, type VirtualClock } from 'damper';
 import { sampleMs } from '../delay.js';
 import { type Delay } from '../scenario.js';
 import { Cpu } from './cpu.js';

@@ -1,4 +1,4 @@
-import { type Cache, VirtualClock } from '../../index.js';
+import { type Cache, VirtualClock } from 'damper';
 import { type ClientRequest, Clients, type Replies } from '../clients.js';
 import { cacheOptions, damperSettings, type DamperSettings } from '../damper-config.js';
 import { Recorder } from '../metrics.js';

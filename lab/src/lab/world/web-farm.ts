@@ -1,4 +1,4 @@
-import { VirtualClock } from '../../index.js';
+import { VirtualClock } from 'damper';
 import { damperSettings } from '../damper-config.js';
 import { Clients } from '../clients.js';
 import { Recorder } from '../metrics.js';

@@ -1,4 +1,4 @@
-import { Cache, type CacheOptions, ConcurrencyLimiter, type Guard, guarded, OverloadedError, type Priority, type VirtualClock } from '../../index.js';
+import { Cache, type CacheOptions, ConcurrencyLimiter, type Guard, guarded, OverloadedError, type Priority, type VirtualClock } from 'damper';
 import { cacheOptions, type DamperSettings } from '../damper-config.js';
 import { Cpu } from './cpu.js';
 import { type Database, QueryError, type Row } from './database.js';

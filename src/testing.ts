@@ -1,0 +1,14 @@
+/**
+ * `damper/testing`: what it takes to run code that uses damper in virtual
+ * time, for your own tests and simulations as for damper's lab (which uses
+ * only this and the main entry). A `VirtualClock` stands in for the system
+ * clock, `forbidRealTime()` makes any stray `Date.now()`, `setTimeout` or
+ * `Math.random` during a run throw, and `InMemorySharedStore` is a shared tier
+ * with injectable outages (`outage = 'hang' | 'error'`) for tests without Redis.
+ * Each is also exported by the main entry; this one gathers them under the
+ * name of their purpose.
+ */
+export { VirtualClock, type VirtualClockOptions } from './time/virtual.js';
+export { forbidRealTime, type RealTimeBan, RealTimeInSimulationError } from './time/real-time-guard.js';
+export { seededRandom } from './time/random.js';
+export { InMemorySharedStore, type InMemorySharedStoreOptions } from './stores/in-memory-shared.js';
