@@ -199,6 +199,30 @@ export function nearestIndex(axis: SweepAxis): number | null {
   return best;
 }
 
+/**
+ * Where the scenario's own setting lies on the grid, in fractional indices
+ * (`{ across: 1.4, up: 2 }`: four tenths of the way from the second value
+ * across to the third, on the third up), for a page to mark it where it is
+ * rather than on the nearest cell; null when it lies outside the grid's
+ * cells (more than half a step beyond an end).
+ */
+export function scenarioPoint(result: SweepResult): { across: number; up: number } | null {
+  const across = axisPosition(result.across);
+  const up = axisPosition(result.up);
+  return across === null || up === null ? null : { across, up };
+}
+
+/** The scenario's value as a fractional index: linear between the two values around it, beyond an end by the end step. */
+export function axisPosition(axis: SweepAxis): number | null {
+  const v = axis.values;
+  const own = axis.scenarioValue;
+  const last = v.length - 1;
+  let i = 0;
+  while (i < last - 1 && own > v[i + 1]!) i++;
+  const at = i + (own - v[i]!) / (v[i + 1]! - v[i]!);
+  return at < -0.5 || at > last + 0.5 ? null : at;
+}
+
 /** The `sweep.json` document: no wall-clock figure, so the same grid and seed give the same bytes. */
 export function sweepJson(result: SweepResult): string {
   return `${JSON.stringify(result, null, 2)}\n`;
