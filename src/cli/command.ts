@@ -1,4 +1,5 @@
-import { GLOBAL_OPTIONS, type OptionName, type OptionValues, UsageError } from './args.js';
+import { UsageError } from './args.js';
+import { GLOBAL_OPTIONS, type OptionName, type OptionValues } from './options.js';
 
 /**
  * A command of the `damper` command line: what its help says (help.ts
@@ -28,12 +29,12 @@ export type Example = readonly [line: string, what: string];
 
 /** The command the words name (the longest name that fits: `lab sweep` before `lab`) and the words after it. */
 export function findCommand(commands: readonly Command[], words: readonly string[]): { command: Command; operands: string[] } | undefined {
-  let found: Command | undefined;
-  for (const c of commands) {
-    const name = c.name.split(' ');
-    if (name.every((w, i) => words[i] === w) && name.length > (found?.name.split(' ').length ?? 0)) found = c;
+  let found: { command: Command; length: number } | undefined;
+  for (const command of commands) {
+    const name = command.name.split(' ');
+    if (name.every((w, i) => words[i] === w) && name.length > (found?.length ?? 0)) found = { command, length: name.length };
   }
-  return found === undefined ? undefined : { command: found, operands: words.slice(found.name.split(' ').length) };
+  return found === undefined ? undefined : { command: found.command, operands: words.slice(found.length) };
 }
 
 /** Refuses an option given to a command that does not take it, naming the commands that do. */

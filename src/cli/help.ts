@@ -1,5 +1,5 @@
 import { loadScenario, shippedScenarios } from '../lab/lab.js';
-import { optionUsage } from './args.js';
+import { optionUsage } from './options.js';
 import { type Command } from './command.js';
 
 /**

@@ -28,7 +28,7 @@ export const labCommand: Command = {
     ['damper lab', 'replays every shipped scenario into lab-out/'],
     ['damper lab facebook-2010 --seed 7 --out fb', 'one scenario on another seed, into fb/'],
   ],
-  run: (scenarios, values) => lab(scenarios, { seed: parseSeed(values.seed), out: values.out ?? DEFAULT_OUT, json: values.json === true, series: values.series === true, ...damperConfigOf(values) }),
+  run: (scenarios, values) => lab(scenarios, { seed: parseSeed(values.seed), out: values.out ?? DEFAULT_OUT, json: values.json === true, series: values.series === true, ...damperConfigOf(values['damper-config']) }),
 };
 
 async function lab(scenarios: readonly string[], args: { seed: number; out: string; json: boolean; series: boolean; damperConfig?: string }): Promise<number> {

@@ -4,11 +4,12 @@ import { join } from 'node:path';
 import { DamperError } from '../index.js';
 import { packageRoot } from '../lab/lab.js';
 import { closestName } from '../lab/schema/problems.js';
-import { InputError, readOptions, readWords, UsageError } from './args.js';
+import { InputError, UsageError } from './args.js';
 import { checkCommand } from './check-command.js';
 import { checkOptions, type Command, findCommand } from './command.js';
 import { commandHelp, globalHelp, seeHelp } from './help.js';
 import { labCommand } from './lab-command.js';
+import { readOptions, readWords } from './options.js';
 import { schemaCommand } from './schema-command.js';
 import { sweepCommand } from './sweep-command.js';
 

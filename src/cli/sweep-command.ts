@@ -7,8 +7,9 @@ import { axisTick } from '../lab/sweep-axis.js';
 import { renderSweepReport } from '../lab/sweep-report.js';
 import { VARIANTS, type VariantName } from '../lab/results.js';
 import { stopwatch } from '../time/stopwatch.js';
-import { damperConfigOf, oneScenario, type OptionName, type OptionValues, parseSeed, parseSteps, sweepAxes } from './args.js';
+import { damperConfigOf, oneScenario, parseSeed, parseSteps, sweepAxes } from './args.js';
 import { type Command } from './command.js';
+import { type OptionName, type OptionValues } from './options.js';
 import { DEFAULT_OUT, writableDir, writeFiles } from './out-dir.js';
 import { formatSweepSummary, progressBar } from './terminal.js';
 
@@ -63,7 +64,7 @@ export interface GridRun {
 
 /** The options a grid runs with, read and checked. */
 export function gridRun(values: OptionValues): GridRun {
-  return { seed: parseSeed(values.seed), out: values.out ?? DEFAULT_OUT, serial: values.serial === true, ...damperConfigOf(values) };
+  return { seed: parseSeed(values.seed), out: values.out ?? DEFAULT_OUT, serial: values.serial === true, ...damperConfigOf(values['damper-config']) };
 }
 
 /** The scenario as a sweep reads it, with `--damper-config` laid over its own. */

@@ -184,8 +184,13 @@ export function outcomeCounts(result: SweepResult, variant: VariantName): Record
  * axis's range (half a step of slack on each side); null otherwise.
  */
 export function scenarioCell(result: SweepResult): { across: number; up: number } | null {
-  const across = nearestIndex(result.across);
-  const up = nearestIndex(result.up);
+  return onBothAxes(result, nearestIndex);
+}
+
+/** `where` on each axis of the grid; null when either is. */
+function onBothAxes(result: SweepResult, where: (axis: SweepAxis) => number | null): { across: number; up: number } | null {
+  const across = where(result.across);
+  const up = where(result.up);
   return across === null || up === null ? null : { across, up };
 }
 
@@ -207,9 +212,7 @@ export function nearestIndex(axis: SweepAxis): number | null {
  * cells (more than half a step beyond an end).
  */
 export function scenarioPoint(result: SweepResult): { across: number; up: number } | null {
-  const across = axisPosition(result.across);
-  const up = axisPosition(result.up);
-  return across === null || up === null ? null : { across, up };
+  return onBothAxes(result, axisPosition);
 }
 
 /** The scenario's value as a fractional index: linear between the two values around it, beyond an end by the end step. */
