@@ -43,7 +43,7 @@ function fixture(own: { load: number; trigger: number } = { load: 1, trigger: 20
     baseRate: 100,
     variants: ['damper'],
     across: { kind: 'load', label: 'offered load', values: loads, scenarioValue: own.load },
-    up: { kind: 'trigger', label: 'trigger held, s', values: triggers, scenarioValue: own.trigger },
+    up: { kind: 'trigger', label: 'trigger held (s)', values: triggers, scenarioValue: own.trigger },
     cells,
   };
 }
@@ -156,11 +156,11 @@ describe('damper lab check command: exit 0 safe, 1 not, 2 bad input', () => {
     writeFileSync(blocker, '');
     for (const [args, message] of [
       [['check', 'no-such-incident'], /no-such-incident: unknown scenario/],
-      [['check', 'retry-storm', '--out', join(blocker, 'out')], /cannot write to .*a-file\/out \(--out\)/],
+      [['check', 'retry-storm', '--out', join(blocker, 'out')], /cannot write to .*a-file\/out \(--out\): a part of the path is a file, not a folder/],
       [['sweep', 'retry-storm', '--load', '0.5..1', '--trigger', '5..10', '--out', join(blocker, 'out')], /cannot write to .*\(--out\)/],
       [['check', 'retry-storm', '--damper-config', join(dir, 'missing.mjs')], /--damper-config .*missing\.mjs: no such file/],
-      [['check', 'retry-storm', '--load', '0.5..1'], /--load is an option of lab sweep only/],
-      [['check', 'retry-storm', '--json'], /lab check takes no --json/],
+      [['check', 'retry-storm', '--load', '0.5..1'], /lab check takes no --load: it is an option of lab sweep$/m],
+      [['check', 'retry-storm', '--json'], /lab check takes no --json: it is an option of lab and lab sweep$/m],
       [['check'], /lab check needs a SCENARIO/],
       [['check', 'retry-storm', 'facebook-2010'], /lab check takes one SCENARIO/],
     ] as const) {

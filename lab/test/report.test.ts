@@ -43,6 +43,11 @@ test('report: one self-contained document that loads nothing from the network', 
   assert.doesNotMatch(html, /<link(?![^>]*rel="icon"[^>]*href="data:)[^>]*>/i, 'no stylesheet or font links');
 });
 
+test('report: links sweep.html, which damper lab sweep and damper lab check write to the same folder', () => {
+  assert.match(prose, /<p class="sibling">Beside this page: <a href="sweep.html">sweep.html<\/a>, a scenario’s vulnerable region over two axes[^<]*, if <code>damper lab sweep<\/code> or <code>damper lab check<\/code> wrote it to this folder\.<\/p>/);
+  assert.deepEqual([...prose.matchAll(/href="(?!#|data:)([^"]+)"/g)].map((m) => m[1]), ['sweep.html'], 'the one link that leaves the page');
+});
+
 test('report: uPlot and its stylesheet are inlined', () => {
   const require = createRequire(import.meta.url);
   const js = readFileSync(require.resolve('uplot/dist/uPlot.iife.min.js'), 'utf8');

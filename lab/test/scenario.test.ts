@@ -180,11 +180,17 @@ describe('damper lab command', () => {
     noStack(r.stderr);
   });
 
-  test('bad flags: exit 2 with the usage', () => {
-    for (const args of [['lab', '--seed', '-1'], ['lab', '--bogus'], ['lab', '--seed', '1.5']]) {
+  test('bad flags: exit 2, one line naming the flag, then the help to read', () => {
+    for (const [args, message] of [
+      [['lab', '--seed', '-1'], /^damper: --seed needs a value: --seed N; a value that starts with "-" is written --seed=-1\n/],
+      [['lab', '--bogus'], /^damper: unknown option --bogus\n/],
+      [['lab', '--seed', '1.5'], /^damper: --seed must be an integer from 0 to 4294967295, got "1\.5"\n/],
+    ] as const) {
       const r = cli(...args);
       assert.equal(r.status, 2, args.join(' '));
-      assert.match(r.stderr, /usage: damper/);
+      assert.match(r.stderr, message);
+      assert.match(r.stderr, /\nsee `damper lab --help`\n$/);
+      assert.doesNotMatch(r.stderr, /usage:/, 'not the whole help');
       noStack(r.stderr);
     }
   });

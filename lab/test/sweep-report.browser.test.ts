@@ -36,7 +36,7 @@ test('sweep page: both heatmaps draw in Chromium, with no console or page errors
         });
         const ticks = [...svg.querySelectorAll('text.tick')].map((t) => t.getBoundingClientRect().width);
         const titles = [...svg.querySelectorAll('text.axis-title')].map((t) => ({ text: t.textContent ?? '', width: t.getBoundingClientRect().width, height: t.getBoundingClientRect().height }));
-        const home = svg.querySelector('rect.scenario-cell')?.getBoundingClientRect() ?? null;
+        const home = svg.querySelector('circle.scenario-point')?.getBoundingClientRect() ?? null;
         return { variant: svg.dataset.variant ?? '', width: box.width, height: box.height, cells, ticks, titles, home };
       }),
     ),
@@ -61,7 +61,7 @@ test('sweep page: both heatmaps draw in Chromium, with no console or page errors
     assert.ok(m.ticks.every((w) => w > 5), `${m.variant}: tick labels drawn`);
     assert.equal(m.titles.length, 2, `${m.variant}: both axis titles`);
     assert.ok(m.titles.every((t) => t.width > 5 && t.height > 5), `${m.variant}: axis titles drawn`);
-    assert.ok(m.home !== null && m.home.width > 40, `${m.variant}: the scenario's own cell is outlined`);
+    assert.ok(m.home !== null && m.home.width > 10, `${m.variant}: the scenario's own setting is ringed`);
   }
   // The page shows the contrast it exists for: naive stuck somewhere, damper in fewer cells.
   const stuck = (v: string): number => maps.find((m) => m.variant === v)!.cells.filter((c) => c.outcome === 'stuck').length;

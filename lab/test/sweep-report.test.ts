@@ -30,8 +30,8 @@ function fixture(home: { load: number; trigger: number } = { load: 1, trigger: 6
     quickS: 60,
     baseRate: 1000,
     variants: VARIANTS,
-    across: { kind: 'load', label: 'offered load, × the scenario’s client rates', values: loads, scenarioValue: home.load },
-    up: { kind: 'trigger', label: 'invalid value held, s <b>', values: triggers, scenarioValue: home.trigger },
+    across: { kind: 'load', label: 'offered load (× the scenario’s client rates)', values: loads, scenarioValue: home.load },
+    up: { kind: 'trigger', label: 'invalid value held (s) <b>', values: triggers, scenarioValue: home.trigger },
     cells,
   };
 }
@@ -87,7 +87,7 @@ test('sweep page: colours: quick cells darker when sooner, slow ones redder when
   assert.ok(red(c(400)) > red(c(100)), 'later is redder');
 });
 
-test('sweep page: axes labelled with their values, the scenario’s own cell outlined, a legend', () => {
+test('sweep page: axes labelled with their values, the scenario’s own setting ringed, a legend', () => {
   for (const v of VARIANTS) {
     const fig = ownFigure(html, v);
     assert.deepEqual(
@@ -98,16 +98,32 @@ test('sweep page: axes labelled with their values, the scenario’s own cell out
       [...fig.matchAll(/<text class="tick y"[^>]*>([^<]+)<\/text>/g)].map((m) => m[1]),
       ['5', '32.5', '60'],
     );
-    assert.match(fig, /<text class="axis-title x"[^>]*>offered load, × client rates \(1× = 1,000 req\/s\)<\/text>/);
-    assert.match(fig, /<text class="axis-title y"[^>]*>invalid value held, s &#60;b&#62;<\/text>/);
-    assert.equal(fig.match(/<g class="scenario-cell">/g)?.length, 1, `${v}: the scenario's cell outlined once`);
-    // Load 1× is the middle column (x = 92 + 133.33), 60 s the top row (y = 12).
-    assert.match(fig, /<rect class="scenario-cell" x="228.33" y="15"/);
+    assert.match(fig, /<text class="axis-title x"[^>]*>offered load \(× client rates; 1× = 1,000 req\/s\)<\/text>/);
+    assert.match(fig, /<text class="axis-title y"[^>]*>invalid value held \(s\) &#60;b&#62;<\/text>/);
+    assert.equal(fig.match(/<g class="scenario-point">/g)?.length, 1, `${v}: the scenario's setting ringed once`);
+    // Load 1× is the middle column's centre (x = 92 + 1.5 × 133.33), 60 s the top row's (y = 12 + 66.67).
+    assert.match(fig, /<circle class="scenario-point" cx="292" cy="78.67"/);
   }
-  for (const words of ['recovered quickly', 'recovered slowly', 'stuck', 'dashed outline']) assert.ok(html.includes(`<strong>${words}</strong>`), words);
+  for (const words of ['recovered quickly', 'recovered slowly', 'stuck', 'ring']) assert.ok(html.includes(`<strong>${words}</strong>`), words);
   const outside = renderSweepReport(fixture({ load: 1, trigger: 600 }));
-  assert.doesNotMatch(outside, /class="scenario-cell"/);
+  assert.doesNotMatch(outside, /class="scenario-point"/);
   assert.match(outside, /— outside this grid/);
+});
+
+test('sweep page: the scenario’s own setting is ringed where it lies between the cells, not on the nearest one', () => {
+  // Load 0.9× is four fifths of the way from the 0.5× column to the 1× one; 46.25 s half way between the rows of 32.5 s and 60 s.
+  const fig = ownFigure(renderSweepReport(fixture({ load: 0.9, trigger: 46.25 })), 'naive');
+  const x = 92 + (0.8 + 0.5) * (400 / 3);
+  const y = 12 + (2 - 1.5 + 0.5) * (400 / 3);
+  assert.match(fig, new RegExp(`<circle class="scenario-point" cx="${Number(x.toFixed(2))}" cy="${Number(y.toFixed(2))}"`));
+  assert.match(fig, /<title>the scenario’s own setting: load = 0\.9×, invalid value held \(s\) &#60;b&#62; = 46\.25<\/title>/);
+  // Half a step beyond the last value is still inside the grid's cells; more is outside.
+  assert.match(renderSweepReport(fixture({ load: 1.7, trigger: 60 })), /class="scenario-point"/);
+  assert.doesNotMatch(renderSweepReport(fixture({ load: 1.8, trigger: 60 })), /class="scenario-point"/);
+});
+
+test('sweep page: links report.html, which damper lab writes to the same folder', () => {
+  assert.match(html, /<p class="sibling">Beside this page: <a href="report.html">report.html<\/a>, the replay of the scenario’s own point over time[^<]*, if <code>damper lab<\/code> wrote it to this folder\.<\/p>/);
 });
 
 test('sweep page: tables with every cell, trigger size down the side, counts per variant', () => {
@@ -129,7 +145,7 @@ test('sweep page: one notation for ratios, `1.5×` as in the terminal and the re
   assert.doesNotMatch(html, /×\d/, 'no factor written before its number');
   assert.match(html, /<th scope="col">1\.5×<\/th>/, 'the table’s load columns');
   assert.match(html, /origin peak 77× baseline; goodput 15\.5%/, 'a cell’s title: amplification and goodput as format.ts writes them');
-  assert.match(html, /load 0\.5× to 1\.5× across/);
+  assert.match(html, /across: load, 0\.5× to 1\.5×; up: invalid value held \(s\) &#60;b&#62;, 5 to 60\./, 'the axis, its unit, then its range');
 });
 
 test('sweep page: text is escaped; the data island parses back to the result', () => {
@@ -162,6 +178,6 @@ test('sweep page: any two axes, each with its kind and label; a check’s page s
   );
   assert.match(fig, /<text class="axis-title x"[^>]*>server.workers<\/text>/);
   assert.match(fig, /<text class="axis-title y"[^>]*>faults\[0\].factor<\/text>/);
-  assert.match(fig, /damper at server.workers 1, faults\[0\].factor 60: /);
-  assert.match(page, /server.workers 0.5 to 1.5 across, faults\[0\].factor 5 to 60 up; each cell is one run of the scenario under the damper variant\./);
+  assert.match(fig, /damper at server.workers = 1, faults\[0\].factor = 60: /);
+  assert.match(page, /across: server.workers, 0.5 to 1.5; up: faults\[0\].factor, 5 to 60. Each cell is one run of the scenario under the damper variant\./);
 });

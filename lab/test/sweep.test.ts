@@ -11,7 +11,7 @@ import { type ScenarioSource, scenarioSource, sourceWithDamperConfig } from '../
 import { runSummariesIsolated } from '../src/lab/parallel.js';
 import { DamperError } from 'damper';
 import { ScenarioError } from '../src/lab/scenario.js';
-import { cellAt, checkGrid, MAX_STEPS, runSweep, scenarioCell, summaryOf, type SweepGrid, type SweepResult, sweepJson, vulnerableCells } from '../src/lab/sweep.js';
+import { axisPosition, cellAt, checkGrid, MAX_STEPS, runSweep, scenarioCell, scenarioPoint, summaryOf, type SweepGrid, type SweepResult, sweepJson, vulnerableCells } from '../src/lab/sweep.js';
 import { type AxisName, axisValues, cellScenarioAt, type SweepAxis, sweepAxis } from '../src/lab/sweep-axis.js';
 import { type Scenario, worldOf } from '../src/lab/worlds.js';
 
@@ -162,6 +162,33 @@ describe('the grid', () => {
     assert.deepEqual(scenarioCell(result([0.5, 1.5], [5, 60], [1.1, 40])), { across: 1, up: 1 });
     assert.equal(scenarioCell(result([0.5, 1.5], [0.25, 2.25], [1, 60])), null);
   });
+
+  test("the scenario's own point: where it lies between the grid's values, for a page to mark it there", () => {
+    const axis = (values: number[], own: number): SweepAxis => ({ kind: 'load', label: 'l', values, scenarioValue: own });
+    const near = (v: number | null, expected: number, why: string): void => assert.ok(v !== null && Math.abs(v - expected) < 1e-9, `${why}: ${v}`);
+    near(axisPosition(axis([0.5, 1, 1.5], 1)), 1, 'on a value: its index');
+    near(axisPosition(axis([0.5, 1, 1.5], 0.9)), 0.8, 'between two: in proportion');
+    near(axisPosition(axis([2, 3, 6], 4.5)), 1.5, 'uneven steps (a whole-number field): between its own two values');
+    near(axisPosition(axis([0.5, 1, 1.5], 0.3)), -0.4, 'below the first value, within its cell');
+    near(axisPosition(axis([0.5, 1, 1.5], 1.75)), 2.5, 'half a step beyond the last: the edge of its cell');
+    assert.equal(axisPosition(axis([0.5, 1, 1.5], 1.8)), null, 'further: outside the grid');
+    const result = { across: axis([0.5, 1.5], 1.1), up: { ...axis([5, 60], 40), kind: 'trigger' } } as unknown as SweepResult;
+    const point = scenarioPoint(result);
+    near(point?.across ?? null, 0.6, 'across');
+    near(point?.up ?? null, 35 / 55, 'up');
+    assert.deepEqual(scenarioCell(result), { across: 1, up: 1 }, 'where the nearest cell would have put it');
+  });
+
+  test('every world names its trigger axes with the unit in brackets, so a value can follow: "trigger held (s), 1 to 30"', async () => {
+    for (const name of await shippedScenarios()) {
+      const source = await loadScenarioSource(name);
+      for (const kind of ['trigger', 'trigger-size'] as const) {
+        const { label } = sweepAxis(source, { axis: { kind }, from: 1, to: 2 }, 2);
+        assert.doesNotMatch(label, /, (s|share|×)(?=\s|$)/, `${name} ${kind}: "${label}" reads as "${label} 1 to 30"`);
+      }
+      assert.equal(sweepAxis(source, { axis: { kind: 'load' }, from: 1, to: 2 }, 2).label, 'offered load (× the scenario’s client rates)');
+    }
+  });
 });
 
 describe('damper lab sweep command', () => {
@@ -170,7 +197,7 @@ describe('damper lab sweep command', () => {
   const cli = (...args: string[]) => spawnSync(process.execPath, [main, 'lab', 'sweep', ...args], { encoding: 'utf8', timeout: 120_000 });
   const noStack = (stderr: string): void => assert.doesNotMatch(stderr, /\n\s+at /);
 
-  test('bad arguments: one line naming the problem, the usage, exit 2', () => {
+  test('bad arguments: one line naming the problem, then the help to read, exit 2', () => {
     const ok = ['--load', '0.5..1.5', '--trigger', '5..60'];
     for (const [args, message] of [
       [['facebook-2010', '--trigger', '5..60'], /lab sweep needs two axes, got 1: two of --load A\.\.B/],
@@ -188,12 +215,13 @@ describe('damper lab sweep command', () => {
       [['facebook-2010', ...ok, '--steps', '1'], /--steps must be an integer from 2 to 12/],
       [['facebook-2010', ...ok, '--steps', '13'], /--steps must be an integer from 2 to 12/],
       [['facebook-2010', ...ok, '--steps', '3.5'], /--steps must be an integer/],
-      [['facebook-2010', ...ok, '--seed', '-2'], /--seed/],
+      [['facebook-2010', ...ok, '--seed', '-2'], /--seed needs a value: --seed N; a value that starts with "-" is written --seed=-2/],
+      [['facebook-2010', ...ok, '--seed=-2'], /--seed must be an integer from 0/],
     ] as const) {
       const r = cli(...args);
       assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
       assert.match(r.stderr, message, args.join(' '));
-      assert.match(r.stderr, /usage: damper/);
+      assert.match(r.stderr, /^damper: [^\n]+\nsee `damper lab sweep --help`\n$/, 'one line, then the help to read, not the help itself');
       noStack(r.stderr);
     }
   });
@@ -205,7 +233,7 @@ describe('damper lab sweep command', () => {
     noStack(r.stderr);
     const lab = spawnSync(process.execPath, [main, 'lab', 'facebook-2010', '--steps', '3'], { encoding: 'utf8' });
     assert.equal(lab.status, 2);
-    assert.match(lab.stderr, /--steps is an option of lab sweep only/);
+    assert.match(lab.stderr, /^damper: lab takes no --steps: it is an option of lab sweep$/m);
   });
 
   test('a small real run writes sweep.json and sweep.html and prints the region', { timeout: 120_000 }, () => {

@@ -1,12 +1,33 @@
+import { existsSync } from 'node:fs';
 import { MAX_STEPS } from '../lab/sweep.js';
 import { type AxisRange } from '../lab/sweep-axis.js';
 
 /**
- * The command line's own checks of its arguments: each problem is a
- * UsageError, which main.ts prints with the usage and exit 2.
+ * The command line's own checks of its values (options.ts reads them): each
+ * problem of usage is a UsageError, which main.ts prints as one line and the
+ * help to read, exit 2.
  */
 
-export class UsageError extends Error {}
+/** Bad input that reading the help will not fix (a file not found, a folder that cannot be written): one line, exit 2. */
+export class InputError extends Error {}
+
+/** The command line used wrongly: one line, then which help to read, exit 2. */
+export class UsageError extends InputError {}
+
+/** The one SCENARIO a command takes (`lab sweep`, `lab check`). */
+export function oneScenario(command: string, operands: readonly string[]): string {
+  const [scenario, ...extra] = operands;
+  if (scenario === undefined) throw new UsageError(`${command} needs a SCENARIO (a shipped name such as facebook-2010, or a scenario file)`);
+  if (extra.length > 0) throw new UsageError(`${command} takes one SCENARIO, got also: ${extra.join(' ')}`);
+  return scenario;
+}
+
+/** `--damper-config FILE`, found now, not by the first worker after the scenarios are loaded and the folder made. */
+export function damperConfigOf(file: string | undefined): { damperConfig?: string } {
+  if (file === undefined) return {};
+  if (!existsSync(file)) throw new InputError(`--damper-config ${file}: no such file`);
+  return { damperConfig: file };
+}
 
 const NUMBER = String.raw`(-?(?:\d+(?:\.\d+)?|\.\d+))`;
 const RANGE = new RegExp(`^${NUMBER}\\.\\.${NUMBER}$`);

@@ -1,7 +1,7 @@
 import { type AxisReach, CHECKED, type CheckVerdict } from '../lab/check.js';
 import { type CheckPlan } from '../lab/check-plan.js';
 import { type SweepResult } from '../lab/sweep.js';
-import { axisTick, type SweepAxis } from '../lab/sweep-axis.js';
+import { axisAt, axisTick, axisWord, type SweepAxis } from '../lab/sweep-axis.js';
 import { formatGrid, formatGridHeading } from './terminal.js';
 
 /**
@@ -9,10 +9,6 @@ import { formatGrid, formatGridHeading } from './terminal.js';
  * per axis how far the nearest stuck cells lie from the scenario's own point,
  * and the verdict on the margin box.
  */
-
-function name(axis: SweepAxis): string {
-  return axis.kind === 'load' ? 'load' : axis.label;
-}
 
 function signed(axis: SweepAxis, d: number): string {
   return `${d < 0 ? '−' : '+'}${axisTick(axis, Math.abs(d))}`;
@@ -27,7 +23,7 @@ function reachLine(r: AxisReach): string {
   const up = r.stuckFrom === null ? `no stuck cell up to ${axisTick(axis, last)}` : r.stuckFrom === own ? 'stuck at its own value' : `stuck from ${axisTick(axis, r.stuckFrom)} (${signed(axis, r.stuckFrom - own)})`;
   const down = r.stuckBelow === null ? `none down to ${axisTick(axis, first)}` : `stuck below at ${axisTick(axis, r.stuckBelow)} (${signed(axis, r.stuckBelow - own)})`;
   const margin = r.margin === 0 ? 'no margin asked' : `margin asked ${signed(axis, r.margin)}`;
-  return `  ${name(axis)}: ${up}; ${down}; this scenario: ${axisTick(axis, own)}, ${margin}`;
+  return `  ${axisWord(axis)}: ${up}; ${down}; this scenario: ${axisTick(axis, own)}, ${margin}`;
 }
 
 function range(axis: SweepAxis, [from, to]: readonly [number, number]): string {
@@ -43,11 +39,11 @@ export function formatCheck(result: SweepResult, plan: CheckPlan, verdict: Check
     '',
     ...formatGrid(result, CHECKED),
     '',
-    `along each axis through this scenario's point (${name(across)} ${axisTick(across, across.scenarioValue)}, ${name(up)} ${axisTick(up, up.scenarioValue)}):`,
+    `along each axis through this scenario's point (${axisAt(across, across.scenarioValue)}, ${axisAt(up, up.scenarioValue)}):`,
     ...verdict.reach.map(reachLine),
     '',
   ];
-  const box = `${name(across)} ${range(across, verdict.box.across)} × ${name(up)} ${range(up, verdict.box.up)}`;
+  const box = `${axisWord(across)} ${range(across, verdict.box.across)} × ${axisWord(up)} ${range(up, verdict.box.up)}`;
   const stuck = verdict.stuck.map((c) => `${axisTick(across, c.across)} × ${axisTick(up, c.up)}`).join(', ');
   lines.push(
     verdict.safe

@@ -1,6 +1,10 @@
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { UsageError } from './args.js';
+import { fileProblem } from '../lab/file-problem.js';
+import { InputError } from './args.js';
+
+/** Where every command writes when `--out` is not given: `damper lab` and a sweep of the same scenario share it. */
+export const DEFAULT_OUT = 'lab-out';
 
 /**
  * The output folder, made and proven writable before any simulation: a
@@ -16,12 +20,12 @@ export async function writableDir(out: string): Promise<string> {
     await writeFile(probe, '');
     await rm(probe);
   } catch (error) {
-    throw new UsageError(`cannot write to ${dir} (--out): ${(error as Error).message}`);
+    throw new InputError(`cannot write to ${dir} (--out): ${fileProblem(error)}`);
   }
   return dir;
 }
 
-/** Writes `files` (name → content) into `dir`; a failure is a UsageError naming the folder. */
+/** Writes `files` (name → content) into `dir`; a failure is an InputError naming the folder. */
 export async function writeFiles(dir: string, files: Readonly<Record<string, string>>): Promise<void> {
   try {
     for (const [name, content] of Object.entries(files)) {
@@ -29,6 +33,6 @@ export async function writeFiles(dir: string, files: Readonly<Record<string, str
       await writeFile(join(dir, name), content);
     }
   } catch (error) {
-    throw new UsageError(`cannot write to ${dir}: ${(error as Error).message}`);
+    throw new InputError(`cannot write to ${dir}: ${fileProblem(error)}`);
   }
 }

@@ -2,13 +2,56 @@ import { join } from 'node:path';
 import { loadScenarioSource } from '../lab/lab.js';
 import { WORKERS } from '../lab/parallel.js';
 import { sourceWithDamperConfig, type ScenarioSource } from '../lab/scenario-source.js';
-import { runSweep, type SweepGrid, sweepJson, type SweepResult } from '../lab/sweep.js';
+import { MAX_STEPS, runSweep, type SweepGrid, sweepJson, type SweepResult } from '../lab/sweep.js';
 import { axisTick } from '../lab/sweep-axis.js';
 import { renderSweepReport } from '../lab/sweep-report.js';
 import { VARIANTS, type VariantName } from '../lab/results.js';
 import { stopwatch } from './stopwatch.js';
-import { writableDir, writeFiles } from './out-dir.js';
+import { damperConfigOf, oneScenario, parseSeed, parseSteps, sweepAxes } from './args.js';
+import { type Command } from './command.js';
+import { type OptionName, type OptionValues } from './options.js';
+import { DEFAULT_OUT, writableDir, writeFiles } from './out-dir.js';
 import { formatSweepSummary, progressBar } from './terminal.js';
+
+/** The options `lab sweep` and `lab check` share, with the same words in both helps. */
+export const GRID_OPTIONS = {
+  seed: 'seeds everything random (default 1); the same grid and seed give a byte-identical sweep.json',
+  out: 'the folder for sweep.html and sweep.json (default lab-out), made and proven writable before the run',
+  serial: 'runs the cells one after another in this thread (the same results), not in a worker thread per core',
+  'damper-config': 'the damper variant’s configuration module, over the scenario’s own damper.config',
+} as const satisfies Partial<Record<OptionName, string>>;
+
+/** `damper lab sweep SCENARIO AXIS AXIS`. */
+export const sweepCommand: Command = {
+  name: 'lab sweep',
+  summary: 'maps a scenario’s vulnerable region over two axes',
+  usage: 'lab sweep SCENARIO AXIS AXIS [options]',
+  about:
+    'Replays SCENARIO over a grid of two axes, both variants in every cell, and maps where a run never recovers: the variant’s vulnerable region. An AXIS is --load, --trigger, --trigger-size or --axis (given twice for two fields); of the two, the first in that order (fields as given) goes across, the other up. Operator actions are removed unless --operators. Writes DIR/sweep.html (a heatmap per variant) and DIR/sweep.json; the terminal shows both grids in characters.',
+  operands: [['SCENARIO', 'a shipped scenario (below) or the path to a scenario file']],
+  options: [
+    ['load', 'offered load, × the scenario’s client rates (e.g. 0.5..1.5)'],
+    ['trigger', 'how long its world’s trigger lasts, in its unit (e.g. 5..60: the seconds an invalid value is held)'],
+    ['trigger-size', 'how hard the trigger hits, in its unit (e.g. 2..8: a slowdown’s factor)'],
+    ['axis', 'any numeric field of the scenario file (e.g. server.workers=2..8), each cell checked again by its schema; a whole-number field takes rounded values'],
+    ['steps', `values per axis, 2 to ${MAX_STEPS} (default 5)`],
+    ['seed', GRID_OPTIONS.seed],
+    ['out', GRID_OPTIONS.out],
+    ['operators', 'keeps the scenario’s operator actions (removed by default: does the system recover by itself?)'],
+    ['serial', GRID_OPTIONS.serial],
+    ['json', 'also prints sweep.json on standard output'],
+    ['damper-config', GRID_OPTIONS['damper-config']],
+  ],
+  examples: [
+    ['damper lab sweep facebook-2010 --load 0.25..1.25 --trigger 0.5..60', 'load across, how long the invalid value is held up: 5 × 5 cells'],
+    ["damper lab sweep retry-storm --axis server.workers=2..6 --axis 'faults[0].factor=2..6' --steps 3", 'two fields of the file: the server’s workers across, the slowdown’s factor up, 3 × 3 cells'],
+  ],
+  run: (operands, values) => {
+    const scenario = oneScenario('lab sweep', operands);
+    const [across, up] = sweepAxes(values);
+    return sweep(scenario, { across, up, steps: parseSteps(values.steps) }, { ...gridRun(values), operators: values.operators === true, json: values.json === true });
+  },
+};
 
 /** What `lab sweep` and `lab check` share: where, how and with which configuration the grid runs. */
 export interface GridRun {
@@ -17,6 +60,11 @@ export interface GridRun {
   readonly serial: boolean;
   /** `--damper-config`: over the scenario's own `damper.config`. */
   readonly damperConfig?: string;
+}
+
+/** The options a grid runs with, read and checked. */
+export function gridRun(values: OptionValues): GridRun {
+  return { seed: parseSeed(values.seed), out: values.out ?? DEFAULT_OUT, serial: values.serial === true, ...damperConfigOf(values['damper-config']) };
 }
 
 /** The scenario as a sweep reads it, with `--damper-config` laid over its own. */
@@ -56,8 +104,7 @@ export function costLine(cells: number, wall: number, workers: number): string {
   return `${cells} cells in ${wall.toFixed(1)} s on ${workers} ${workers === 1 ? 'thread' : 'threads'} (${((wall * workers) / cells).toFixed(1)} s per cell per thread)`;
 }
 
-/** `damper lab sweep`. */
-export async function sweep(ref: string, grid: SweepGrid, args: GridRun & { readonly operators: boolean; readonly json: boolean }): Promise<number> {
+async function sweep(ref: string, grid: SweepGrid, args: GridRun & { readonly operators: boolean; readonly json: boolean }): Promise<number> {
   const source = await sweepSource(ref, args.damperConfig);
   const { result, dir, json, wall, workers } = await sweepGrid(source, grid, { ...args, variants: VARIANTS });
   if (args.json) process.stdout.write(json);

@@ -1,7 +1,7 @@
 import { millis, percent, times } from '../lab/format.js';
 import { type LabRun, VARIANTS, type VariantName } from '../lab/results.js';
 import { type CellOutcome, cellAt, outcome, outcomeCounts, scenarioCell, summaryOf, type SweepResult, vulnerableCells } from '../lab/sweep.js';
-import { type SweepAxis } from '../lab/sweep-axis.js';
+import { axisAt, axisSpan, axisTick } from '../lab/sweep-axis.js';
 
 /**
  * What the `damper lab` command shows in a terminal: a progress bar while the
@@ -72,28 +72,18 @@ export function formatSummary(run: LabRun, speed: (scenario: string, variant: Va
 
 const SYMBOLS: Record<CellOutcome, string> = { quick: '·', slow: 'o', stuck: '█' };
 
-/** A value on an axis in a grid's margin: 4 significant digits, loads with their `×`. */
-function tick(axis: SweepAxis, v: number): string {
-  const n = String(Number(v.toPrecision(4)));
-  return axis.kind === 'load' ? `${n}×` : n;
-}
-
-/** The axis and its range in a heading: "load 0.5×..1.5×", "trigger held, s 5..55". */
-function span(axis: SweepAxis): string {
-  return `${axis.kind === 'load' ? 'load' : axis.label} ${tick(axis, axis.values[0]!)}..${tick(axis, axis.values[axis.values.length - 1]!)}`;
-}
-
 /**
  * One variant's grid in characters (the up axis up, the across axis across;
- * `·` recovered quickly, `o` slowly, `█` stuck, the scenario's own cell in
- * brackets), under a line with how many cells were stuck.
+ * `·` recovered quickly, `o` slowly, `█` stuck, the cell nearest the
+ * scenario's own setting in brackets), under a line with how many cells
+ * were stuck.
  */
 export function formatGrid(result: SweepResult, v: VariantName): string[] {
   const across = result.across.values;
   const up = result.up.values;
   const home = scenarioCell(result);
-  const yWidth = Math.max(...up.map((u) => tick(result.up, u).length));
-  const col = Math.max(5, ...across.map((a) => tick(result.across, a).length + 2));
+  const yWidth = Math.max(...up.map((u) => axisTick(result.up, u).length));
+  const col = Math.max(5, ...across.map((a) => axisTick(result.across, a).length + 2));
   const c = outcomeCounts(result, v);
   const lines = [`${v}: ${c.stuck} of ${result.cells.length} cells stuck, ${c.slow} recovered slowly, ${c.quick} quickly`];
   for (let u = up.length - 1; u >= 0; u--) {
@@ -102,20 +92,27 @@ export function formatGrid(result: SweepResult, v: VariantName): string[] {
       const cell = home !== null && home.across === a && home.up === u ? `[${s}]` : s;
       return cell.padStart(Math.ceil((col + cell.length) / 2)).padEnd(col);
     });
-    lines.push(`  ${tick(result.up, up[u]!).padStart(yWidth)} │${row.join('')}`);
+    lines.push(`  ${axisTick(result.up, up[u]!).padStart(yWidth)} │${row.join('')}`);
   }
   lines.push(`  ${' '.repeat(yWidth)} └${'─'.repeat(col * across.length)}`);
-  lines.push(`  ${' '.repeat(yWidth)}  ${across.map((a) => tick(result.across, a).padStart(Math.ceil((col + tick(result.across, a).length) / 2)).padEnd(col)).join('')}`);
+  lines.push(`  ${' '.repeat(yWidth)}  ${across.map((a) => axisTick(result.across, a).padStart(Math.ceil((col + axisTick(result.across, a).length) / 2)).padEnd(col)).join('')}`);
   return lines;
+}
+
+/** What the brackets mark: the scenario's own setting when it is a grid point, else the cell nearest it; or that it lies outside. */
+function homeLegend(result: SweepResult): string {
+  const own = `${axisAt(result.across, result.across.scenarioValue)}, ${axisAt(result.up, result.up.scenarioValue)}`;
+  const home = scenarioCell(result);
+  if (home === null) return `(the scenario's own setting, ${own}, is outside this grid)`;
+  const onGrid = result.across.values[home.across] === result.across.scenarioValue && result.up.values[home.up] === result.up.scenarioValue;
+  return onGrid ? "[ ] the scenario's own setting" : `[ ] the cell nearest the scenario's own setting (${own})`;
 }
 
 /** The grid's heading and legend: its size, its axes, the symbols. */
 export function formatGridHeading(result: SweepResult, command: string): string[] {
-  const home = scenarioCell(result);
-  const own = `${tick(result.across, result.across.scenarioValue)} × ${tick(result.up, result.up.scenarioValue)}`;
   return [
-    `damper ${command} ${result.scenario}, seed ${result.seed}: ${result.across.values.length} × ${result.up.values.length} cells; ${span(result.across)} across, ${span(result.up)} up`,
-    `· recovered within ${result.quickS} s of the trigger's end   o recovered later   █ stuck (never recovered)   ${home === null ? `(the scenario's own setting, ${own}, is outside this grid)` : "[ ] the scenario's own setting"}${result.operators ? '' : '; operator actions removed'}`,
+    `damper ${command} ${result.scenario}, seed ${result.seed}: ${result.across.values.length} × ${result.up.values.length} cells; across: ${axisSpan(result.across, '..')}; up: ${axisSpan(result.up, '..')}`,
+    `· recovered within ${result.quickS} s of the trigger's end   o recovered later   █ stuck (never recovered)   ${homeLegend(result)}${result.operators ? '' : '; operator actions removed'}`,
   ];
 }
 

@@ -26,12 +26,21 @@ export function millis(ms: number): string {
 
 /** A setting as someone chose it (a sweep's axis values): up to 3 decimals, no trailing zeros: `0.75`, `60`. */
 export function exact(v: number): string {
-  return num(v, 3).replace(/\.?0+$/, '');
+  return trimmed(num(v, 3));
 }
 
-/** A factor someone chose (a sweep's offered load), the way `times` writes a measured one: `0.75×`, `1×`. */
+/**
+ * A factor someone chose (a sweep's offered load), the way `times` writes a
+ * measured one: `0.75×`, `1×`, and at most 2 decimals: a grid's steps give
+ * `0.833333`, and a hundredth of the offered load is as fine as anyone reads.
+ */
 export function factor(x: number): string {
-  return `${exact(x)}×`;
+  return `${trimmed(num(x, 2))}×`;
+}
+
+/** `0.750` → `0.75`, `60.000` → `60`. */
+function trimmed(fixed: string): string {
+  return fixed.includes('.') ? fixed.replace(/\.?0+$/, '') : fixed;
 }
 
 /** A number with `digits` decimals and thousands grouped (`1,029`), a real minus sign, `—` when not finite. */

@@ -8,11 +8,12 @@ import { originCapacity } from './best-possible.js';
 import { judge, verdict } from './verdict.js';
 import { realTimeError, withDamperConfig } from './damper-config.js';
 import { type ScenarioSource, scenarioSource } from './scenario-source.js';
+import { fileProblem } from './file-problem.js';
 import { RealTimeInSimulationError } from 'damper';
 import { type Scenario, worldOf } from './worlds.js';
 
 /** The package's root: the nearest folder above this module with a package.json (src/, dist/ and a test build all sit below it). */
-function packageRoot(): string {
+export function packageRoot(): string {
   let dir = dirname(fileURLToPath(import.meta.url));
   while (!existsSync(join(dir, 'package.json'))) {
     const up = dirname(dir);
@@ -49,8 +50,8 @@ export async function loadScenarioSource(ref: string): Promise<ScenarioSource> {
   let text: string;
   try {
     text = await readFile(path, 'utf8');
-  } catch {
-    if (isPath) throw new ScenarioError(ref, 'cannot read this file');
+  } catch (error) {
+    if (isPath) throw new ScenarioError(ref, `cannot read this file: ${fileProblem(error)}`);
     throw new ScenarioError(ref, `unknown scenario (shipped: ${(await shippedScenarios()).join(', ')}; or give a path to a scenario file)`);
   }
   return scenarioSource(text, isPath ? ref : `${ref}.json`, path);

@@ -105,6 +105,17 @@ function pageScript(): string {
   return pageScriptText;
 }
 
+/**
+ * A line linking the page another command writes into the same folder:
+ * report.html and sweep.html point at each other. Whether that page is there
+ * is not checked: a page renders the same bytes whatever its folder holds,
+ * and every command writes to lab-out unless told otherwise, so they meet
+ * there by default; the line says which command writes it.
+ */
+export function siblingLink(file: string, what: string, commands: readonly string[]): string {
+  return `<p class="sibling">Beside this page: <a href="${file}">${file}</a>, ${what}, if ${commands.map((c) => `<code>${c}</code>`).join(' or ')} wrote it to this folder.</p>`;
+}
+
 /** Renders the whole report; the same run gives the same bytes. */
 export function renderReport(run: LabRun): string {
   const data: ChartData = {
@@ -137,6 +148,7 @@ ${PAGE_CSS}
 <header class="page">
 <h1>damper incident lab</h1>
 <p class="meta">seed ${run.seed} · ${run.scenarios.length} ${scenarioWord}, each replayed twice on the same traffic: <strong>naive</strong> (${VARIANT_NOTES.naive}) and <strong>damper</strong>. Time is simulated; charts are per simulated second.</p>
+${siblingLink('sweep.html', 'a scenario’s vulnerable region over two axes, both variants, cell by cell', ['damper lab sweep', 'damper lab check'])}
 ${run.scenarios.length > 1 ? renderContents(run.scenarios) : ''}
 </header>
 <main>
@@ -339,6 +351,7 @@ h2 { font-size: 22px; margin: 0 0 6px; }
 h2 .name { font: 13px ui-monospace, SFMono-Regular, Menlo, Consolas, "Liberation Mono", monospace; color: var(--muted); font-weight: normal; margin-left: 8px; }
 h3 { font-size: 14px; margin: 0 0 6px; text-transform: uppercase; letter-spacing: 0.04em; color: var(--muted); }
 .meta { color: var(--muted); margin: 0 0 12px; max-width: 80ch; }
+p.sibling { color: var(--muted); margin: 0 0 12px; }
 .contents ol { margin: 0; padding-left: 22px; }
 .contents li { margin: 2px 0; }
 .scenario { border-top: 1px solid var(--rule); margin-top: 28px; padding-top: 22px; }

@@ -143,6 +143,7 @@ export function parseJson(text: string, where: string): Json {
 
 /** A world's trigger axis for the sweep: what it measures, a scenario's size on it, and the scenario resized. */
 export interface TriggerAxis<S> {
+  /** What it measures, its unit in brackets: `trigger held (s)`, `trigger factor (×)`; pages and the terminal put values after it. */
   readonly axis: string;
   size(scenario: S): number;
   resize(scenario: S, size: number): S;

@@ -59,6 +59,21 @@ export function axisTick(axis: Pick<SweepAxis, 'kind'>, v: number): string {
   return axis.kind === 'load' ? factor(v) : exact(v);
 }
 
+/** The axis in a sentence: `load` (its values carry the ×), else its label, unit in brackets: `trigger held (s)`. */
+export function axisWord(axis: Pick<SweepAxis, 'kind' | 'label'>): string {
+  return axis.kind === 'load' ? 'load' : axis.label;
+}
+
+/** A value on an axis, named: `load = 1.5×`, `trigger held (s) = 30`. */
+export function axisAt(axis: Pick<SweepAxis, 'kind' | 'label'>, v: number): string {
+  return `${axisWord(axis)} = ${axisTick(axis, v)}`;
+}
+
+/** The axis and the grid's range on it: `load, 0.5× to 1.5×`, `trigger held (s), 1 to 30`; `between` the ends (`..` in the terminal). */
+export function axisSpan(axis: SweepAxis, between = ' to '): string {
+  return `${axisWord(axis)}, ${axisTick(axis, axis.values[0]!)}${between}${axisTick(axis, axis.values[axis.values.length - 1]!)}`;
+}
+
 /** `steps` evenly spaced values from `from` to `to`, both included, rounded to 6 significant digits so they print cleanly. */
 export function axisValues(from: number, to: number, steps: number): number[] {
   return Array.from({ length: steps }, (_, i) => (i === steps - 1 ? to : Number((from + ((to - from) * i) / (steps - 1)).toPrecision(6))));
@@ -88,7 +103,7 @@ export function sweepAxis(source: ScenarioSource, range: AxisRange, steps: numbe
   const { axis } = range;
   const values = axisValues(range.from, range.to, steps);
   const scenarioValue = ownValue(source, axis);
-  if (axis.kind === 'load') return { kind: 'load', label: 'offered load, × the scenario’s client rates', values, scenarioValue };
+  if (axis.kind === 'load') return { kind: 'load', label: 'offered load (× the scenario’s client rates)', values, scenarioValue };
   if (axis.kind !== 'field') {
     const world = worldOf(source.scenario);
     return { kind: axis.kind, label: (axis.kind === 'trigger' ? world.trigger : world.triggerSize).axis, values, scenarioValue };

@@ -1,15 +1,16 @@
 import { num, percent, times } from './format.js';
-import { esc, jsonIsland, pageHead } from './report.js';
+import { esc, jsonIsland, pageHead, siblingLink } from './report.js';
 import { type VariantName } from './results.js';
-import { type CellOutcome, type CellSummary, cellAt, outcome, outcomeCounts, scenarioCell, summaryOf, type SweepCell, type SweepResult } from './sweep.js';
-import { axisTick, type SweepAxis } from './sweep-axis.js';
+import { type CellOutcome, type CellSummary, cellAt, outcome, outcomeCounts, scenarioPoint, summaryOf, type SweepCell, type SweepResult } from './sweep.js';
+import { axisAt, axisSpan, axisTick, axisWord, type SweepAxis } from './sweep-axis.js';
 
 /**
  * The sweep's `sweep.html`: one self-contained page with a heatmap per
  * variant the sweep ran (its two axes across and up), each cell coloured by how
  * that run ended: recovered quickly (greens, by recovery time), recovered
  * slowly (yellow to orange, by recovery time) or stuck (never recovered),
- * the scenario's own setting outlined; then the same numbers as tables.
+ * the scenario's own setting ringed where it lies between the cells'
+ * centres; then the same numbers as tables.
  *
  * The heatmaps are plain SVG written here, so the page has no script to run
  * and loads nothing; nothing reads the clock or the locale, so the same
@@ -57,17 +58,17 @@ function cellTitle(result: SweepResult, cell: SweepCell, v: VariantName): string
   const s = summaryOf(cell, v);
   const o = outcome(s, result.quickS);
   const how = o === 'stuck' ? `stuck: not healthy again in the ${num(cell.watchedS, 0)} s watched after the trigger` : `${OUTCOME_WORDS[o]}: healthy ${num(s.recoverySeconds ?? 0, 0)} s after the trigger ended`;
-  return `${v} at ${at(result.across, cell.across)}, ${at(result.up, cell.up)}: ${how}; origin peak ${times(s.amplification)} baseline; goodput ${percent(s.goodputRatio)}`;
+  return `${v} at ${axisAt(result.across, cell.across)}, ${axisAt(result.up, cell.up)}: ${how}; origin peak ${times(s.amplification)} baseline; goodput ${percent(s.goodputRatio)}`;
 }
 
-/** "load 1.5×", "trigger held, s 30": a value on an axis, named. */
-function at(axis: SweepAxis, v: number): string {
-  return `${axis.kind === 'load' ? 'load' : axis.label} ${axisTick(axis, v)}`;
-}
-
-/** An axis's title under or beside a heatmap; the load axis says what ×1 is. */
+/** An axis's title under or beside a heatmap; the load axis says what 1× is. */
 function axisCaption(result: SweepResult, axis: SweepAxis): string {
-  return axis.kind === 'load' ? `offered load, × client rates (${axisTick(axis, 1)} = ${num(result.baseRate, 0)} req/s)` : axis.label;
+  return axis.kind === 'load' ? `offered load (× client rates; ${axisTick(axis, 1)} = ${num(result.baseRate, 0)} req/s)` : axis.label;
+}
+
+/** "load = 1×, trigger held (s) = 60": the scenario's own setting. */
+function ownSetting(result: SweepResult): string {
+  return `${axisAt(result.across, result.across.scenarioValue)}, ${axisAt(result.up, result.up.scenarioValue)}`;
 }
 
 function renderHeatmap(result: SweepResult, v: VariantName): string {
@@ -95,13 +96,18 @@ function renderHeatmap(result: SweepResult, v: VariantName): string {
       );
     }
   }
-  const home = scenarioCell(result);
+  const home = scenarioPoint(result);
   if (home !== null) {
+    // Where the setting lies, between the cells' centres (a cell is drawn around its value): the nearest cell would say 1× of a 0.9× scenario.
+    const cx = fmt(x(home.across) + w / 2);
+    const cy = fmt(y(home.up) + h / 2);
+    const r = fmt(Math.max(6, Math.min(14, Math.min(w, h) / 6)));
     parts.push(
-      // Black dashes over a white line: visible on the dark and the light fills alike.
-      `<g class="scenario-cell"><title>the scenario’s own setting: ${esc(at(result.across, result.across.scenarioValue))}, ${esc(at(result.up, result.up.scenarioValue))}</title>` +
-        `<rect x="${fmt(x(home.across) + 3)}" y="${fmt(y(home.up) + 3)}" width="${fmt(w - 6)}" height="${fmt(h - 6)}" fill="none" stroke="#ffffff" stroke-width="4"/>` +
-        `<rect class="scenario-cell" x="${fmt(x(home.across) + 3)}" y="${fmt(y(home.up) + 3)}" width="${fmt(w - 6)}" height="${fmt(h - 6)}" fill="none" stroke="#000000" stroke-width="2.5" stroke-dasharray="7 4"/></g>`,
+      // A black ring over a white one: visible on the dark and the light fills alike.
+      `<g class="scenario-point"><title>the scenario’s own setting: ${esc(ownSetting(result))}</title>` +
+        `<circle cx="${cx}" cy="${cy}" r="${r}" fill="none" stroke="#ffffff" stroke-width="5"/>` +
+        `<circle class="scenario-point" cx="${cx}" cy="${cy}" r="${r}" fill="none" stroke="#000000" stroke-width="2.5"/>` +
+        `<circle cx="${cx}" cy="${cy}" r="2" fill="#000000" stroke="#ffffff" stroke-width="1"/></g>`,
     );
   }
   const ticks: string[] = [];
@@ -151,13 +157,13 @@ function renderLegend(result: SweepResult): string {
 <li>${gradient(OUTCOME_COLOURS.quick[0], OUTCOME_COLOURS.quick[1])}<strong>recovered quickly</strong>: healthy again within ${num(result.quickS, 0)} s of the trigger’s end (darker: sooner); the number is the recovery time</li>
 <li>${gradient(OUTCOME_COLOURS.slow[0], OUTCOME_COLOURS.slow[1])}<strong>recovered slowly</strong>: later than that (redder: later, on a log scale up to the end of the run)</li>
 <li><span class="swatch" style="background: ${OUTCOME_COLOURS.stuck}"></span><strong>stuck</strong>: never healthy again before the run ended, long after the trigger was gone: the loop sustains itself. These cells are the variant’s vulnerable region.</li>
-<li><span class="swatch home"></span><strong>dashed outline</strong>: the scenario’s own setting (${esc(at(result.across, result.across.scenarioValue))}, ${esc(at(result.up, result.up.scenarioValue))})${scenarioCell(result) === null ? ' — outside this grid' : ''}</li>
+<li><span class="swatch home"></span><strong>ring</strong>: the scenario’s own setting (${esc(ownSetting(result))})${scenarioPoint(result) === null ? ' — outside this grid' : ', drawn where it lies between the cells’ values (each cell is centred on its own)'}</li>
 </ul>`;
 }
 
 function renderTable(result: SweepResult, v: VariantName): string {
   const loads = result.across.values;
-  const head = `<tr><th scope="col">${esc(result.up.label)} ↓ · ${esc(result.across.kind === 'load' ? 'load' : result.across.label)} →</th>${loads.map((l) => `<th scope="col">${axisTick(result.across, l)}</th>`).join('')}</tr>`;
+  const head = `<tr><th scope="col">${esc(axisWord(result.up))} ↓ · ${esc(axisWord(result.across))} →</th>${loads.map((l) => `<th scope="col">${axisTick(result.across, l)}</th>`).join('')}</tr>`;
   const rows: string[] = [];
   for (let t = result.up.values.length - 1; t >= 0; t--) {
     const cells = loads.map((_, l) => {
@@ -182,11 +188,6 @@ function renderCounts(result: SweepResult): string {
   return `<table class="counts">\n<thead>${head}</thead>\n<tbody>\n${rows.join('\n')}\n</tbody>\n</table>`;
 }
 
-/** "offered load 0.5× to 1.5×": an axis's range, named. */
-function range(axis: SweepAxis): string {
-  return `${axis.kind === 'load' ? 'offered load' : axis.label} ${axisTick(axis, axis.values[0]!)} to ${axisTick(axis, axis.values[axis.values.length - 1]!)}`;
-}
-
 /** Renders the whole sweep page; the same result gives the same bytes. */
 export function renderSweepReport(result: SweepResult): string {
   const n = result.across.values.length;
@@ -200,11 +201,12 @@ ${PAGE_CSS}
 <header class="page">
 <h1>damper lab sweep <span class="name">${esc(result.scenario)}</span></h1>
 <p class="title">${esc(result.title)}</p>
-<p class="meta">seed ${result.seed} · ${n} × ${m} = ${result.cells.length} cells, ${esc(range(result.across))} across, ${esc(range(result.up))} up; each cell is one run of the scenario under ${result.variants.length === 1 ? `the ${result.variants[0]!} variant` : 'both variants, on the same seed and traffic'}. ${
+<p class="meta">seed ${result.seed} · ${n} × ${m} = ${result.cells.length} cells; across: ${esc(axisSpan(result.across))}; up: ${esc(axisSpan(result.up))}. Each cell is one run of the scenario under ${result.variants.length === 1 ? `the ${result.variants[0]!} variant` : 'both variants, on the same seed and traffic'}. ${
     result.operators
       ? 'The scenario’s operator actions are kept.'
       : 'The scenario’s operator actions are removed: the question is whether the system recovers by itself.'
   }</p>
+${siblingLink('report.html', 'the replay of the scenario’s own point over time, both variants, chart by chart', ['damper lab'])}
 </header>
 <main>
 <section class="maps">
@@ -217,7 +219,7 @@ ${renderCounts(result)}
 ${result.variants.map((v) => renderTable(result, v)).join('\n')}
 </section>
 </main>
-<footer class="page">Made by <code>damper lab sweep</code>; the page is plain HTML and SVG and loads nothing from the network. Hover a cell for its figures. The same data is in <code>sweep.json</code> and below.</footer>
+<footer class="page">Made by <code>damper lab sweep</code> or <code>damper lab check</code>; the page is plain HTML and SVG and loads nothing from the network. Hover a cell for its figures. The same data is in <code>sweep.json</code> and below.</footer>
 <script type="application/json" id="sweep-data">${jsonIsland(result)}</script>
 </body>
 </html>
@@ -251,7 +253,8 @@ ul.legend { list-style: none; padding: 10px 14px; margin: 18px 0 0; background: 
 ul.legend li { margin: 4px 0; }
 .ramp, .swatch { display: inline-block; width: 44px; height: 14px; vertical-align: -2px; margin-right: 8px; border: 1px solid rgba(0, 0, 0, 0.2); }
 .swatch { width: 14px; }
-.swatch.home { background: #fff; border: 2px dashed #000; }
+.swatch.home { background: #fff; border: 2.5px solid #000; border-radius: 50%; }
+p.sibling { color: var(--muted); margin: 0 0 16px; }
 table { border-collapse: collapse; font-size: 14px; font-variant-numeric: tabular-nums; margin: 12px 0 20px; }
 caption { text-align: left; color: var(--muted); padding-bottom: 4px; }
 caption .variant { color: var(--text); font-weight: 600; }

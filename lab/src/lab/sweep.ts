@@ -184,8 +184,13 @@ export function outcomeCounts(result: SweepResult, variant: VariantName): Record
  * axis's range (half a step of slack on each side); null otherwise.
  */
 export function scenarioCell(result: SweepResult): { across: number; up: number } | null {
-  const across = nearestIndex(result.across);
-  const up = nearestIndex(result.up);
+  return onBothAxes(result, nearestIndex);
+}
+
+/** `where` on each axis of the grid; null when either is. */
+function onBothAxes(result: SweepResult, where: (axis: SweepAxis) => number | null): { across: number; up: number } | null {
+  const across = where(result.across);
+  const up = where(result.up);
   return across === null || up === null ? null : { across, up };
 }
 
@@ -197,6 +202,28 @@ export function nearestIndex(axis: SweepAxis): number | null {
   let best = 0;
   for (let i = 1; i < v.length; i++) if (Math.abs(v[i]! - axis.scenarioValue) < Math.abs(v[best]! - axis.scenarioValue)) best = i;
   return best;
+}
+
+/**
+ * Where the scenario's own setting lies on the grid, in fractional indices
+ * (`{ across: 1.4, up: 2 }`: four tenths of the way from the second value
+ * across to the third, on the third up), for a page to mark it where it is
+ * rather than on the nearest cell; null when it lies outside the grid's
+ * cells (more than half a step beyond an end).
+ */
+export function scenarioPoint(result: SweepResult): { across: number; up: number } | null {
+  return onBothAxes(result, axisPosition);
+}
+
+/** The scenario's value as a fractional index: linear between the two values around it, beyond an end by the end step. */
+export function axisPosition(axis: SweepAxis): number | null {
+  const v = axis.values;
+  const own = axis.scenarioValue;
+  const last = v.length - 1;
+  let i = 0;
+  while (i < last - 1 && own > v[i + 1]!) i++;
+  const at = i + (own - v[i]!) / (v[i + 1]! - v[i]!);
+  return at < -0.5 || at > last + 0.5 ? null : at;
 }
 
 /** The `sweep.json` document: no wall-clock figure, so the same grid and seed give the same bytes. */

@@ -80,14 +80,19 @@ export function kindOf(v: unknown): string {
 
 /** A field the schema does not know, with the known one it most likely meant, or the list of them. */
 function unknownField(key: string, known: readonly string[]): string {
+  const meant = closestName(key, known);
+  return meant === undefined ? `unknown field (known: ${known.join(', ')})` : `unknown field (did you mean ${meant}?)`;
+}
+
+/** The known name `key` most likely misspells (a field, an option, a command), or undefined when none is close. */
+export function closestName(key: string, known: readonly string[]): string | undefined {
   let best: { name: string; distance: number } | undefined;
   for (const name of known) {
     const distance = editDistance(key.toLowerCase(), name.toLowerCase());
     if (best === undefined || distance < best.distance) best = { name, distance };
   }
   // Close: a typo or two, or a third of the name; never a guess that shares nothing with it.
-  if (best !== undefined && best.distance < key.length && (best.distance <= 2 || best.distance <= key.length / 3)) return `unknown field (did you mean ${best.name}?)`;
-  return `unknown field (known: ${known.join(', ')})`;
+  return best !== undefined && best.distance < key.length && (best.distance <= 2 || best.distance <= key.length / 3) ? best.name : undefined;
 }
 
 /** Edits (insert, delete, substitute, swap two neighbours) from `a` to `b`: optimal string alignment. */

@@ -51,7 +51,7 @@ export const cacheAside: WorldKind<CacheAsideScenario> = {
   run: (scenario, variant, seed, onProgress) => runCacheAside(scenario, variant, seed, onProgress),
   originCapacityQps: (scenario) => scenario.origin.capacityQps,
   cached: true,
-  trigger: spanAxis('invalid value held, s'),
+  trigger: spanAxis('invalid value held (s)'),
   triggerSize: sizeAxis(
     "invalid key's share of reads",
     (s) => s.faults.find((f) => f.kind === 'invalid-value'),

@@ -60,9 +60,9 @@ export const cacheCluster: WorldKind<CacheClusterScenario> = {
   run: (scenario, variant, seed, onProgress) => runCacheCluster(scenario, variant, seed, onProgress),
   originCapacityQps: (scenario) => scenario.origin.capacityQps,
   cached: true,
-  trigger: spanAxis('nodes degraded, s'),
+  trigger: spanAxis('nodes degraded (s)'),
   triggerSize: sizeAxis(
-    'throughput lost by the degraded nodes, share',
+    'throughput lost by the degraded nodes (share)',
     (s) => s.faults.find((f) => f.kind === 'degrade-nodes'),
     (f) => 1 - f.factor,
     (s, f, lost) => {

@@ -99,9 +99,9 @@ export const retryStorm: WorldKind<RetryStormScenario> = {
   run: (scenario, variant, seed, onProgress) => runRetryStorm(scenario, variant, seed, onProgress),
   originCapacityQps: (scenario) => (scenario.server.workers * 1000) / scenario.server.baseServiceMs,
   cached: false,
-  trigger: spanAxis('trigger held, s'),
+  trigger: spanAxis('trigger held (s)'),
   triggerSize: sizeAxis(
-    'trigger factor, × (slowdown or load)',
+    'trigger factor (× slowdown or load)',
     (s) => s.faults.find((f) => f.trigger),
     (f) => f.factor,
     (s, f, factor) => replaceFault(s, f, { ...f, factor }),

@@ -70,9 +70,9 @@ export const service: WorldKind<ServiceScenario> = {
   originCapacityQps: (scenario) => scenario.database?.capacityQps ?? serverCapacityQps(scenario),
   // The report's hit-ratio chart: without a cache tier every answer waited (0 %).
   cached: true,
-  trigger: spanAxis('trigger held, s'),
+  trigger: spanAxis('trigger held (s)'),
   triggerSize: sizeAxis(
-    'trigger factor, ×',
+    'trigger factor (×)',
     (s) => s.faults.find((f): f is Extract<ServiceFault, { factor: number }> => f.trigger && 'factor' in f),
     (f) => f.factor,
     (s, f, factor) => replaceFault(s, f, { ...f, factor }),

@@ -60,9 +60,9 @@ export const webFarm: WorldKind<WebFarmScenario> = {
   run: (scenario, variant, seed, onProgress) => runWebFarm(scenario, variant, seed, onProgress),
   originCapacityQps: (scenario) => scenario.origin.capacityQps,
   cached: true,
-  trigger: spanAxis('server hung, s', (s) => s.faults.find((f) => f.kind === 'hang-server')!),
+  trigger: spanAxis('server hung (s)', (s) => s.faults.find((f) => f.kind === 'hang-server')!),
   triggerSize: sizeAxis(
-    'traffic spike, × the clients’ rates',
+    'traffic spike (× the clients’ rates)',
     (s) => s.faults.find((f) => f.kind === 'traffic-spike'),
     (f) => f.factor,
     (s, f, factor) => replaceFault(s, f, { ...f, factor }),

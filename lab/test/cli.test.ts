@@ -1,0 +1,232 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { checkCommand } from '../src/cli/check-command.js';
+import { findCommand } from '../src/cli/command.js';
+import { labCommand } from '../src/cli/lab-command.js';
+import { schemaCommand } from '../src/cli/schema-command.js';
+import { sweepCommand } from '../src/cli/sweep-command.js';
+import { formatSweepSummary } from '../src/cli/terminal.js';
+import { fileProblem } from '../src/lab/file-problem.js';
+import { shippedScenarios } from '../src/lab/lab.js';
+import { type SweepCell, type SweepResult } from '../src/lab/sweep.js';
+
+/**
+ * The `damper` command line as a user meets it, through the compiled
+ * command (build/src/cli/main.js): usage errors, each command's help, the
+ * output folder and scenario files refused before any run, and how the
+ * terminal writes a sweep's axes. What the commands compute is tested with
+ * the lab (sweep.test.ts, check.test.ts, scenario.test.ts).
+ */
+
+const main = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
+const damper = (...args: string[]) => spawnSync(process.execPath, [main, ...args], { encoding: 'utf8', timeout: 120_000 });
+const COMMANDS = [labCommand, sweepCommand, checkCommand, schemaCommand];
+const dir = mkdtempSync(join(tmpdir(), 'damper-cli-'));
+
+/** A usage error: the reason and the help to read, two lines on standard error and nothing else, exit 2. */
+function assertUsage(args: readonly string[], reason: string | RegExp, help: string): void {
+  const r = damper(...args);
+  const what = `damper ${args.join(' ')}`;
+  assert.equal(r.status, 2, `${what}: ${r.stderr}`);
+  assert.equal(r.stdout, '', what);
+  const lines = r.stderr.split('\n');
+  assert.equal(lines.length, 3, `${what}: one line and the help to read, got:\n${r.stderr}`);
+  if (typeof reason === 'string') assert.equal(lines[0], `damper: ${reason}`, what);
+  else assert.match(lines[0]!, reason, what);
+  assert.equal(lines[1], `see \`${help} --help\``, what);
+}
+
+describe('a usage error is one line and which help to read, exit 2: not the whole help under it', () => {
+  test('the command, its operands and its options, each pointing to the help of the command at fault', () => {
+    for (const [args, reason, help] of [
+      [[], 'no command given', 'damper'],
+      [['lba'], 'unknown command "lba" (did you mean lab?)', 'damper'],
+      [['help', 'frob'], 'unknown command "frob"', 'damper'],
+      [['help', 'lab', 'facebook-2010'], 'unknown command "lab facebook-2010"', 'damper'],
+      [['lab', 'facebook-2010', '--steps', '3'], 'lab takes no --steps: it is an option of lab sweep', 'damper lab'],
+      [['lab', 'sweep', 'facebook-2010', '--trigger', '5..60'], /^damper: lab sweep needs two axes, got 1: /, 'damper lab sweep'],
+      [['lab', 'sweep', 'facebook-2010', '--load', '1..2', '--trigger', '5..60', '--series'], 'lab sweep takes no --series: it is an option of lab', 'damper lab sweep'],
+      [['lab', 'check'], /^damper: lab check needs a SCENARIO/, 'damper lab check'],
+      [['lab', 'check', 'retry-storm', '--json'], 'lab check takes no --json: it is an option of lab and lab sweep', 'damper lab check'],
+      [['lab', 'schema', '--seed', '2'], 'lab schema takes no --seed: it is an option of lab, lab sweep and lab check', 'damper lab schema'],
+      [['lab', 'schema', 'retry-storm', 'web-farm'], 'lab schema takes at most one WORLD, got also: web-farm', 'damper lab schema'],
+      [['help', 'lab', '--seed', '2'], 'help takes no --seed: it is an option of lab, lab sweep and lab check', 'damper'],
+    ] as const) {
+      assertUsage(args, reason, help);
+    }
+  });
+
+  test("node's parser's messages come in our words, naming the option and how to write it", () => {
+    for (const [args, reason, help] of [
+      [['lab', '--bogus'], 'unknown option --bogus', 'damper lab'],
+      [['lab', '-x'], 'unknown option -x', 'damper lab'],
+      [['lab', 'sweep', 'retry-storm', '--lod', '1..2'], 'unknown option --lod (did you mean --load?)', 'damper lab sweep'],
+      [['--bogus', 'lab', 'check', 'retry-storm'], 'unknown option --bogus', 'damper lab check'],
+      [['lab', '--seed'], '--seed needs a value: --seed N', 'damper lab'],
+      [['lab', '--seed', '--json'], '--seed needs a value: --seed N', 'damper lab'],
+      [['lab', '--seed', '-1'], '--seed needs a value: --seed N; a value that starts with "-" is written --seed=-1', 'damper lab'],
+      [['lab', 'sweep', 'retry-storm', '--load', '-1..2'], '--load needs a value: --load A..B; a value that starts with "-" is written --load=-1..2', 'damper lab sweep'],
+      [['lab', '--json=yes'], '--json takes no value, got --json=yes', 'damper lab'],
+    ] as const) {
+      assertUsage(args, reason, help);
+    }
+  });
+
+  test('a value written with = reaches our own check of it', () => {
+    assertUsage(['lab', '--seed=-1'], '--seed must be an integer from 0 to 4294967295, got "-1"', 'damper lab');
+    assertUsage(['lab', 'sweep', 'retry-storm', '--load=-1..2', '--trigger', '5..60'], '--load: -1 is not positive; both ends must be above 0', 'damper lab sweep');
+  });
+});
+
+describe('every command has its own help: usage, options, the shipped scenarios, two examples', () => {
+  const shipped = shippedScenarios();
+
+  test('damper --help and damper help: every command, one line each; exit 0', () => {
+    const r = damper('--help');
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(damper('help').stdout, r.stdout);
+    assert.equal(damper('-h').stdout, r.stdout);
+    assert.match(r.stdout, /^usage: damper COMMAND \[options\]$/m);
+    for (const c of COMMANDS) assert.match(r.stdout, new RegExp(`^  ${c.name} +${c.summary.replace(/[?()]/g, '\\$&')}$`, 'm'), c.name);
+    assert.match(r.stdout, /^ {2}help \[COMMAND\] /m);
+  });
+
+  for (const command of COMMANDS) {
+    test(`damper ${command.name} --help = damper help ${command.name}`, async () => {
+      const r = damper(...command.name.split(' '), '--help');
+      assert.equal(r.status, 0, r.stderr);
+      assert.equal(r.stderr, '');
+      assert.equal(damper('help', ...command.name.split(' ')).stdout, r.stdout);
+      const help = r.stdout;
+      assert.ok(help.startsWith(`damper ${command.name}: `), help);
+      assert.ok(help.includes(`\nusage: damper ${command.usage}\n`));
+      // Exactly the options it accepts: the help and the check read the same list.
+      const listed = [...help.matchAll(/^ {2}(--[a-z-]+)/gm)].map((m) => m[1]);
+      assert.deepEqual(listed, command.options.map(([o]) => `--${o}`));
+      assert.match(help, /^ {2}-h, --help +shows this help$/m);
+      const scenarios = help.slice(help.indexOf('\nshipped scenarios:\n'), help.indexOf('\nexamples:\n'));
+      assert.deepEqual([...scenarios.matchAll(/^ {2}(\S+)/gm)].map((m) => m[1]), await shipped, 'the scenarios folder’s files, as damper lab finds them');
+      const examples = help.slice(help.indexOf('\nexamples:\n'));
+      assert.equal([...examples.matchAll(/^ {2}damper /gm)].length, 2, 'two examples');
+    });
+  }
+
+  test('damper lab --help lists the commands below it', () => {
+    const help = damper('lab', '--help').stdout;
+    const commands = help.slice(help.indexOf('\ncommands'), help.indexOf('\nshipped scenarios:'));
+    assert.deepEqual([...commands.matchAll(/^ {2}(lab \w+)/gm)].map((m) => m[1]), ['lab sweep', 'lab check', 'lab schema']);
+  });
+
+  test("each example is its command's and uses only its options", () => {
+    for (const command of COMMANDS) {
+      for (const [line] of command.examples) {
+        const words = line.split(' ').slice(1);
+        const operands = words.filter((w) => !w.startsWith('-'));
+        assert.equal(findCommand(COMMANDS, operands)?.command, command, line);
+        for (const w of words.filter((x) => x.startsWith('--'))) assert.ok(command.options.some(([o]) => `--${o}` === w), `${line}: ${w}`);
+      }
+    }
+  });
+
+  test('-v prints the version of package.json', () => {
+    const r = damper('-v');
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(r.stdout, `${(JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version}\n`);
+  });
+});
+
+describe('--out is proven writable before any run: a long sweep must not lose its work to a bad path', () => {
+  const blocker = join(dir, 'a-file');
+  writeFileSync(blocker, '');
+  const commands = [['lab', 'retry-storm'], ['lab', 'sweep', 'retry-storm', '--load', '0.5..1', '--trigger', '5..10'], ['lab', 'check', 'retry-storm']];
+
+  for (const args of commands) {
+    test(`damper ${args.slice(0, 2).join(' ')}: refused at once, saying why`, () => {
+      for (const [out, why] of [
+        [join(blocker, 'out'), 'a part of the path is a file, not a folder'],
+        [blocker, 'it is a file, not a folder'],
+      ] as const) {
+        const started = Date.now();
+        const r = damper(...args, '--out', out);
+        assert.equal(r.status, 2, r.stderr);
+        assert.equal(r.stderr, `damper: cannot write to ${out} (--out): ${why}\n`, 'one line, nothing run: no progress');
+        assert.ok(Date.now() - started < 10_000, 'before the run');
+      }
+    });
+  }
+});
+
+describe('a scenario file that cannot be read says why', () => {
+  test('missing, a folder, below a file', () => {
+    const folder = join(dir, 'scenarios');
+    mkdirSync(folder);
+    for (const [file, why] of [
+      [join(dir, 'missing.json'), 'no such file or folder'],
+      [folder, 'it is a folder, not a file'],
+      [join(dir, 'a-file', 'x.json'), 'a part of the path is a file, not a folder'],
+    ] as const) {
+      writeFileSync(join(dir, 'a-file'), '');
+      const r = damper('lab', file);
+      assert.equal(r.status, 2);
+      assert.equal(r.stderr, `damper: ${file}: cannot read this file: ${why}\n`);
+    }
+  });
+
+  test('the reason comes from the error’s code: not allowed, a folder, missing', () => {
+    // Permission bits say nothing to root, who runs CI here: the code itself.
+    const coded = (code: string): Error => Object.assign(new Error(`${code}: raw text, open 'x'`), { code });
+    assert.equal(fileProblem(coded('EACCES')), 'permission denied');
+    assert.equal(fileProblem(coded('EPERM')), 'operation not permitted');
+    assert.equal(fileProblem(coded('EISDIR')), 'it is a folder, not a file');
+    assert.equal(fileProblem(coded('ENOENT')), 'no such file or folder');
+    assert.equal(fileProblem(coded('EWHATEVER')), "EWHATEVER: raw text, open 'x'", 'an unknown code: the message');
+  });
+});
+
+describe('load factors rounded wherever a sweep shows them', () => {
+  /** 4 loads from 0.5× to 1.5× (0.833333 and 1.16667 between), 2 trigger lengths; the scenario's own load 1× between two columns. */
+  const result: SweepResult = {
+    scenario: 'fixture',
+    title: 'a fixture',
+    seed: 1,
+    operators: false,
+    quickS: 60,
+    baseRate: 200,
+    variants: ['naive', 'damper'],
+    across: { kind: 'load', label: 'offered load (× the scenario’s client rates)', values: [0.5, 0.833333, 1.16667, 1.5], scenarioValue: 1 },
+    up: { kind: 'trigger', label: 'trigger held (s)', values: [10, 30], scenarioValue: 30 },
+    cells: [10, 30].flatMap((up) =>
+      [0.5, 0.833333, 1.16667, 1.5].map((across): SweepCell => ({ across, up, watchedS: 600, variants: { naive: { recovered: true, recoverySeconds: 1, amplification: 1, goodputRatio: 1 }, damper: { recovered: true, recoverySeconds: 0, amplification: 1, goodputRatio: 1 } } })),
+    ),
+  };
+
+  test('the terminal summary: 0.83×, not 0.8333×; the axes named with their units; the bracketed cell said to be the nearest', () => {
+    const text = formatSweepSummary(result);
+    assert.match(text, /^ +0\.5× +0\.83× +1\.17× +1\.5× *$/m);
+    assert.doesNotMatch(text, /0\.833|1\.166|1\.167/);
+    assert.match(text, /; across: load, 0\.5×\.\.1\.5×; up: trigger held \(s\), 10\.\.30$/m);
+    assert.match(text, /\[ \] the cell nearest the scenario's own setting \(load = 1×, trigger held \(s\) = 30\)/);
+  });
+
+  test('a real sweep: the progress line, the summary and the page', { timeout: 120_000 }, () => {
+    const file = join(dir, 'short-storm.json');
+    const storm = JSON.parse(readFileSync('scenarios/retry-storm.json', 'utf8')) as Record<string, unknown>;
+    writeFileSync(file, JSON.stringify({ ...storm, name: 'short-storm', durationS: 240 }));
+    const out = join(dir, 'sweep-out');
+    // 4 loads from 0.5× to 1× (two of them 0.666667 and 0.833333), workers 3 and 4 (a whole-number field: 3, 3.33, 3.67, 4 rounded).
+    const r = damper('lab', 'sweep', file, '--load', '0.5..1', '--axis', 'server.workers=3..4', '--steps', '4', '--out', out);
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stderr, /sweep: \d+\/8 cells done \(last: (0\.5|0\.67|0\.83|1)×, [34]\)/);
+    assert.doesNotMatch(r.stderr + r.stdout, /0\.666|0\.667|0\.833/);
+    assert.match(r.stdout, /^ +0\.5× +0\.67× +0\.83× +1× *$/m);
+    const page = readFileSync(join(out, 'sweep.html'), 'utf8');
+    assert.match(page, /<text class="tick x"[^>]*>0\.67×<\/text>/);
+    const shown = page.slice(0, page.indexOf('<script type="application/json"')).replace(/<[^>]*>/g, ' ');
+    assert.doesNotMatch(shown, /0\.666|0\.667|0\.833/, 'every text and tooltip; the data island and attributes keep the values');
+  });
+});
