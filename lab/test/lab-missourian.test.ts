@@ -69,7 +69,7 @@ describe('the collapse comes from the balancer and the cold caches, not from the
 describe('scenario file', () => {
   test("the sweep's trigger axis resizes the hang and keeps what follows it at its offset", async () => {
     const base = (await missourian) as WebFarmScenario;
-    assert.equal(webFarm.trigger.axis, 'server hung, s');
+    assert.equal(webFarm.trigger.axis, 'server hung (s)');
     assert.equal(webFarm.trigger.size(base), 230);
     const resized = webFarm.trigger.resize(base, 60);
     const hang = resized.faults.find((f) => f.kind === 'hang-server')!;
