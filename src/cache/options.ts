@@ -1,4 +1,4 @@
-import { between, duration, integer, optionalSignal, or } from '../config.js';
+import { between, boolean, duration, integer, optionalSignal, or } from '../config.js';
 import { ConfigError, describe } from '../errors.js';
 import { type Guard } from '../guard/guard.js';
 import { type Backoff, type BackoffOptions } from '../guard/backoff.js';
@@ -131,8 +131,7 @@ function resolve(o: LoadOptions, base: ResolvedLoadOptions | undefined): Resolve
   const waitTimeout = o.waitTimeout ?? base?.waitTimeout;
   const signal = optionalSignal('signal', o.signal ?? base?.signal);
   const priority = checkPriority('priority', o.priority ?? base?.priority);
-  const swr = or(o.staleWhileRevalidate, base?.staleWhileRevalidate ?? true);
-  if (typeof swr !== 'boolean') throw new ConfigError(`staleWhileRevalidate must be a boolean, got ${typeof swr}`);
+  const swr = boolean('staleWhileRevalidate', or(o.staleWhileRevalidate, base?.staleWhileRevalidate ?? true));
   return {
     ttl,
     staleFor: duration('staleFor', or(o.staleFor, base?.staleFor ?? 300_000)),

@@ -293,14 +293,7 @@ export class CircuitBreaker implements Guard {
   run<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext): Promise<T> {
     if (typeof task !== 'function') return Promise.reject(notATask('CircuitBreaker', task));
     if (this.current === CLOSED) {
-      let p: Promise<T>;
-      try {
-        p = task(context.signal);
-        // A task that returns a plain value (or another library's thenable) is answered as a promise of it.
-        if (!(p instanceof Promise)) p = Promise.resolve(p);
-      } catch (error) {
-        p = Promise.reject(error);
-      }
+      const p = startTask(task, context.signal);
       // The outcome is observed by a reaction registered before the caller's,
       // so it is recorded before the caller resumes, and the caller's promise
       // is the task's own (no extra tick, no extra promise on its path).

@@ -1,4 +1,4 @@
-import { hasMethods, isInstance } from '../config.js';
+import { boolean, hasMethods, isInstance } from '../config.js';
 import { ArgumentError, ConfigError, describe } from '../errors.js';
 import { checkPriority, type Priority } from './priority.js';
 
@@ -81,9 +81,8 @@ export function callContext(options: CallOptions = {}): GuardContext {
   const { key = '', signal = NEVER, wait = true, priority, deadline } = read;
   if (typeof key !== 'string') throw new ConfigError(`key must be a string, got ${typeof key}`);
   if (!isInstance(signal, AbortSignal)) throw new ConfigError('signal must be an AbortSignal');
-  if (typeof wait !== 'boolean') throw new ConfigError(`wait must be a boolean, got ${typeof wait}`);
   if (deadline !== undefined && (typeof deadline !== 'number' || Number.isNaN(deadline))) throw new ConfigError(`deadline must be an instant (a number of ms on the guard's clock), got ${describe(deadline)}`);
-  return { key, signal, wait, priority: checkPriority('priority', priority as Priority | undefined), deadline };
+  return { key, signal, wait: boolean('wait', wait), priority: checkPriority('priority', priority as Priority | undefined), deadline };
 }
 
 /**
