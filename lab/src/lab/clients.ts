@@ -1,5 +1,6 @@
 import { type Timer, type VirtualClock } from 'damper';
 import { simulate, type World } from './engine.js';
+import { type CharacteristicRecorder, SAMPLE_MS } from './characteristic.js';
 import { type Recorder } from './metrics.js';
 import { type Network } from './network.js';
 import { type PopulationCounts, type VariantRun } from './results.js';
@@ -88,7 +89,11 @@ export interface ClientRun<F extends FaultSpanDoc> {
    * each retry per the population; the users then send each call once).
    */
   readonly retriedBy?: 'clients' | 'world';
+  /** The variant's characteristic metrics, sampled at the start of every simulated second. Default: none recorded. */
+  readonly characteristics?: CharacteristicRecorder;
 }
+
+const NO_CHARACTERISTICS: CharacteristicRecorder = { sample: () => {}, series: () => ({}) };
 
 /**
  * The client side of a run, as the engine's `World`: at each 1 ms step the
@@ -122,6 +127,8 @@ export class Clients<F extends FaultSpanDoc> implements World, Replies {
   private readonly users: number[];
   /** A closed-loop user sent a request from a timer: the next step must arm its timeout. */
   private sentOutsideStep = false;
+  private readonly characteristics: CharacteristicRecorder;
+  private nextSample = 0;
 
   constructor(
     run: ClientRun<F>,
@@ -142,9 +149,15 @@ export class Clients<F extends FaultSpanDoc> implements World, Replies {
     this.retries = run.retriedBy !== 'world';
     this.closedLoop = stream(run.seed, STREAMS.closedLoop);
     this.users = scenario.clients.map(() => 0);
+    this.characteristics = run.characteristics ?? NO_CHARACTERISTICS;
   }
 
   step(t: number): boolean {
+    // Before this instant's faults and arrivals: the sample at `t` holds what happened before `t`, as a scrape at `t` would.
+    if (t >= this.nextSample) {
+      this.characteristics.sample(t);
+      this.nextSample += SAMPLE_MS;
+    }
     let started = this.faults(t);
     this.world.everyStep?.(t);
     if (this.sentOutsideStep) started = true;
@@ -201,6 +214,7 @@ export class Clients<F extends FaultSpanDoc> implements World, Replies {
     this.scenario.clients.forEach((p, i) => (populations[p.name] = this.counts[i]!));
     return {
       series,
+      characteristics: this.characteristics.series(),
       summary: this.recorder.summary(this.scenario, series),
       skippedFaults: this.scenario.faults.flatMap((f, i) => (this.skipped.has(f) ? [i] : [])),
       populations,

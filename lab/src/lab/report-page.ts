@@ -17,6 +17,7 @@
   type ChartScenario = import('./report.js').ChartScenario;
   type ReportMetric = import('./report.js').ReportMetric;
   type VariantName = import('./results.js').VariantName;
+  type CharacteristicGauge = import('./characteristic.js').CharacteristicGauge;
   type Values = (number | null)[];
 
   const HEIGHT = 210;
@@ -33,6 +34,7 @@
     recovered: color('--recovered'),
     triggerEnd: color('--trigger-end'),
     reference: color('--reference'),
+    alert: color('--alert'),
     axis: '#59636e',
     grid: '#eaeef2',
   };
@@ -69,6 +71,7 @@
   function format(unit: ReportMetric['unit'], v: number | null | undefined): string {
     if (v === null || v === undefined || !Number.isFinite(v)) return '–';
     if (unit === '%') return percent(v);
+    if (unit === 'ratio') return trim(v.toFixed(3));
     // format.ts's `millis`: the engine steps whole ms, so 0 is "within the same millisecond".
     if (unit === 'ms') return v < 1 ? '<1 ms' : `${grouped(v)} ms`;
     return `${compact(v)} ${unit}`;
@@ -81,6 +84,7 @@
       if (v === null) return '';
       if (v === 0) return unit === '%' ? '0%' : '0';
       if (unit === '%') return `${trim((v * 100).toFixed(1))}%`;
+      if (unit === 'ratio') return trim(v.toFixed(2));
       if (v >= 1e6) return `${trim((v / 1e6).toFixed(2))}M`;
       if (v >= 1e4 || (top >= 1e4 && v >= 1e3)) return `${trim((v / 1e3).toFixed(1))}k`;
       return trim(v.toFixed(v >= 10 || top >= 10 ? 0 : 2));
@@ -116,7 +120,12 @@
     return out;
   }
 
+  function isGauge(metric: ReportMetric['key']): metric is CharacteristicGauge {
+    return metric.startsWith('damper.');
+  }
+
   function values(metric: ReportMetric['key'], s: ChartScenario, variant: VariantName, n: number): Values {
+    if (isGauge(metric)) return fit(s.characteristics[variant][metric] ?? [], n);
     const series = s.series[variant];
     if (metric !== 'errorRate') return fit(series[metric], n);
     const out: Values = [];
@@ -133,7 +142,8 @@
     if (metric === 'goodput') return [{ label: 'best possible', values: fit(s.series[variant].bestGoodput, n), stroke: C.best, width: 5 }];
     if (metric === 'originQps') return [{ label: 'capacity', values: fit(s.originCapacity, n), stroke: C.reference, dash: [6, 4] }];
     if (metric === 'p99Ms') return [{ label: 'objective', values: new Array<number>(n).fill(s.objectiveP99Ms), stroke: C.reference, dash: [6, 4] }];
-    return [];
+    // Each shipped alert on this gauge: its threshold, on both variants' charts.
+    return data.alertRules.filter((r) => r.metric === metric).map((r) => ({ label: `${r.alert} threshold`, values: new Array<number>(n).fill(r.above), stroke: C.alert, dash: [6, 4] }));
   }
 
   function maxOf(xs: Values): number {
@@ -236,7 +246,8 @@
     };
   }
 
-  function label(u: uPlot, text: string, x: number, stroke: string): void {
+  /** A line's label at the top of the plot; `row` 1 and on sit below it, so an alert's does not cover "healthy". */
+  function label(u: uPlot, text: string, x: number, stroke: string, row: number): void {
     const ctx = u.ctx;
     const b = u.bbox;
     const px = devicePixelRatio || 1;
@@ -247,12 +258,13 @@
     const gap = 4 * px;
     const tx = x + gap + w <= b.left + b.width ? x + gap : x - gap - w;
     ctx.fillStyle = 'rgba(255, 255, 255, 0.85)';
-    ctx.fillRect(tx - 2 * px, b.top + 6 * px, w + 4 * px, 14 * px);
+    const y = b.top + (6 + 16 * row) * px;
+    ctx.fillRect(tx - 2 * px, y, w + 4 * px, 14 * px);
     ctx.fillStyle = stroke;
-    ctx.fillText(text, tx, b.top + 7 * px);
+    ctx.fillText(text, tx, y + px);
   }
 
-  function vline(u: uPlot, at: number, stroke: string, dash: number[], text: string | null): void {
+  function vline(u: uPlot, at: number, stroke: string, dash: number[], text: string | null, row = 0): void {
     const ctx = u.ctx;
     const b = u.bbox;
     const px = devicePixelRatio || 1;
@@ -266,7 +278,7 @@
     ctx.moveTo(x, b.top);
     ctx.lineTo(x, b.top + b.height);
     ctx.stroke();
-    if (text !== null) label(u, text, x, stroke);
+    if (text !== null) label(u, text, x, stroke, row);
     ctx.restore();
   }
 
@@ -284,6 +296,13 @@
       vline(u, s.triggerEndS, C.triggerEnd, [5, 4], null);
       const r = s.recoverySeconds[variant];
       if (r !== null) vline(u, s.triggerEndS + r, C.recovered, [], 'healthy');
+    };
+  }
+
+  /** Where each shipped alert on this gauge first fired for the variant: a solid line, labelled with the alert's name. */
+  function alertMarks(s: ChartScenario, metric: ReportMetric['key'], variant: VariantName): (u: uPlot) => void {
+    return (u) => {
+      for (const a of s.alerts[variant]) if (a.metric === metric) vline(u, a.firstFiredSeconds, C.alert, [], `${a.alert} fired`, 1);
     };
   }
 
@@ -335,7 +354,7 @@
       ],
       series,
       legend: { show: false },
-      hooks: { drawClear: [shade(s, variant)], draw: [markers(s, variant)], setCursor: [readout(m, p, variant, readoutEl)] },
+      hooks: { drawClear: [shade(s, variant)], draw: [markers(s, variant), alertMarks(s, m.key, variant)], setCursor: [readout(m, p, variant, readoutEl)] },
     };
   }
 

@@ -1,8 +1,12 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type * as TS from 'typescript';
+import { alertSentence } from './alert-words.js';
+import { type AlertRule } from './alerts.js';
+import { CHARACTERISTIC_GAUGES, type CharacteristicGauge, type CharacteristicSeries, RATIO_WINDOW_MS } from './characteristic.js';
 import { millis, num, percent, times } from './format.js';
 import { VARIANTS, type FaultSpan, type JudgedSeries, type LabRun, type ScenarioRun, type VariantName, type VariantSummary } from './results.js';
+import { SHIPPED_ALERTS } from './shipped-alerts.js';
 
 /**
  * The lab's `report.html`: one self-contained page (no network at all) with
@@ -19,11 +23,11 @@ import { VARIANTS, type FaultSpan, type JudgedSeries, type LabRun, type Scenario
 
 /** One chart row of a scenario: what it plots and how the page labels it. */
 export interface ReportMetric {
-  readonly key: 'offered' | 'goodput' | 'originQps' | 'errorRate' | 'p99Ms' | 'hitRatio';
+  readonly key: 'offered' | 'goodput' | 'originQps' | 'errorRate' | 'p99Ms' | 'hitRatio' | CharacteristicGauge;
   readonly title: string;
   readonly help: string;
-  /** Shown on the y axis; `%` means the values are ratios in [0, 1]. */
-  readonly unit: 'req/s' | 'q/s' | '%' | 'ms';
+  /** Shown on the y axis; `%` means the values are ratios in [0, 1]; `ratio`, a quotient that may pass 1 (retries per first attempt). */
+  readonly unit: 'req/s' | 'q/s' | '%' | 'ms' | 'ratio';
   /**
    * `log` where the variants lie orders of magnitude apart (naive's origin at
    * 1,000 q/s, damper's at 17; a p99 of 2 s against one under 1 ms): on a
@@ -47,6 +51,60 @@ export function reportMetrics(s: ScenarioRun): readonly ReportMetric[] {
   return REPORT_METRICS.filter((m) => m.key !== 'hitRatio' || s.cached);
 }
 
+/**
+ * The characteristic metrics' charts, below the others: the gauges as
+ * damper/otel defines them, for both variants, with the shipped alerts'
+ * thresholds and where each fired.
+ */
+export const CHARACTERISTIC_METRICS: readonly ReportMetric[] = CHARACTERISTIC_GAUGES.map((g) => ({
+  key: g.gauge,
+  title: `${g.title} (${g.gauge})`,
+  help: `${g.ratio} over the last ${RATIO_WINDOW_MS / 1000} s, read once a second; the highest of the variant’s ${g.of}s where it has several; dashed: a shipped alert’s threshold; solid: where it fired`,
+  unit: 'ratio',
+  axis: 'linear',
+}));
+
+/** The characteristic metrics either variant of a scenario has: a gauge neither has is not drawn. */
+export function characteristicMetrics(s: ScenarioRun): readonly ReportMetric[] {
+  return CHARACTERISTIC_METRICS.filter((m) => VARIANTS.some((v) => has(s.variants[v].characteristics, m.key)));
+}
+
+function has(c: CharacteristicSeries, key: ReportMetric['key']): boolean {
+  return Object.hasOwn(c, key);
+}
+
+/** A shipped alert that fired on a variant: what the page marks on its gauge's chart. */
+export interface ChartAlert {
+  readonly alert: string;
+  readonly metric: string;
+  readonly firstFiredSeconds: number;
+}
+
+/** Per second, the highest of a gauge's series (null where none existed): what a `max by` panel draws. */
+function highest(c: CharacteristicSeries): Partial<Record<CharacteristicGauge, (number | null)[]>> {
+  const out: Partial<Record<CharacteristicGauge, (number | null)[]>> = {};
+  for (const [gauge, byName] of Object.entries(c) as [CharacteristicGauge, Readonly<Record<string, readonly (number | null)[]>>][]) {
+    const all = Object.values(byName);
+    const n = Math.max(0, ...all.map((xs) => xs.length));
+    out[gauge] = Array.from({ length: n }, (_, i) => {
+      let top: number | null = null;
+      for (const xs of all) {
+        const x = xs[i];
+        if (x !== null && x !== undefined && (top === null || x > top)) top = x;
+      }
+      return top;
+    });
+  }
+  return out;
+}
+
+function firedAlerts(summary: VariantSummary): ChartAlert[] {
+  return SHIPPED_ALERTS.flatMap((rule) => {
+    const at = summary.alerts[rule.alert]?.firstFiredSeconds;
+    return at === null || at === undefined ? [] : [{ alert: rule.alert, metric: rule.metric, firstFiredSeconds: at }];
+  });
+}
+
 const VARIANT_NOTES: Record<VariantName, string> = {
   naive: 'the outage’s behaviour, bugs included',
   damper: 'the same traffic through damper',
@@ -57,6 +115,8 @@ export interface ChartData {
   readonly seed: number;
   readonly variants: typeof VARIANTS;
   readonly metrics: readonly ReportMetric[];
+  /** The shipped alert rules: their thresholds are drawn on their gauges' charts. */
+  readonly alertRules: readonly AlertRule[];
   readonly scenarios: readonly ChartScenario[];
 }
 
@@ -73,6 +133,10 @@ export interface ChartScenario {
   readonly skipped: Record<VariantName, readonly number[]>;
   readonly recoverySeconds: Record<VariantName, number | null>;
   readonly series: Record<VariantName, JudgedSeries>;
+  /** Per variant, each characteristic gauge it has: the highest of its series, per second. */
+  readonly characteristics: Record<VariantName, Partial<Record<CharacteristicGauge, (number | null)[]>>>;
+  /** Per variant, the shipped alerts that fired, with when they first did. */
+  readonly alerts: Record<VariantName, readonly ChartAlert[]>;
 }
 
 const require = createRequire(import.meta.url);
@@ -121,7 +185,8 @@ export function renderReport(run: LabRun): string {
   const data: ChartData = {
     seed: run.seed,
     variants: VARIANTS,
-    metrics: REPORT_METRICS,
+    metrics: [...REPORT_METRICS, ...CHARACTERISTIC_METRICS],
+    alertRules: SHIPPED_ALERTS,
     scenarios: run.scenarios.map((s) => ({
       name: s.name,
       durationS: s.durationS,
@@ -133,6 +198,8 @@ export function renderReport(run: LabRun): string {
       skipped: { naive: s.variants.naive.skippedFaults, damper: s.variants.damper.skippedFaults },
       recoverySeconds: { naive: s.variants.naive.summary.recoverySeconds, damper: s.variants.damper.summary.recoverySeconds },
       series: { naive: s.variants.naive.series, damper: s.variants.damper.series },
+      characteristics: { naive: highest(s.variants.naive.characteristics), damper: highest(s.variants.damper.characteristics) },
+      alerts: { naive: firedAlerts(s.variants.naive.summary), damper: firedAlerts(s.variants.damper.summary) },
     })),
   };
   const scenarioWord = run.scenarios.length === 1 ? 'scenario' : 'scenarios';
@@ -173,15 +240,35 @@ function renderContents(scenarios: readonly ScenarioRun[]): string {
   return `<nav class="contents"><ol>\n${items.join('\n')}\n</ol></nav>`;
 }
 
-function renderScenario(s: ScenarioRun): string {
-  const heads = VARIANTS.map((v) => `<div class="col-head"><span class="variant">${v}</span> <span class="note">${VARIANT_NOTES[v]}</span></div>`).join('');
-  const rows = reportMetrics(s).map((m) => {
-    const charts = VARIANTS.map(
-      (v) =>
-        `<div class="chart" data-scenario="${esc(s.name)}" data-metric="${m.key}" data-variant="${v}" role="img" aria-label="${esc(`${s.title}, ${v}: ${m.title}`)}"></div>`,
+function chartRows(s: ScenarioRun, metrics: readonly ReportMetric[]): string[] {
+  return metrics.map((m) => {
+    const charts = VARIANTS.map((v) =>
+      m.unit === 'ratio' && !has(s.variants[v].characteristics, m.key)
+        ? `<div class="chart-absent">${v} has no ${gaugeOf(m.key).of} here: no ${gaugeOf(m.key).title.toLowerCase()}</div>`
+        : `<div class="chart" data-scenario="${esc(s.name)}" data-metric="${m.key}" data-variant="${v}" role="img" aria-label="${esc(`${s.title}, ${v}: ${m.title}`)}"></div>`,
     ).join('\n');
     return `<h4 class="metric"><span class="metric-title">${m.title}</span> <span class="help">${m.help}</span></h4>\n${charts}`;
   });
+}
+
+function gaugeOf(key: ReportMetric['key']): (typeof CHARACTERISTIC_GAUGES)[number] {
+  return CHARACTERISTIC_GAUGES.find((g) => g.gauge === key)!;
+}
+
+/** The characteristic metrics' block: which shipped alerts fired, what is not measured here, and the charts. */
+function renderCharacteristics(s: ScenarioRun, heads: string): string {
+  const drawn = characteristicMetrics(s);
+  const missing = CHARACTERISTIC_GAUGES.filter((g) => !drawn.some((m) => m.key === g.gauge)).map((g) => `${g.title.toLowerCase()} (neither variant has a ${g.of})`);
+  const rules = SHIPPED_ALERTS.map((r) => `<code>${esc(r.alert)}</code> (${esc(r.metric)} above ${num(r.above, 2)} for ${num(r.forMs / 1000, 0)} s)`);
+  return `<h3 class="characteristic">Characteristic metrics and the shipped alerts</h3>
+<p class="alerts">${esc(alertSentence(s))}</p>
+<p class="alert-rules">Each alert of <code>damper/otel</code>’s <code>characteristicAlerts</code>, evaluated once a second as Prometheus would: ${rules.length > 0 ? rules.join('; ') : 'none shipped'}. damper’s gauges are read through <code>damper/otel</code>’s own instruments, naive’s computed from the lab’s counters with the same definitions.${missing.length > 0 ? ` Not measured here: ${missing.join('; ')}.` : ''}</p>
+${drawn.length > 0 ? `<div class="charts">\n${heads}\n${chartRows(s, drawn).join('\n')}\n</div>` : ''}`;
+}
+
+function renderScenario(s: ScenarioRun): string {
+  const heads = VARIANTS.map((v) => `<div class="col-head"><span class="variant">${v}</span> <span class="note">${VARIANT_NOTES[v]}</span></div>`).join('');
+  const rows = chartRows(s, reportMetrics(s));
   return `<section class="scenario" id="${anchor(s.name)}">
 <h2>${esc(s.title)} <span class="name">${esc(s.name)}</span></h2>
 <p class="description">${esc(s.description)}</p>
@@ -194,6 +281,7 @@ ${renderTimeline(s)}
 ${heads}
 ${rows.join('\n')}
 </div>
+${renderCharacteristics(s, heads)}
 </section>`;
 }
 
@@ -336,7 +424,7 @@ const PAGE_CSS = `
   --series: #1f6feb; --best: #d5c4f7; --bad: #b42318;
   --trigger: rgba(220, 38, 38, 0.14); --trigger-edge: rgba(220, 38, 38, 0.55);
   --operator-edge: rgba(217, 119, 6, 0.6);
-  --recovered: #15803d; --trigger-end: #57606a; --reference: #3d444d;
+  --recovered: #15803d; --trigger-end: #57606a; --reference: #3d444d; --alert: #c2410c;
 }
 * { box-sizing: border-box; }
 html { background: #fff; }
@@ -388,6 +476,10 @@ h4.metric { grid-column: 1 / -1; margin: 16px 0 2px; font-size: 15px; }
 h4.metric .help { font-weight: normal; font-size: 13px; color: var(--muted); margin-left: 6px; }
 .chart { position: relative; min-width: 0; min-height: 210px; }
 .chart .uplot { width: 100%; }
+.chart-absent { min-height: 60px; padding: 18px 12px; color: var(--muted); font-size: 13px; background: var(--panel); align-self: start; margin-top: 6px; }
+h3.characteristic { margin: 28px 0 6px; }
+p.alerts { margin: 0 0 6px; padding: 6px 12px; background: var(--panel); border-left: 4px solid var(--alert); font-weight: 600; max-width: 100ch; }
+p.alert-rules { margin: 0 0 8px; color: var(--muted); font-size: 13px; max-width: 120ch; }
 .chart .readout { position: absolute; z-index: 1; top: 2px; right: 24px; max-width: calc(100% - 80px); padding: 0 6px; font-size: 12px; line-height: 18px; color: var(--text); background: rgba(255, 255, 255, 0.9); border-radius: 3px; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; font-variant-numeric: tabular-nums; pointer-events: none; }
 .chart .readout:empty { display: none; }
 footer.page { margin-top: 40px; padding-top: 12px; border-top: 1px solid var(--rule); color: var(--muted); font-size: 13px; }

@@ -5,6 +5,9 @@
  * seed give the same values, byte for byte.
  */
 
+import { type AlertState } from './alerts.js';
+import { type CharacteristicSeries } from './characteristic.js';
+
 /** The two ways each scenario is replayed. */
 export const VARIANTS = ['naive', 'damper'] as const;
 export type VariantName = (typeof VARIANTS)[number];
@@ -87,6 +90,13 @@ export interface VariantSummary extends MeasuredSummary {
    */
   operatorForced: boolean;
   trigger: TriggerWindow;
+  /**
+   * Each shipped alert rule (damper/otel's `characteristicAlerts`) whose
+   * gauge this variant has, by name: when it first fired on the sampled
+   * gauges (s from the run's start; null: never) and whether it was still
+   * firing at the end (src/lab/alerts.ts).
+   */
+  alerts: Readonly<Record<string, AlertState>>;
 }
 
 /** A time span on the scenario's timeline, shaded in the report. */
@@ -102,6 +112,8 @@ export interface FaultSpan {
 export interface VariantRun {
   readonly summary: MeasuredSummary;
   readonly series: Series;
+  /** The characteristic metrics, sampled once a simulated second (src/lab/characteristic.ts): only the gauges the variant has. */
+  readonly characteristics: CharacteristicSeries;
   /** Indices into the scenario's faults that did not happen in this run (an operator action its health made unnecessary). */
   readonly skippedFaults: readonly number[];
   /**

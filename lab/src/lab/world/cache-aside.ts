@@ -12,6 +12,8 @@ import { KeyPicker } from '../traffic.js';
 import { Database } from './database.js';
 import { damperSettings } from '../damper-config.js';
 import { damperReader, naiveReader, type Reader } from './readers.js';
+import { DamperGauges } from '../damper-gauges.js';
+import { LabCounters } from '../lab-counters.js';
 
 /** A fault of the cache-aside world. */
 export type Fault = FaultSpanDoc &
@@ -110,13 +112,23 @@ export async function runCacheAside(scenario: CacheAsideScenario, variant: Varia
   const network = new Network(clock, scenario.network.hopDelay, seed);
   const db = new Database(clock, recorder, scenario.origin, network);
   const picker = new KeyPicker(scenario.keys.hot, scenario.keys.tailCount);
-  const reader: Reader = variant === 'naive' ? naiveReader(clock, db, scenario) : damperReader(clock, db, scenario, picker.keys.length, await damperSettings(scenario, clock));
+  let reader: Reader;
+  let characteristics: LabCounters | DamperGauges;
+  if (variant === 'naive') {
+    const counters = new LabCounters();
+    reader = naiveReader(clock, db, scenario, counters.cache(''));
+    characteristics = counters;
+  } else {
+    const gauges = new DamperGauges(clock);
+    reader = damperReader(clock, db, scenario, picker.keys.length, await damperSettings(scenario, clock), gauges.watch);
+    characteristics = gauges;
+  }
   const freshness = remainingFreshness(seed, scenario.cache.ttlS * 1000);
   for (const key of picker.keys) await reader.prewarm(key, db.read(key), freshness());
   const door = new FrontDoor(stream(seed, STREAMS.admission));
   const pick = (random: () => number): string => picker.pick(random);
   const clients = new Clients<Fault>(
-    { clock, recorder, scenario, seed, network },
+    { clock, recorder, scenario, seed, network, characteristics },
     {
       send(req, replies) {
         if (door.turnsAway()) replies.fail(req);

@@ -12,6 +12,8 @@ import { type WorldKind } from '../worlds.js';
 import { CacheCluster } from './cache-nodes.js';
 import { Database, QueryError, type Row } from './database.js';
 import { OriginWaits } from './origin-waits.js';
+import { DamperGauges, type Watch } from '../damper-gauges.js';
+import { LabCounters } from '../lab-counters.js';
 
 /** A fault of the cache-cluster world. `nodes` are indices into the cluster's nodes. */
 export type ClusterFault = FaultSpanDoc &
@@ -98,10 +100,14 @@ export async function runCacheCluster(scenario: CacheClusterScenario, variant: V
   const allKeys = [...keysOf.values()].flat();
   const draw = remainingFreshness(seed, scenario.cache.ttlS * 1000);
   const freshness = allKeys.map(() => draw());
-  const reader = variant === 'naive' ? await naiveReader(clock, db, cluster, scenario, allKeys, freshness) : await damperReader(clock, db, cluster, scenario, allKeys, freshness, seed);
+  const characteristics = variant === 'naive' ? new LabCounters() : new DamperGauges(clock);
+  const reader =
+    characteristics instanceof LabCounters
+      ? await naiveReader(clock, db, cluster, scenario, allKeys, freshness, characteristics)
+      : await damperReader(clock, db, cluster, scenario, allKeys, freshness, seed, characteristics.watch);
   let nextProc = 0;
   const clients = new Clients<ClusterFault>(
-    { clock, recorder, scenario, seed, network },
+    { clock, recorder, scenario, seed, network, characteristics },
     {
       send(req, replies) {
         const proc = nextProc;
@@ -213,12 +219,18 @@ const CACHE_FAILED = Symbol('cache failed');
  * Every miss is a query of its own, so a key missing from the cache costs one
  * query per read until a query comes back in time to refill it: when the
  * database's queue is longer than the clients' patience, none does.
+ *
+ * For the characteristic metrics, each process's read path counts as its
+ * cache (reads, and every query it sends the database, bug 3's retries
+ * included) and as a retrying client (its first queries and bug 3's retries).
  */
-async function naiveReader(clock: VirtualClock, db: Database, cluster: CacheCluster, scenario: CacheClusterScenario, keys: readonly string[], freshness: readonly number[]): Promise<ClusterReader> {
+async function naiveReader(clock: VirtualClock, db: Database, cluster: CacheCluster, scenario: CacheClusterScenario, keys: readonly string[], freshness: readonly number[], counters: LabCounters): Promise<ClusterReader> {
   await cluster.seed(async () => {
     await Promise.all(keys.map((key, i) => cluster.set(key, NAIVE_VALUE, freshness[i]!)));
   });
   const breakers = Array.from({ length: scenario.processes }, () => new NaiveBreaker());
+  const caches = breakers.map((_, i) => counters.cache(`process=${i}`));
+  const retries = breakers.map((_, i) => counters.retry(`process=${i}`));
   const ttlMs = scenario.cache.ttlS * 1000;
 
   const cacheGet = (key: string): Promise<string | undefined | typeof CACHE_FAILED> =>
@@ -236,12 +248,15 @@ async function naiveReader(clock: VirtualClock, db: Database, cluster: CacheClus
       );
     });
 
-  const fromDb = async (req: ClientRequest, fill: boolean): Promise<boolean> => {
+  const fromDb = async (req: ClientRequest, proc: number, fill: boolean): Promise<boolean> => {
     req.waitedForOrigin = true;
     const deadline = req.start + req.population.timeoutMs;
     for (let attempt = 0; attempt <= NAIVE_DB_RETRIES; attempt++) {
       const remaining = deadline - clock.now();
       if (remaining <= 0 || req.done) return false;
+      caches[proc]!.loads++;
+      if (attempt === 0) retries[proc]!.firstAttempts++;
+      else retries[proc]!.retries++;
       const outcome = await db.query(req.key, { timeoutMs: remaining });
       if (outcome instanceof QueryError) continue; // bug 3
       if (fill) cluster.set(req.key, NAIVE_VALUE, ttlMs).catch(() => {});
@@ -252,15 +267,16 @@ async function naiveReader(clock: VirtualClock, db: Database, cluster: CacheClus
 
   const read = async (req: ClientRequest, proc: number): Promise<boolean> => {
     const breaker = breakers[proc]!;
-    if (breaker.isOpen(clock.now())) return fromDb(req, false); // bug 1
+    caches[proc]!.requests++;
+    if (breaker.isOpen(clock.now())) return fromDb(req, proc, false); // bug 1
     const got = await cacheGet(req.key);
     if (got === CACHE_FAILED) {
       breaker.failure(clock.now());
-      return fromDb(req, false); // bug 2
+      return fromDb(req, proc, false); // bug 2
     }
     breaker.success();
     if (got !== undefined) return true;
-    return fromDb(req, true);
+    return fromDb(req, proc, true);
   };
   return {
     read(req, proc, replies) {
@@ -332,9 +348,10 @@ const BUDGET_SHARE = 0.4;
  * reads, so a low-priority population's loads are the first the budget sheds.
  * A user's configuration's `cache(i)` is laid over these options per process
  * (the cluster stays the shared tier). Nothing here is told about the
- * scenario's faults.
+ * scenario's faults. Each process's cache, and its origin budget's limiter
+ * while the budget is the lab's, are instrumented through `watch`.
  */
-async function damperReader(clock: VirtualClock, db: Database, cluster: CacheCluster, scenario: CacheClusterScenario, keys: readonly string[], freshness: readonly number[], seed: number): Promise<ClusterReader> {
+async function damperReader(clock: VirtualClock, db: Database, cluster: CacheCluster, scenario: CacheClusterScenario, keys: readonly string[], freshness: readonly number[], seed: number, watch: Watch): Promise<ClusterReader> {
   const settings = await damperSettings(scenario, clock);
   const ttlMs = scenario.cache.ttlS * 1000;
   const staleForMs = scenario.cache.staleForS * 1000;
@@ -342,18 +359,20 @@ async function damperReader(clock: VirtualClock, db: Database, cluster: CacheClu
   const steady = await steadyState(cluster, scenario, namespace, keys, freshness);
   const rate = (scenario.origin.capacityQps * BUDGET_SHARE) / scenario.processes;
   const caches = Array.from({ length: scenario.processes }, (_, i) => {
+    const limiter = new ConcurrencyLimiter({ limit: Math.max(2, Math.ceil((2 * scenario.origin.workers) / scenario.processes)), clock });
     const lab: CacheOptions<Row> = {
       ttl: ttlMs,
       staleFor: staleForMs,
       maxEntries: scenario.cache.processEntries ?? keys.length + 1,
       validate: (r) => r.valid || 'invalid value',
-      guard: pipeline(
-        new RateLimiter({ rate, burst: Math.max(1, Math.ceil(rate / 4)), clock }),
-        new ConcurrencyLimiter({ limit: Math.max(2, Math.ceil((2 * scenario.origin.workers) / scenario.processes)), clock }),
-        new CircuitBreaker({ clock }),
-      ),
+      guard: pipeline(new RateLimiter({ rate, burst: Math.max(1, Math.ceil(rate / 4)), clock }), limiter, new CircuitBreaker({ clock })),
     };
-    return new Cache<Row>(cacheOptions(settings, i, lab, { clock, shared: { store: cluster, namespace } }));
+    const options = cacheOptions(settings, i, lab, { clock, shared: { store: cluster, namespace } });
+    const cache = new Cache<Row>(options);
+    watch(cache, { process: i });
+    // A user's own origin budget replaces the lab's: its limiter then sees nothing.
+    if (options.guard === lab.guard) watch(limiter, { process: i });
+    return cache;
   });
   await Promise.all(caches.map((c, i) => c.restore(held(steady, scenario.cache.processEntries, seed, i))));
   const options = new Map(scenario.clients.map((p) => [p.priority, { priority: p.priority }] as const));

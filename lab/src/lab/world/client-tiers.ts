@@ -1,4 +1,6 @@
 import { AdaptiveThrottle, type Guard, pipeline, Retry, RetryBudget, type VirtualClock } from 'damper';
+import { type Watch } from '../damper-gauges.js';
+import { type RetryCounts } from '../lab-counters.js';
 import { retryDelayMs } from '../retry-delay.js';
 import { type Backoff } from '../scenario.js';
 
@@ -19,13 +21,19 @@ export interface NaiveTiersShape {
  * from `jitter`); the innermost tier's attempt is `attempt`. Retries at every
  * tier multiply: up to `(1 + retries)^layers` attempts per call. Nobody tells
  * the tiers below that the caller left. Callbacks, not promises: in a storm
- * this runs thousands of times per simulated second.
+ * this runs thousands of times per simulated second. `counts`, when given,
+ * counts each tier's first attempts and retries (the tier's index in it).
  */
-export function naiveTiers<R>(clock: VirtualClock, shape: NaiveTiersShape, jitter: () => number, attempt: Call<R>, ok: (result: R) => boolean): Call<R> {
+export function naiveTiers<R>(clock: VirtualClock, shape: NaiveTiersShape, jitter: () => number, attempt: Call<R>, ok: (result: R) => boolean, counts?: readonly RetryCounts[]): Call<R> {
   const tier = (depth: number, onDone: (result: R) => void): void => {
     let tries = 0;
+    const counted = counts?.[depth];
     const once = (): void => {
       tries++;
+      if (counted !== undefined) {
+        if (tries === 1) counted.firstAttempts++;
+        else counted.retries++;
+      }
       const next = (result: R): void => {
         if (ok(result) || tries > shape.retries) return onDone(result);
         const delay = retryDelayMs(shape.backoff, tries, jitter);
@@ -52,9 +60,10 @@ export interface DamperTiersShape {
  * where a configuration module gives no `client(tier)`: a real `Retry` with
  * a `RetryBudget` of its own tier; the innermost gives each attempt the
  * attempt timeout and sits behind an `AdaptiveThrottle`, which then sees
- * every attempt that reaches the servers.
+ * every attempt that reaches the servers. Its `Retry` is instrumented
+ * through `watch`, when given, as `tier=depth`.
  */
-export function damperTier(clock: VirtualClock, shape: DamperTiersShape, depth: number): Guard {
+export function damperTier(clock: VirtualClock, shape: DamperTiersShape, depth: number, watch?: Watch): Guard {
   const innermost = depth === shape.layers - 1;
   const retry = new Retry({
     maxAttempts: shape.maxAttempts,
@@ -62,5 +71,6 @@ export function damperTier(clock: VirtualClock, shape: DamperTiersShape, depth: 
     ...(innermost ? { attemptTimeout: shape.attemptTimeoutMs } : {}),
     clock,
   });
+  watch?.(retry, { tier: depth });
   return innermost ? pipeline(retry, new AdaptiveThrottle({ clock })) : retry;
 }

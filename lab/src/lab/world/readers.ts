@@ -1,6 +1,8 @@
 import { Cache, type CacheOptions, type VirtualClock } from 'damper';
 import { type ClientRequest, type Replies } from '../clients.js';
 import { cacheOptions, type DamperSettings } from '../damper-config.js';
+import { type Watch } from '../damper-gauges.js';
+import { type CacheCounts } from '../lab-counters.js';
 import { type CacheAsideScenario as Scenario } from './cache-aside.js';
 import { type Database, QueryError, type Row } from './database.js';
 import { databaseLoader, OriginWaits } from './origin-waits.js';
@@ -25,9 +27,10 @@ export interface Reader {
  * invalid cached value sends the client to the database; a database error, a
  * timeout or an invalid value there deletes the cache key, because the client
  * cannot tell "the database is struggling" from "the value is bad". So every
- * failure turns the next request into another database query.
+ * failure turns the next request into another database query. `counts`
+ * counts its reads and queries, for the characteristic metrics.
  */
-export function naiveReader(clock: VirtualClock, db: Database, scenario: Scenario): Reader {
+export function naiveReader(clock: VirtualClock, db: Database, scenario: Scenario, counts: CacheCounts): Reader {
   const tier = new Map<string, { row: Row; expires: number }>();
   const ttlMs = scenario.cache.ttlS * 1000;
   // No exceptions and no rejected promises on the failure path: in an
@@ -36,9 +39,11 @@ export function naiveReader(clock: VirtualClock, db: Database, scenario: Scenari
   return {
     read(req, replies) {
       const { key } = req;
+      counts.requests++;
       const hit = tier.get(key);
       if (hit !== undefined && hit.expires > clock.now() && hit.row.valid) return replies.answer(req);
       req.waitedForOrigin = true;
+      counts.loads++;
       void db.query(key, { timeoutMs: req.population.timeoutMs }).then((outcome) => {
         // The client sees an invalid value as an error: it is never served, only deleted.
         if (outcome instanceof QueryError || !outcome.valid) {
@@ -63,8 +68,9 @@ export function naiveReader(clock: VirtualClock, db: Database, scenario: Scenari
  * with the scenario's ttl and stale window and damper's defaults for the rest
  * (coalescing, error backoff, origin budget), or the user's configuration's
  * `cache(0)` laid over them. Nothing here is told about the scenario's faults.
+ * The cache is instrumented through `watch`.
  */
-export function damperReader(clock: VirtualClock, db: Database, scenario: Scenario, keyCount: number, settings: DamperSettings): Reader {
+export function damperReader(clock: VirtualClock, db: Database, scenario: Scenario, keyCount: number, settings: DamperSettings, watch: Watch): Reader {
   const lab: CacheOptions<Row> = {
     ttl: scenario.cache.ttlS * 1000,
     staleFor: scenario.cache.staleForS * 1000,
@@ -73,6 +79,7 @@ export function damperReader(clock: VirtualClock, db: Database, scenario: Scenar
   };
   // One process: the cache tier's clients are one population of readers.
   const cache = new Cache<Row>(cacheOptions(settings, 0, lab, { clock }));
+  watch(cache, {});
   const waits = new OriginWaits(clock);
   const loader = databaseLoader(db, waits);
   return {

@@ -1,4 +1,4 @@
-import { ConcurrencyLimiter, DeadlineExceededError, OverloadedError, type Guard, type GuardContext, pipeline, type Timer, VirtualClock } from 'damper';
+import { ConcurrencyLimiter, DeadlineExceededError, OverloadedError, type Guard, type GuardContext, pipeline, Retry, type Timer, VirtualClock } from 'damper';
 import { Clients } from '../clients.js';
 import { damperSettings, type DamperSettings } from '../damper-config.js';
 import { Recorder } from '../metrics.js';
@@ -11,6 +11,8 @@ import { stream, STREAMS } from '../streams.js';
 import { type WorldKind } from '../worlds.js';
 import { type Call as TiersCall, damperTier, naiveTiers } from './client-tiers.js';
 import { Fifo } from './fifo.js';
+import { DamperGauges, type Watch } from '../damper-gauges.js';
+import { LabCounters } from '../lab-counters.js';
 
 /**
  * The generic retry storm (issue 7), after Marc Brooker's "Metastability and
@@ -181,7 +183,7 @@ type Call = TiersCall<boolean>;
  * failure, `retries` times, with no budget; the innermost gives each attempt
  * `attemptTimeoutMs` and leaves it queued at the server when it gives up.
  */
-function naiveStack(clock: VirtualClock, recorder: Recorder, server: Server, client: RetryStormScenario['client'], jitter: () => number): Call {
+function naiveStack(clock: VirtualClock, recorder: Recorder, server: Server, client: RetryStormScenario['client'], jitter: () => number, counters: LabCounters): Call {
   const attempt = (onDone: (ok: boolean) => void): void => {
     let timer: Timer | undefined;
     const job: Job = {
@@ -195,7 +197,8 @@ function naiveStack(clock: VirtualClock, recorder: Recorder, server: Server, cli
     server.submit(job);
     if (job.done !== undefined) timer = clock.setTimer(() => job.done?.('timeout'), client.attemptTimeoutMs);
   };
-  return naiveTiers(clock, client, jitter, attempt, (ok) => ok);
+  const counts = Array.from({ length: client.layers }, (_, depth) => counters.retry(`tier=${depth}`));
+  return naiveTiers(clock, client, jitter, attempt, (ok) => ok, counts);
 }
 
 /** What a damper request that the server refused or dropped rejects with. One instance each: nobody reads their stacks. */
@@ -208,11 +211,14 @@ const DROPPED = new DeadlineExceededError('server: the request was abandoned bef
  * `ConcurrencyLimiter` admits at most `admissionLimit` requests at once (the
  * rest wait briefly in its queue, CoDel and adaptive LIFO, or are shed), with
  * the attempt's signal (its timeout and the call's deadline) travelling with
- * the request, so that the server drops what nobody waits for.
+ * the request, so that the server drops what nobody waits for. The tiers'
+ * `Retry`s and the limiter are instrumented through `watch` (a user's guard
+ * when it is one of those).
  */
-function damperStack(clock: VirtualClock, recorder: Recorder, server: Server, scenario: RetryStormScenario, settings: DamperSettings): (timeoutMs: number) => Call {
+function damperStack(clock: VirtualClock, recorder: Recorder, server: Server, scenario: RetryStormScenario, settings: DamperSettings, watch: Watch): (timeoutMs: number) => Call {
   const { client } = scenario;
   const admission = settings.admission?.(0) ?? new ConcurrencyLimiter({ limit: scenario.server.admissionLimit, maxQueue: scenario.server.maxQueue, clock });
+  if (admission instanceof ConcurrencyLimiter) watch(admission, {});
   // The server's handler: admission, then the server's own queue and work.
   const handle = (signal: AbortSignal): Promise<void> => {
     // An attempt reaching the server counts, admitted or shed: the origin's load.
@@ -228,7 +234,11 @@ function damperStack(clock: VirtualClock, recorder: Recorder, server: Server, sc
     );
   };
   const tiers: Guard[] = [];
-  for (let depth = 0; depth < client.layers; depth++) tiers.push(settings.client?.(depth) ?? damperTier(clock, { layers: client.layers, maxAttempts: client.retries + 1, attemptTimeoutMs: client.attemptTimeoutMs }, depth));
+  for (let depth = 0; depth < client.layers; depth++) {
+    const user = settings.client?.(depth);
+    if (user instanceof Retry) watch(user, { tier: depth });
+    tiers.push(user ?? damperTier(clock, { layers: client.layers, maxAttempts: client.retries + 1, attemptTimeoutMs: client.attemptTimeoutMs }, depth, watch));
+  }
   const guard = pipeline(...tiers);
   const never = new AbortController().signal;
   return (timeoutMs) => (onDone) => {
@@ -250,16 +260,21 @@ export async function runRetryStorm(scenario: RetryStormScenario, variant: Varia
   const network = new Network(clock, scenario.network.hopDelay, seed);
   const server = new Server(clock, scenario.server);
   let call: (population: Population) => Call;
+  let characteristics: LabCounters | DamperGauges;
   if (variant === 'naive') {
-    const stack = naiveStack(clock, recorder, server, scenario.client, stream(seed, STREAMS.retryJitter));
+    const counters = new LabCounters();
+    characteristics = counters;
+    const stack = naiveStack(clock, recorder, server, scenario.client, stream(seed, STREAMS.retryJitter), counters);
     call = () => stack;
   } else {
-    const stack = damperStack(clock, recorder, server, scenario, await damperSettings(scenario, clock));
+    const gauges = new DamperGauges(clock);
+    characteristics = gauges;
+    const stack = damperStack(clock, recorder, server, scenario, await damperSettings(scenario, clock), gauges.watch);
     const byPopulation = new Map(scenario.clients.map((p) => [p, stack(p.timeoutMs)]));
     call = (p) => byPopulation.get(p)!;
   }
   const clients: Clients<RetryStormFault> = new Clients<RetryStormFault>(
-    { clock, recorder, scenario, seed, network, traffic: STREAMS.retryStormTraffic },
+    { clock, recorder, scenario, seed, network, traffic: STREAMS.retryStormTraffic, characteristics },
     {
       send(req, replies) {
         call(req.population)((ok) => {

@@ -13,6 +13,8 @@ import { type WorldKind } from '../worlds.js';
 import { Database } from './database.js';
 import { DamperFrontDoor, type FrontDoor, type HealthShape, NaiveBalancer } from './front-door.js';
 import { DamperServer, NaiveServer, type ServerShape, type WebServer } from './web-server.js';
+import { DamperGauges } from '../damper-gauges.js';
+import { LabCounters } from '../lab-counters.js';
 
 /** A fault of the web-farm world. Both are triggers: the incident's cause. */
 export type WebFarmFault = FaultSpanDoc &
@@ -84,12 +86,17 @@ export async function runWebFarm(scenario: WebFarmScenario, variant: VariantName
   const ids = Array.from({ length: scenario.servers.count }, (_, i) => serverId(i));
   let servers: WebServer[];
   let door: FrontDoor;
+  let characteristics: LabCounters | DamperGauges;
   if (variant === 'naive') {
-    servers = ids.map((id) => new NaiveServer(id, clock, db, scenario.servers, scenario.cache.ttlS));
+    const counters = new LabCounters();
+    characteristics = counters;
+    servers = ids.map((id) => new NaiveServer(id, clock, db, scenario.servers, scenario.cache.ttlS, counters.cache(`server=${id}`)));
     door = new NaiveBalancer(clock, servers, scenario.balancer, keys[0]!);
   } else {
     const settings = await damperSettings(scenario, clock);
-    const options = { ttlS: scenario.cache.ttlS, staleForS: scenario.cache.staleForS, warmRate: scenario.cache.warmRate, warmConcurrency: scenario.cache.warmConcurrency, maxLoads: scenario.cache.maxLoads, keys, settings };
+    const gauges = new DamperGauges(clock);
+    characteristics = gauges;
+    const options = { ttlS: scenario.cache.ttlS, staleForS: scenario.cache.staleForS, warmRate: scenario.cache.warmRate, warmConcurrency: scenario.cache.warmConcurrency, maxLoads: scenario.cache.maxLoads, keys, settings, watch: gauges.watch };
     const damperServers = ids.map((id, index) => new DamperServer(id, clock, db, scenario.servers, { ...options, index }));
     servers = damperServers;
     door = new DamperFrontDoor(clock, damperServers, scenario.balancer, settings);
@@ -102,7 +109,7 @@ export async function runWebFarm(scenario: WebFarmScenario, variant: VariantName
 
   const pick = (random: () => number): string => picker.pick(random);
   const clients: Clients<WebFarmFault> = new Clients<WebFarmFault>(
-    { clock, recorder, scenario, seed, network },
+    { clock, recorder, scenario, seed, network, characteristics },
     {
       send(req, replies) {
         void door.send(req.key, req.population.priority, req.population.timeoutMs).then((outcome) => {

@@ -1,5 +1,7 @@
 import { Cache, type CacheOptions, ConcurrencyLimiter, type Guard, guarded, OverloadedError, type Priority, type VirtualClock } from 'damper';
 import { cacheOptions, type DamperSettings } from '../damper-config.js';
+import { type Watch } from '../damper-gauges.js';
+import { type CacheCounts } from '../lab-counters.js';
 import { Cpu } from './cpu.js';
 import { type Database, QueryError, type Row } from './database.js';
 
@@ -134,7 +136,8 @@ export abstract class WebServer {
  * no admission control, and a page cache that is a map with a ttl: a miss
  * renders the page from the database, and concurrent misses of one page each
  * render it (no coalescing). A client that gave up leaves its request in the
- * queue and the server still serves it: wasted work.
+ * queue and the server still serves it: wasted work. `counts` counts its
+ * page cache's lookups and renders, for the characteristic metrics.
  */
 export class NaiveServer extends WebServer {
   private busy = 0;
@@ -143,7 +146,14 @@ export class NaiveServer extends WebServer {
   private pages = new Map<string, number>();
   private readonly ttlMs: number;
 
-  constructor(id: string, clock: VirtualClock, db: Database, shape: ServerShape, ttlS: number) {
+  constructor(
+    id: string,
+    clock: VirtualClock,
+    db: Database,
+    shape: ServerShape,
+    ttlS: number,
+    private readonly counts: CacheCounts,
+  ) {
     super(id, clock, db, shape);
     this.ttlMs = ttlS * 1000;
   }
@@ -170,10 +180,12 @@ export class NaiveServer extends WebServer {
     const epoch = this.epoch;
     const cpu = this.cpu;
     const expires = this.pages.get(job.key);
+    this.counts.requests++;
     if (expires !== undefined && expires > this.clock.now()) {
       cpu.run(this.shape.hitMs, () => this.done(job, epoch, HIT));
       return;
     }
+    this.counts.loads++;
     void this.db.query(job.key).then((outcome) => {
       if (this.stalled(epoch)) return;
       if (outcome instanceof QueryError) return this.done(job, epoch, outcome);
@@ -217,6 +229,8 @@ export interface DamperServerOptions {
   /** The user's damper configuration: its `admission(i)` and `cache(i)` replace the limiter and lay over the cache's options, for server number `index`. */
   readonly settings: DamperSettings;
   readonly index: number;
+  /** Instruments each process's cache and limiter (a restart replaces both, under the same attributes). */
+  readonly watch: Watch;
 }
 
 /**
@@ -233,6 +247,7 @@ export class DamperServer extends WebServer {
   private limiter!: Guard;
   private cache!: Cache<Row>;
   private warming: AbortController | undefined;
+  private unwatch: (() => void)[] = [];
   private readonly loader = async ({ key }: { key: string }): Promise<Row> => {
     const outcome = await this.db.query(key);
     if (outcome instanceof QueryError) throw outcome;
@@ -294,6 +309,7 @@ export class DamperServer extends WebServer {
   /** Stops a warm-up still running: nothing is left on the clock by this server. */
   close(): void {
     this.warming?.abort();
+    for (const detach of this.unwatch) detach();
   }
 
   async prewarm(key: string, row: Row, freshMs: number): Promise<void> {
@@ -316,6 +332,12 @@ export class DamperServer extends WebServer {
       staleWhileRevalidate: false,
     };
     this.cache = new Cache<Row>(cacheOptions(settings, index, lab, { clock: this.clock }));
+    for (const detach of this.unwatch) detach();
+    const { watch } = this.options;
+    const attributes = { server: this.id };
+    this.unwatch = [watch(this.cache, attributes)];
+    // A user's admission guard may be any guard; only a limiter has a shed ratio.
+    if (this.limiter instanceof ConcurrencyLimiter) this.unwatch.push(watch(this.limiter, attributes));
   }
 
   private work(ms: number): Promise<void> {

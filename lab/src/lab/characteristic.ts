@@ -1,0 +1,73 @@
+/**
+ * The characteristic metrics (Bronson et al., "Metastable failures in
+ * distributed systems", HotOS'21): the ratios in which a feedback loop shows
+ * before it takes a system down. damper/otel exports them as gauges; the lab
+ * samples them once a simulated second, for both variants: the damper
+ * variant through damper/otel's own instruments (damper-gauges.ts), the naive
+ * one from the lab's counters with the same definitions (lab-counters.ts).
+ */
+
+/** The gauges, by their OpenTelemetry names, and what each divides. */
+export const CHARACTERISTIC_GAUGES = [
+  { gauge: 'damper.cache.origin_amplification', title: 'Origin amplification', ratio: 'loads ÷ requests', of: 'cache' },
+  { gauge: 'damper.cache.stale_ratio', title: 'Stale ratio', ratio: 'stale values served ÷ requests', of: 'cache' },
+  { gauge: 'damper.retry.ratio', title: 'Retry ratio', ratio: 'retries ÷ first attempts', of: 'retrying client' },
+  { gauge: 'damper.limiter.shed_ratio', title: 'Shed ratio', ratio: 'shed ÷ (admitted + shed)', of: 'concurrency limiter' },
+] as const;
+
+export type CharacteristicGauge = (typeof CHARACTERISTIC_GAUGES)[number]['gauge'];
+
+/**
+ * Each ratio is Δnumerator ÷ Δdenominator over this much virtual time
+ * before the sample (0 when the denominator did not move): damper/otel's
+ * default `ratioWindow`, passed to it explicitly so that both variants are
+ * read over the same window.
+ */
+export const RATIO_WINDOW_MS = 60_000;
+
+/** The lab reads the gauges once a simulated second, at its start: sample `i` is the value at `i` s. */
+export const SAMPLE_MS = 1000;
+
+/**
+ * One gauge's samples per series (one instrumented object, named by its
+ * attributes, `process=0`; '' when the variant has one): value `i` is the
+ * gauge at `i` s, null where that series did not exist (a process not yet
+ * started, or since restarted).
+ */
+export type GaugeSeries = Readonly<Record<string, readonly (number | null)[]>>;
+
+/** A variant's characteristic metrics: only the gauges it has (a world without retries has no retry ratio). */
+export type CharacteristicSeries = Readonly<Partial<Record<CharacteristicGauge, GaugeSeries>>>;
+
+/** What records a variant's characteristic metrics during a run. */
+export interface CharacteristicRecorder {
+  /** Reads every gauge at virtual time `t` (a multiple of {@link SAMPLE_MS}). */
+  sample(t: number): void;
+  /** What was sampled, once the run is over. */
+  series(): CharacteristicSeries;
+}
+
+/** A series' name: its attributes as `k=v` pairs in key order ('' for none). */
+export function seriesName(attributes: Readonly<Record<string, unknown>>): string {
+  return Object.keys(attributes)
+    .sort()
+    .map((k) => `${k}=${String(attributes[k])}`)
+    .join(',');
+}
+
+/**
+ * Puts `value` at sample `index` of the series `name` of `gauge` in `into`,
+ * the seconds before it null (a series that appears mid-run).
+ */
+export function put(into: Partial<Record<CharacteristicGauge, Record<string, (number | null)[]>>>, gauge: CharacteristicGauge, name: string, index: number, value: number): void {
+  const byName = (into[gauge] ??= {});
+  const values = (byName[name] ??= []);
+  while (values.length < index) values.push(null);
+  values[index] = value;
+}
+
+/** The series padded with null to `n` samples (a series that ended before the run did). */
+export function padded(series: Partial<Record<CharacteristicGauge, Record<string, (number | null)[]>>>, n: number): CharacteristicSeries {
+  for (const byName of Object.values(series)) for (const values of Object.values(byName)) while (values.length < n) values.push(null);
+  return series;
+}
