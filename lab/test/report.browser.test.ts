@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { renderReport, reportMetrics } from '../src/lab/report.js';
+import { characteristicMetrics, renderReport, reportMetrics } from '../src/lab/report.js';
 import { VARIANTS } from '../src/lab/results.js';
 import { loadScenario, shippedScenarios } from '../src/lab/lab.js';
 import { runIsolated } from '../src/lab/parallel.js';
@@ -21,7 +21,8 @@ const BEST = { r: 0xd5, g: 0xc4, b: 0xf7 };
 test('report: every chart draws in Chromium, with no console or page errors', { timeout: 120_000 }, async () => {
   // Every shipped scenario, both variants, at the default seed, as `npm start` reports them.
   const run = { seed: 1, scenarios: await Promise.all((await shippedScenarios()).map(async (name) => runIsolated(await loadScenario(name), 1))) };
-  const expectedCharts = run.scenarios.reduce((n, s) => n + reportMetrics(s).length * VARIANTS.length, 0);
+  const characteristicCharts = (s: (typeof run.scenarios)[number]): number => characteristicMetrics(s).reduce((n, m) => n + VARIANTS.filter((v) => m.key in s.variants[v].characteristics).length, 0);
+  const expectedCharts = run.scenarios.reduce((n, s) => n + reportMetrics(s).length * VARIANTS.length + characteristicCharts(s), 0);
   const uncached = run.scenarios.find((s) => !s.cached);
   assert.ok(uncached, 'retry-storm has no cache');
 

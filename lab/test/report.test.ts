@@ -5,7 +5,8 @@ import { createRequire } from 'node:module';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { ESLint } from 'eslint';
-import { type ChartData, REPORT_METRICS, renderReport, reportMetrics } from '../src/lab/report.js';
+import { alertSentence } from '../src/lab/alert-words.js';
+import { type ChartData, characteristicMetrics, REPORT_METRICS, renderReport, reportMetrics } from '../src/lab/report.js';
 import { VARIANTS } from '../src/lab/results.js';
 import { labRunFixture } from './fixtures/lab-run.js';
 
@@ -58,12 +59,36 @@ test('report: uPlot and its stylesheet are inlined', () => {
 
 test('report: one chart container per scenario × metric × variant, and no hit ratio where there is no cache', () => {
   const containers = [...html.matchAll(/<div class="chart" data-scenario="([^"]*)" data-metric="([^"]*)" data-variant="([^"]*)"/g)].map((m) => `${m[1]}/${m[2]}/${m[3]}`);
-  const expected = run.scenarios.flatMap((s) => reportMetrics(s).flatMap((m) => VARIANTS.map((v) => `${s.name}/${m.key}/${v}`)));
+  const charted = run.scenarios.flatMap((s) => reportMetrics(s).flatMap((m) => VARIANTS.map((v) => `${s.name}/${m.key}/${v}`)));
   assert.ok(cached && uncached, 'the fixture has a cached and an uncached scenario');
-  assert.equal(expected.length, (REPORT_METRICS.length + REPORT_METRICS.length - 1) * 2);
+  assert.equal(charted.length, (REPORT_METRICS.length + REPORT_METRICS.length - 1) * 2);
+  // Each scenario's characteristic metrics follow its other charts, for the variants that have them.
+  const expected = run.scenarios.flatMap((s) => [
+    ...reportMetrics(s).flatMap((m) => VARIANTS.map((v) => `${s.name}/${m.key}/${v}`)),
+    ...characteristicMetrics(s).flatMap((m) => VARIANTS.filter((v) => m.key in s.variants[v].characteristics).map((v) => `${s.name}/${m.key}/${v}`)),
+  ]);
   assert.deepEqual(containers, expected);
   assert.doesNotMatch(section(uncached.name), /data-metric="hitRatio"/, `${uncached.name} has no cache: no hit-ratio chart`);
   assert.match(section(cached.name), /data-metric="hitRatio"/);
+});
+
+test('report: the characteristic metrics of both variants, the highest of each gauge’s series, and a note where a variant has none', () => {
+  const data = dataIsland(html);
+  for (const [i, s] of run.scenarios.entries()) {
+    const own = section(s.name);
+    assert.ok(own.includes(`<p class="alerts">${alertSentence(s).replace(/&/g, '&#38;')}</p>`), `${s.name}: which alerts fired, in words`);
+    for (const v of VARIANTS) {
+      for (const [gauge, byName] of Object.entries(s.variants[v].characteristics)) {
+        const all = Object.values(byName);
+        const top = all[0]!.map((_, t) => Math.max(...all.map((xs) => xs[t]!)));
+        assert.deepEqual(data.scenarios[i]?.characteristics[v][gauge as keyof (typeof data.scenarios)[number]['characteristics']['naive']], top, `${s.name}/${v}/${gauge}`);
+      }
+    }
+  }
+  assert.ok(uncached);
+  assert.match(section(uncached.name), /<div class="chart-absent">naive has no concurrency limiter here: no shed ratio<\/div>/);
+  assert.match(section(uncached.name), /Not measured here: origin amplification \(neither variant has a cache\); stale ratio \(neither variant has a cache\)\./);
+  assert.doesNotMatch(section(uncached.name), /data-metric="damper\.cache\./, 'no cache gauges where there is no cache');
 });
 
 test('report: the goodput chart has the best possible beside it; the origin chart the capacity of each second', () => {
