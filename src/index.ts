@@ -5,6 +5,7 @@
  */
 export { Cache, type CacheEvents, type Loader, type LoaderContext, type StaleReason } from './cache/cache.js';
 export { type CacheOptions, type LoadOptions } from './cache/options.js';
+export { type CacheStats, type SharedTierStats } from './cache/stats.js';
 export { type RestoreOptions, type RestoreSummary, type Snapshot, type SnapshotEntry, SNAPSHOT_FORMAT, SNAPSHOT_VERSION } from './cache/snapshot.js';
 export { type SharedTierOptions } from './cache/shared-tier.js';
 export { type Validator } from './cache/validate.js';

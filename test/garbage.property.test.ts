@@ -182,6 +182,7 @@ const SUBJECTS: readonly Subject[] = [
       maxBytes: NUM,
       size: FN,
       validate: ['undefined', 'function'],
+      onListenerError: FN,
       backoff: OBJ,
       ttlJitter: NUM,
       earlyRefresh: NUM,
