@@ -603,3 +603,61 @@ describe('CircuitBreaker: regressions from other libraries', () => {
     assert.equal(calls, 0);
   });
 });
+
+describe('stats: what an operator sees of a breaker', () => {
+  test('succeeded, failed and rejected count every call by what happened to it; trips and state follow the breaker through open, half-open and closed', async () => {
+    const { clock, breaker } = setup({ consecutiveFailures: 2, openFor: 1000, jitter: 0, halfOpenProbes: 1, isFailure: (e) => !(e instanceof RangeError) });
+    assert.deepEqual(breaker.stats(), { state: 'closed', calls: 0, failures: 0, slow: 0, consecutiveFailures: 0, trips: 0, succeeded: 0, failed: 0, rejected: 0 });
+    await breaker.execute(ok);
+    await breaker.execute(ok, { key: 'k' }); // the keyed closed path
+    await assert.rejects(
+      breaker.execute(async () => {
+        throw new RangeError('404');
+      }),
+      RangeError,
+    ); // excused by isFailure: a success
+    await fail(breaker, 2); // trips
+    assert.equal(breaker.state, 'open');
+    await assert.rejects(breaker.execute(ok), BreakerOpenError);
+    await assert.rejects(breaker.execute(ok), BreakerOpenError);
+    assert.deepEqual(breaker.stats(), { state: 'open', calls: 5, failures: 2, slow: 0, consecutiveFailures: 2, trips: 1, succeeded: 3, failed: 2, rejected: 2 });
+
+    await clock.advance(1000);
+    const probe = deferred<number>();
+    const probing = breaker.execute(() => probe.promise);
+    await assert.rejects(breaker.execute(ok), BreakerOpenError); // half-open, its probe out
+    assert.equal(breaker.stats().state, 'half-open');
+    probe.reject(new Error('still down'));
+    await assert.rejects(probing, /still down/);
+    // The window is the closed state's: a probe's outcome is not in it, and it is cleared only on a close.
+    assert.deepEqual(breaker.stats(), { state: 'open', calls: 5, failures: 2, slow: 0, consecutiveFailures: 2, trips: 2, succeeded: 3, failed: 3, rejected: 3 });
+
+    await clock.advance(2000);
+    assert.equal(await breaker.execute(ok), 1); // the probe succeeds: closed
+    assert.deepEqual(breaker.stats(), { state: 'closed', calls: 0, failures: 0, slow: 0, consecutiveFailures: 0, trips: 2, succeeded: 4, failed: 3, rejected: 3 }, 'trips count since made: a close does not forget them');
+  });
+
+  test('a call the caller aborted, or whose answer came after a transition, counts in none of them', async () => {
+    const { breaker } = setup({ consecutiveFailures: 1 });
+    const late = deferred<number>();
+    const pending = breaker.execute(() => late.promise);
+    const ac = new AbortController();
+    const aborting = breaker.execute(async (signal) => new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))), { signal: ac.signal });
+    ac.abort(new Error('caller left'));
+    await assert.rejects(aborting, /caller left/);
+    breaker.isolate();
+    late.resolve(1);
+    await pending;
+    const { succeeded, failed, rejected, trips } = breaker.stats();
+    assert.deepEqual({ succeeded, failed, rejected, trips }, { succeeded: 0, failed: 0, rejected: 0, trips: 0 });
+  });
+
+  test('stats() is a fresh object each time: a caller that keeps one sees it stand still', async () => {
+    const { breaker } = setup();
+    const before = breaker.stats();
+    await breaker.execute(ok);
+    assert.notEqual(breaker.stats(), before);
+    assert.equal(before.succeeded, 0);
+    assert.equal(breaker.stats().succeeded, 1);
+  });
+});
