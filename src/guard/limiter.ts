@@ -5,7 +5,7 @@ import { Events } from '../events.js';
 import { onAbort } from './abort.js';
 import { type CallOptions, type Guard, type GuardContext, guarded, notATask } from './guard.js';
 import { type LimitAlgorithm } from './limit-algorithms.js';
-import { PriorityLanes } from './lanes.js';
+import { PriorityLanes, type QueueAdmission, type QueuedCall } from './lanes.js';
 import { type Priority, priorityRank } from './priority.js';
 
 /** Queueing delay (ms) beyond which arrivals of a priority are shed at once. */
@@ -89,16 +89,14 @@ export interface ConcurrencyLimiterStats {
 /** Typed events of a {@link ConcurrencyLimiter}. Listeners run synchronously; what they throw is isolated. */
 export interface ConcurrencyLimiterEvents {
   /** A call that had queued got its slot after `waitedMs` (the queueing delay; not emitted for calls admitted at once). */
-  admitted: (e: { readonly key: string; readonly priority: Priority; readonly waitedMs: number }) => void;
+  admitted: (e: QueueAdmission) => void;
   /** A call was refused, for `reason`. */
-  shed: (e: { readonly key: string; readonly priority: Priority; readonly reason: ShedReason }) => void;
+  shed: (e: QueuedCall & { readonly reason: ShedReason }) => void;
 }
 
-interface Waiter {
+interface Waiter extends QueuedCall {
   readonly rank: number;
   readonly since: number;
-  readonly key: string;
-  readonly priority: Priority;
   grant(): void;
   refuse(error: DamperError): void;
 }

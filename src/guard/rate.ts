@@ -6,7 +6,7 @@ import { Events } from '../events.js';
 import { onAbort } from './abort.js';
 import { effectiveDeadline } from './deadline.js';
 import { type CallOptions, type Guard, type GuardContext, guarded, notATask } from './guard.js';
-import { PriorityLanes } from './lanes.js';
+import { PriorityLanes, type QueueAdmission, type QueuedCall } from './lanes.js';
 import { type Priority, priorityRank } from './priority.js';
 
 /** Options for {@link RateLimiter}. */
@@ -73,16 +73,14 @@ export interface RateLimiterStats {
 
 /** Typed events of a {@link RateLimiter}. Listeners run synchronously; what they throw is isolated. */
 export interface RateLimiterEvents {
-  /** A call that had queued got its token after `waitedMs` (not emitted for calls admitted at once). */
-  admitted: (e: { readonly key: string; readonly priority: Priority; readonly waitedMs: number }) => void;
+  /** A call that had queued got its token after `waitedMs` (the queueing delay; not emitted for calls admitted at once). */
+  admitted: (e: QueueAdmission) => void;
   /** A call was refused, for `reason`. */
-  refused: (e: { readonly key: string; readonly priority: Priority; readonly reason: RateRefusalReason }) => void;
+  refused: (e: QueuedCall & { readonly reason: RateRefusalReason }) => void;
 }
 
-interface Waiter {
+interface Waiter extends QueuedCall {
   readonly rank: number;
-  readonly key: string;
-  readonly priority: Priority;
   grant(): void;
   refuse(error: DamperError): void;
 }
