@@ -10,8 +10,16 @@ export class Events<M extends { [K in keyof M]: (event: never) => void }> {
   // No prototype: an event named "constructor" or "__proto__" from untyped code must not reach Object.prototype.
   private readonly listeners: { [K in keyof M]?: M[K][] } = Object.create(null) as { [K in keyof M]?: M[K][] };
 
-  /** Called with what a listener threw. Defaults to ignoring it. */
-  onListenerError: (error: unknown, event: keyof M) => void = () => {};
+  /**
+   * Called with what a listener threw. The default warns through
+   * `process.emitWarning` (code `DAMPER_LISTENER_ERROR`): swallowing it would
+   * hide a broken dashboard or alert from the operator who relies on it.
+   */
+  onListenerError: (error: unknown, event: keyof M) => void;
+
+  constructor(onListenerError: ((error: unknown, event: keyof M) => void) | undefined = undefined) {
+    this.onListenerError = onListenerError ?? warnListenerError;
+  }
 
   /** Subscribes; returns a function that unsubscribes (so listeners cannot leak by being forgotten). */
   on<K extends keyof M>(event: K, listener: M[K]): () => void {
@@ -42,8 +50,17 @@ export class Events<M extends { [K in keyof M]: (event: never) => void }> {
       try {
         (listener as (e: Parameters<M[K]>[0]) => void)(payload);
       } catch (error) {
-        this.onListenerError(error, event);
+        try {
+          this.onListenerError(error, event);
+        } catch {
+          // The handler failed too: nothing is left to tell, and the emitter's caller must not see it.
+        }
       }
     }
   }
+}
+
+/** The default {@link Events.onListenerError}: a process warning that names the event and carries the error. */
+function warnListenerError(error: unknown, event: PropertyKey): void {
+  process.emitWarning(`a listener of "${String(event)}" threw: ${describe(error)}`, { code: 'DAMPER_LISTENER_ERROR', detail: error instanceof Error ? error.stack : undefined });
 }

@@ -356,3 +356,60 @@ describe('configuration', () => {
     assert.equal(clock.pendingTimers, 0);
   });
 });
+
+describe('stats: what an operator sees of a balancer', () => {
+  test('picks and unavailable since made; each upstream in flight, ejected, in slow start, and ejected how often', async () => {
+    const clock = new VirtualClock();
+    const b = new Balancer<string>({ upstreams: ups(2, { maxOutstanding: 2 }), clock, slowStartMs: 1000, outliers: { consecutiveErrors: 1, baseEjectionMs: 100, maxEjectionShare: 0.5, successRate: false } });
+    let runs = 0;
+    const ejectU1 = async (): Promise<void> => {
+      while (state(b, 'u1') === 'healthy') {
+        runs++;
+        await b.run(async (t) => {
+          if (t === 'u1') throw new Error('boom');
+        }).catch(() => {});
+      }
+    };
+    await ejectU1();
+    const hold = deferred<void>();
+    const held = [b.run(() => hold.promise), b.run(() => hold.promise)]; // u0 is all there is: both there
+    await assert.rejects(b.run(ok), OverloadedError);
+    await assert.rejects(b.run(ok, { priority: 'critical' }), OverloadedError);
+    assert.deepEqual(b.stats(), {
+      panic: false,
+      picks: runs + 2,
+      unavailable: 2,
+      upstreams: [
+        { id: 'u0', inFlight: 2, ejected: false, slowStart: false, ejections: 0, state: 'healthy', share: 1 },
+        { id: 'u1', inFlight: 0, ejected: true, slowStart: false, ejections: 1, state: 'ejected', share: 1 },
+      ],
+    });
+    hold.resolve();
+    await Promise.all(held);
+
+    await clock.advance(100); // u1's time is up: back, in slow start
+    assert.ok(b.pick() !== undefined, 'a pick() is a pick too');
+    const back = b.stats().upstreams[1]!;
+    assert.deepEqual([back.ejected, back.slowStart, back.state, back.share], [false, true, 'healthy', 0.1]);
+    await clock.advance(1000);
+    assert.equal(b.stats().upstreams[1]!.slowStart, false);
+
+    await clock.advance(100_000); // long enough in service that the ejection multiplier is forgiven
+    await ejectU1();
+    assert.equal(b.snapshot().upstreams[1]!.ejections, 1, "the snapshot's multiplier started over");
+    const after = b.stats();
+    assert.equal(after.upstreams[1]!.ejections, 2, 'stats count every ejection since made');
+    assert.equal(after.picks, runs + 3);
+    assert.equal(after.unavailable, 2);
+    b.close();
+  });
+
+  test('panic is read as it stands now', async () => {
+    const clock = new VirtualClock();
+    const b = make(clock, { n: 2, panicThreshold: 1, outliers: { consecutiveErrors: 1, maxEjectionShare: 0.5 } });
+    assert.equal(b.stats().panic, false);
+    await failOn(b, 'u0', 1);
+    assert.equal(b.stats().panic, true);
+    b.close();
+  });
+});

@@ -67,7 +67,7 @@ describe('CircuitBreaker: closed', () => {
     await fail(breaker, 18);
     await breaker.execute(ok);
     assert.equal(breaker.state, 'closed');
-    assert.equal(breaker.stats.calls, 19);
+    assert.equal(breaker.stats().calls, 19);
     await fail(breaker, 1);
     assert.equal(breaker.state, 'open');
     assert.equal(transitions[0]?.reason, 'failure-rate');
@@ -87,15 +87,15 @@ describe('CircuitBreaker: closed', () => {
   test('the window slides: failures older than `window` are forgotten, bucket by bucket', async () => {
     const { clock, breaker } = setup({ consecutiveFailures: 1000, minimumCalls: 10, failureRateThreshold: 0.5, window: 1000, windowBuckets: 10 });
     await fail(breaker, 9);
-    assert.deepEqual([breaker.stats.calls, breaker.stats.failures], [9, 9]);
+    assert.deepEqual([breaker.stats().calls, breaker.stats().failures], [9, 9]);
     await clock.advance(500);
-    assert.equal(breaker.stats.failures, 9);
+    assert.equal(breaker.stats().failures, 9);
     await clock.advance(500); // the bucket at 0 ms has left the window
-    assert.deepEqual([breaker.stats.calls, breaker.stats.failures], [0, 0]);
+    assert.deepEqual([breaker.stats().calls, breaker.stats().failures], [0, 0]);
     for (let i = 0; i < 10; i++) await breaker.execute(ok);
     await fail(breaker, 1);
     assert.equal(breaker.state, 'closed');
-    assert.deepEqual([breaker.stats.calls, breaker.stats.failures], [11, 1]);
+    assert.deepEqual([breaker.stats().calls, breaker.stats().failures], [11, 1]);
   });
 
   test('memory is bounded: a long run of calls keeps the same fixed ring', async () => {
@@ -105,7 +105,7 @@ describe('CircuitBreaker: closed', () => {
       if (i % 10 === 0) await clock.advance(7);
     }
     // At 10 calls per 7 ms, a 1000 ms window holds about 1430 calls.
-    assert.ok(breaker.stats.calls <= 1430 && breaker.stats.calls >= 1000, String(breaker.stats.calls));
+    assert.ok(breaker.stats().calls <= 1430 && breaker.stats().calls >= 1000, String(breaker.stats().calls));
   });
 
   test('trips on the slow-call rate; slowCallMs decides what is slow', async () => {
@@ -122,7 +122,7 @@ describe('CircuitBreaker: closed', () => {
     await run(99);
     await run(100); // 2 slow of 4: at the threshold
     assert.equal(breaker.state, 'closed');
-    assert.equal(breaker.stats.slow, 2);
+    assert.equal(breaker.stats().slow, 2);
     await run(200); // 3 of 5
     assert.equal(breaker.state, 'open');
     assert.equal(transitions[0]?.reason, 'slow-call-rate');
@@ -191,7 +191,7 @@ describe('CircuitBreaker: open', () => {
     assert.ok(e instanceof BreakerOpenError && e.retryAfterMs === undefined);
     breaker.reset();
     assert.equal(breaker.state, 'closed');
-    assert.equal(breaker.stats.consecutiveFailures, 0);
+    assert.equal(breaker.stats().consecutiveFailures, 0);
     await fail(breaker, 2);
     assert.equal(breaker.state, 'closed');
     assert.deepEqual(transitions.map((t) => t.reason), ['isolated', 'reset']);
@@ -314,7 +314,7 @@ describe('CircuitBreaker: what counts', () => {
       await assert.rejects(p, /aborted by caller/);
     }
     assert.equal(breaker.state, 'closed');
-    assert.deepEqual([breaker.stats.calls, breaker.stats.consecutiveFailures], [1, 1], 'the aborted calls left no trace');
+    assert.deepEqual([breaker.stats().calls, breaker.stats().consecutiveFailures], [1, 1], 'the aborted calls left no trace');
     await fail(breaker, 1);
     assert.equal(breaker.state, 'open', 'nor did they reset the run of failures');
   });
@@ -330,8 +330,8 @@ describe('CircuitBreaker: what counts', () => {
       await assert.rejects(breaker.execute(notFound), RangeError);
     }
     assert.equal(breaker.state, 'closed');
-    assert.equal(breaker.stats.failures, 10);
-    assert.equal(breaker.stats.calls, 20);
+    assert.equal(breaker.stats().failures, 10);
+    assert.equal(breaker.stats().calls, 20);
   });
 
   test('by default a ValidationError is not a failure; AbortedError and a nested breaker’s refusal are not counted', async () => {
@@ -355,7 +355,7 @@ describe('CircuitBreaker: what counts', () => {
       BreakerOpenError,
     );
     assert.equal(breaker.state, 'closed');
-    assert.equal(breaker.stats.calls, 1);
+    assert.equal(breaker.stats().calls, 1);
   });
 
   test('an isFailure that throws counts the call as a failure', async () => {
@@ -522,7 +522,7 @@ describe('CircuitBreaker: regressions from other libraries', () => {
     await clock.advance(1000);
     assert.equal(await breaker.execute(ok), 1);
     assert.equal(breaker.state, 'closed');
-    assert.equal(breaker.stats.calls, 0);
+    assert.equal(breaker.stats().calls, 0);
     assert.equal(transitions.at(-2)?.openForMs, undefined);
   });
 
@@ -601,5 +601,63 @@ describe('CircuitBreaker: regressions from other libraries', () => {
     breaker.isolate();
     void breaker.execute(ok).catch(() => {});
     assert.equal(calls, 0);
+  });
+});
+
+describe('stats: what an operator sees of a breaker', () => {
+  test('succeeded, failed and rejected count every call by what happened to it; trips and state follow the breaker through open, half-open and closed', async () => {
+    const { clock, breaker } = setup({ consecutiveFailures: 2, openFor: 1000, jitter: 0, halfOpenProbes: 1, isFailure: (e) => !(e instanceof RangeError) });
+    assert.deepEqual(breaker.stats(), { state: 'closed', calls: 0, failures: 0, slow: 0, consecutiveFailures: 0, trips: 0, succeeded: 0, failed: 0, rejected: 0 });
+    await breaker.execute(ok);
+    await breaker.execute(ok, { key: 'k' }); // the keyed closed path
+    await assert.rejects(
+      breaker.execute(async () => {
+        throw new RangeError('404');
+      }),
+      RangeError,
+    ); // excused by isFailure: a success
+    await fail(breaker, 2); // trips
+    assert.equal(breaker.state, 'open');
+    await assert.rejects(breaker.execute(ok), BreakerOpenError);
+    await assert.rejects(breaker.execute(ok), BreakerOpenError);
+    assert.deepEqual(breaker.stats(), { state: 'open', calls: 5, failures: 2, slow: 0, consecutiveFailures: 2, trips: 1, succeeded: 3, failed: 2, rejected: 2 });
+
+    await clock.advance(1000);
+    const probe = deferred<number>();
+    const probing = breaker.execute(() => probe.promise);
+    await assert.rejects(breaker.execute(ok), BreakerOpenError); // half-open, its probe out
+    assert.equal(breaker.stats().state, 'half-open');
+    probe.reject(new Error('still down'));
+    await assert.rejects(probing, /still down/);
+    // The window is the closed state's: a probe's outcome is not in it, and it is cleared only on a close.
+    assert.deepEqual(breaker.stats(), { state: 'open', calls: 5, failures: 2, slow: 0, consecutiveFailures: 2, trips: 2, succeeded: 3, failed: 3, rejected: 3 });
+
+    await clock.advance(2000);
+    assert.equal(await breaker.execute(ok), 1); // the probe succeeds: closed
+    assert.deepEqual(breaker.stats(), { state: 'closed', calls: 0, failures: 0, slow: 0, consecutiveFailures: 0, trips: 2, succeeded: 4, failed: 3, rejected: 3 }, 'trips count since made: a close does not forget them');
+  });
+
+  test('a call the caller aborted, or whose answer came after a transition, counts in none of them', async () => {
+    const { breaker } = setup({ consecutiveFailures: 1 });
+    const late = deferred<number>();
+    const pending = breaker.execute(() => late.promise);
+    const ac = new AbortController();
+    const aborting = breaker.execute(async (signal) => new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))), { signal: ac.signal });
+    ac.abort(new Error('caller left'));
+    await assert.rejects(aborting, /caller left/);
+    breaker.isolate();
+    late.resolve(1);
+    await pending;
+    const { succeeded, failed, rejected, trips } = breaker.stats();
+    assert.deepEqual({ succeeded, failed, rejected, trips }, { succeeded: 0, failed: 0, rejected: 0, trips: 0 });
+  });
+
+  test('stats() is a fresh object each time: a caller that keeps one sees it stand still', async () => {
+    const { breaker } = setup();
+    const before = breaker.stats();
+    await breaker.execute(ok);
+    assert.notEqual(breaker.stats(), before);
+    assert.equal(before.succeeded, 0);
+    assert.equal(breaker.stats().succeeded, 1);
   });
 });

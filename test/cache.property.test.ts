@@ -110,6 +110,8 @@ test('cache invariants hold under random interleavings of reads, failures and ti
             const v = { key: s.key, version: ++version, valid: true, loadedAt: clock.now() };
             log.push({ type: 'set', key: s.key });
             await cache.set(s.key, v);
+            // A set is not a load: it emits no `load` event, so the model records it here.
+            committed.set(s.key, v);
             break;
           }
           case 'advance':

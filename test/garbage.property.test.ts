@@ -118,6 +118,22 @@ async function settles(what: string, call: () => unknown, check: (value: unknown
 }
 
 const TASK = async (): Promise<number> => 1;
+
+/**
+ * What `damper/otel` relies on, whatever garbage came before: `stats()` is a
+ * fresh plain object of readonly data, every number in it finite and none negative.
+ */
+function assertPlainStats(what: string, stats: unknown, again: unknown): void {
+  assert.notEqual(stats, again, `${what}.stats() returns a fresh object`);
+  const walk = (v: unknown, path: string): void => {
+    if (typeof v === 'number') assert.ok(Number.isFinite(v) && v >= 0, `${what}.stats()${path} is ${v}`);
+    else if (typeof v === 'object' && v !== null) {
+      assert.ok(Array.isArray(v) || Object.getPrototypeOf(v) === Object.prototype, `${what}.stats()${path} is a plain object`);
+      for (const [k, x] of Object.entries(v)) walk(x, `${path}.${k}`);
+    } else assert.ok(typeof v === 'string' || typeof v === 'boolean', `${what}.stats()${path} is a ${typeof v}`);
+  };
+  walk(stats, '');
+}
 const isOne = (v: unknown): void => assert.equal(v, 1);
 
 interface Subject {
@@ -182,6 +198,7 @@ const SUBJECTS: readonly Subject[] = [
       maxBytes: NUM,
       size: FN,
       validate: ['undefined', 'function'],
+      onListenerError: FN,
       backoff: OBJ,
       ttlJitter: NUM,
       earlyRefresh: NUM,
@@ -354,6 +371,7 @@ describe('garbage in: a DamperError or a correct result, never a raw TypeError',
         // Not runUntilIdle: the shared tier's heartbeat never stops. Past every load's and lease's timeout.
         await clock.advance(30_000);
         await settled;
+        for (const g of [...guards, balancer]) assertPlainStats(g.constructor.name, g.stats(), g.stats());
         await cache.close();
         balancer.close();
       }),

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { AimdLimit, BreakerOpenError, Cache, CircuitBreaker, ConcurrencyLimiter, ConfigError, GradientLimit, type Guard, keyed, OverloadedError, pipeline, VirtualClock } from '../src/index.js';
+import { AimdLimit, BreakerOpenError, Cache, CircuitBreaker, ConcurrencyLimiter, type ConcurrencyLimiterEvents, ConfigError, GradientLimit, type Guard, keyed, OverloadedError, pipeline, VirtualClock } from '../src/index.js';
 import { callContext } from '../src/guard/guard.js';
 import { deferred, track } from './helpers.js';
 
@@ -309,5 +309,73 @@ describe('guards in the cache', () => {
     assert.equal(b.settled, true);
     assert.equal((b.error as { code?: string }).code, 'LOAD_TIMEOUT');
     await clock.runUntilIdle();
+  });
+});
+
+describe('stats: what an operator sees of a limiter, and why each call was shed', () => {
+  type Shed = Parameters<ConcurrencyLimiterEvents['shed']>[0];
+  type Admitted = Parameters<ConcurrencyLimiterEvents['admitted']>[0];
+
+  test('every shed reason counted once, with its event; admitted and waited, with the queueing delay each waiter paid', async () => {
+    const clock = new VirtualClock();
+    const limiter = new ConcurrencyLimiter({ limit: 1, maxQueue: 2, queueTimeout: 1000, clock, codel: false, shedDelay: { normal: 500, low: 50, background: 5 } });
+    const shed: Shed[] = [];
+    const admitted: Admitted[] = [];
+    limiter.on('shed', (e) => shed.push(e));
+    limiter.on('admitted', (e) => admitted.push(e));
+    const a = limiter.execute(hold(clock, 100), { key: 'a' }); // a slot at once: no admitted event
+    await assert.rejects(limiter.execute(async () => 0, { key: 'busy', wait: false }), OverloadedError);
+    const b = track(limiter.execute(async () => 'b', { key: 'b' }));
+    await clock.advance(10);
+    await assert.rejects(limiter.execute(async () => 0, { key: 'delay', priority: 'background' }), /queueing delay/); // 10 ms > 5
+    const c = track(limiter.execute(async () => 'c', { key: 'c', priority: 'low' })); // 10 ms < 50: queued, the queue is full
+    await assert.rejects(limiter.execute(async () => 0, { key: 'full', priority: 'low' }), /refused/); // does not outrank c
+    const d = limiter.execute(hold(clock, 2000), { key: 'd', priority: 'critical' }); // outranks c, which is displaced
+    await clock.settle();
+    assert.ok(c.error instanceof OverloadedError);
+    assert.deepEqual(limiter.stats(), { limit: 1, inFlight: 1, queued: 2, admitted: 1, waited: 0, shed: { busy: 1, delay: 1, full: 1, displaced: 1, timeout: 0 } });
+
+    await clock.advance(90); // a ends at 100: d, the higher priority, gets the slot after 90 ms
+    await a;
+    assert.deepEqual(admitted, [{ key: 'd', priority: 'critical', waitedMs: 90 }]);
+    await clock.advance(900); // b has waited its queueTimeout behind d
+    assert.ok(b.error instanceof OverloadedError);
+    await clock.advance(2000);
+    await d;
+    assert.deepEqual(limiter.stats(), { limit: 1, inFlight: 0, queued: 0, admitted: 2, waited: 1, shed: { busy: 1, delay: 1, full: 1, displaced: 1, timeout: 1 } });
+    assert.deepEqual(shed, [
+      { key: 'busy', priority: 'normal', reason: 'busy' },
+      { key: 'delay', priority: 'background', reason: 'delay' },
+      { key: 'full', priority: 'low', reason: 'full' },
+      { key: 'c', priority: 'low', reason: 'displaced' },
+      { key: 'b', priority: 'normal', reason: 'timeout' },
+    ]);
+  });
+
+  test("CoDel's standing-queue timeout is a timeout too; a caller's abort is no shed", async () => {
+    const clock = new VirtualClock();
+    const limiter = new ConcurrencyLimiter({ limit: 1, clock, queueTimeout: 1000, codel: { target: 5, interval: 100 }, shedDelay: { normal: 10_000 } });
+    const reasons: string[] = [];
+    limiter.on('shed', (e) => reasons.push(e.reason));
+    void limiter.execute(hold(clock, 10_000));
+    const ac = new AbortController();
+    const leaving = track(limiter.execute(async () => 1, { signal: ac.signal }));
+    await clock.advance(150);
+    const late = track(limiter.execute(async () => 2));
+    await clock.advance(6);
+    assert.ok(late.error instanceof OverloadedError && /standing queue/.test(late.error.message));
+    ac.abort(new Error('gone'));
+    await clock.settle();
+    assert.ok(leaving.settled);
+    assert.deepEqual(reasons, ['timeout']);
+    const { shed, queued, inFlight, admitted, waited } = limiter.stats();
+    assert.deepEqual({ shed, queued, inFlight, admitted, waited }, { shed: { busy: 0, delay: 0, full: 0, displaced: 0, timeout: 1 }, queued: 0, inFlight: 1, admitted: 1, waited: 0 });
+    await clock.advance(10_000);
+  });
+
+  test('an adaptive limit is read as it stands now', () => {
+    const clock = new VirtualClock();
+    const limiter = new ConcurrencyLimiter({ limit: new AimdLimit({ initial: 7, min: 1, max: 50 }), clock });
+    assert.equal(limiter.stats().limit, 7);
   });
 });

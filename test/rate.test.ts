@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { AbortedError, Cache, ConcurrencyLimiter, ConfigError, DeadlineExceededError, DeadlineGuard, OverloadedError, pipeline, type Priority, RateLimiter, type RateLimiterOptions, VirtualClock } from '../src/index.js';
+import { AbortedError, Cache, ConcurrencyLimiter, ConfigError, DeadlineExceededError, DeadlineGuard, OverloadedError, pipeline, type Priority, RateLimiter, type RateLimiterEvents, type RateLimiterOptions, VirtualClock } from '../src/index.js';
 import { track } from './helpers.js';
 
 const hold = (clock: VirtualClock, ms: number) => () => new Promise<void>((r) => clock.setTimer(r, ms));
@@ -364,5 +364,64 @@ describe('rate invariants (model-based)', () => {
       ),
       { numRuns: 150, seed: 20_250_101 },
     );
+  });
+});
+
+describe('stats: what an operator sees of a rate limiter, and why each call was refused', () => {
+  test('every refusal reason counted once, with its event; admitted and waited, with the wait each waiter paid for its token', async () => {
+    const clock = new VirtualClock();
+    const limiter = new RateLimiter({ rate: 4, burst: 1, maxQueue: 2, queueTimeout: 400, clock });
+    const refused: Parameters<RateLimiterEvents['refused']>[0][] = [];
+    const admitted: Parameters<RateLimiterEvents['admitted']>[0][] = [];
+    limiter.on('refused', (e) => refused.push(e));
+    limiter.on('admitted', (e) => admitted.push(e));
+    await limiter.execute(async () => 'a', { key: 'a' }); // the bucket's one token, at once: no event
+    await assert.rejects(limiter.execute(async () => 0, { key: 'busy', wait: false }), OverloadedError);
+    await assert.rejects(limiter.execute(async () => 0, { key: 'late', deadline: 0 }), DeadlineExceededError);
+    const b = limiter.execute(async () => 'b', { key: 'b' }); // its token accrues at 250
+    const c = track(limiter.execute(async () => 'c', { key: 'c', priority: 'low' })); // the queue is full
+    await assert.rejects(limiter.execute(async () => 0, { key: 'full', priority: 'low' }), /refused/);
+    const d = track(limiter.execute(async () => 'd', { key: 'd' })); // outranks c, which is displaced; its token would come at 500, past its 400 ms
+    await clock.settle();
+    assert.ok(c.error instanceof OverloadedError);
+    assert.deepEqual(limiter.stats(), { admitted: 1, waited: 0, queued: 2, refused: { busy: 1, full: 1, displaced: 1, timeout: 0, deadline: 1 } });
+    await clock.advance(400);
+    assert.equal(await b, 'b');
+    assert.ok(d.error instanceof OverloadedError && /waited 400 ms/.test(d.error.message));
+    const e = track(limiter.execute(async () => 'e', { key: 'e', deadline: 450 })); // its token comes at 500
+    await clock.advance(50);
+    assert.ok(e.error instanceof DeadlineExceededError);
+    const f = limiter.execute(async () => 'f', { key: 'f', priority: 'critical' });
+    await clock.advance(50);
+    assert.equal(await f, 'f');
+    assert.deepEqual(limiter.stats(), { admitted: 3, waited: 2, queued: 0, refused: { busy: 1, full: 1, displaced: 1, timeout: 1, deadline: 2 } });
+    assert.deepEqual(admitted, [
+      { key: 'b', priority: 'normal', waitedMs: 250 },
+      { key: 'f', priority: 'critical', waitedMs: 50 },
+    ]);
+    assert.deepEqual(
+      refused.map((r) => [r.key, r.priority, r.reason]),
+      [
+        ['busy', 'normal', 'busy'],
+        ['late', 'normal', 'deadline'],
+        ['full', 'low', 'full'],
+        ['c', 'low', 'displaced'],
+        ['d', 'normal', 'timeout'],
+        ['e', 'normal', 'deadline'],
+      ],
+    );
+  });
+
+  test("a caller's abort is no refusal", async () => {
+    const clock = new VirtualClock();
+    const limiter = new RateLimiter({ rate: 1, burst: 1, clock });
+    await limiter.execute(async () => 0);
+    const ac = new AbortController();
+    const waiting = track(limiter.execute(async () => 1, { signal: ac.signal }));
+    await clock.settle();
+    ac.abort(new Error('gone'));
+    await clock.settle();
+    assert.ok(waiting.error instanceof AbortedError);
+    assert.deepEqual(limiter.stats(), { admitted: 1, waited: 0, queued: 0, refused: { busy: 0, full: 0, displaced: 0, timeout: 0, deadline: 0 } });
   });
 });

@@ -29,6 +29,12 @@ function flaky(clock: Clock, failures: number, error: () => unknown = () => new 
   return { fn, calls };
 }
 
+/** The two abandonment counts of a Retry's stats, for tests about abandoned attempts. */
+function abandonment(retry: Retry): { abandoned: number; abandonedRunning: number } {
+  const { abandoned, abandonedRunning } = retry.stats();
+  return { abandoned, abandonedRunning };
+}
+
 const aborted = (() => {
   const ac = new AbortController();
   ac.abort(new Error('gone'));
@@ -318,10 +324,10 @@ describe('Retry', () => {
       assert.equal(clock.now(), 2_800);
       assert.deepEqual(seen.map((e) => [e.attempt, e.at]), [[1, 2_800]]);
       assert.ok(seen[0]!.reason instanceof LoadTimeoutError);
-      assert.deepEqual(retry.stats, { abandoned: 1, abandonedRunning: 1 });
+      assert.deepEqual(abandonment(retry), { abandoned: 1, abandonedRunning: 1 });
       await clock.advance(200);
       assert.ok(p.error instanceof LoadTimeoutError, 'the answer at 3.0 s never reaches the caller');
-      assert.deepEqual(retry.stats, { abandoned: 1, abandonedRunning: 0 });
+      assert.deepEqual(abandonment(retry), { abandoned: 1, abandonedRunning: 0 });
       assert.equal(clock.pendingTimers, 0);
     });
 
@@ -377,12 +383,12 @@ describe('Retry', () => {
       await clock.advance(2_800);
       assert.equal(u.starts.length, 2);
       assert.equal(roomy.retries, 1);
-      assert.deepEqual(r2.stats, { abandoned: 1, abandonedRunning: 1 });
+      assert.deepEqual(abandonment(r2), { abandoned: 1, abandonedRunning: 1 });
       await clock.advance(2_800);
       assert.ok(q.error instanceof LoadTimeoutError);
-      assert.deepEqual(r2.stats, { abandoned: 2, abandonedRunning: 1 }, 'attempt 1 answered at 3.0 s; attempt 2 still runs');
+      assert.deepEqual(abandonment(r2), { abandoned: 2, abandonedRunning: 1 }, 'attempt 1 answered at 3.0 s; attempt 2 still runs');
       await clock.runUntilIdle();
-      assert.deepEqual(r2.stats, { abandoned: 2, abandonedRunning: 0 });
+      assert.deepEqual(abandonment(r2), { abandoned: 2, abandonedRunning: 0 });
     });
 
     test('the deadline, an inherited deadline signal and a hard timeout on the signal end the attempt on time too', async () => {
@@ -407,9 +413,9 @@ describe('Retry', () => {
       const c = track(retry.execute(deaf(clock, 3_000).fn, { signal: ac.signal, deadline }));
       await clock.advance(500);
       assert.ok(c.error instanceof AbortedError && c.error.cause instanceof LoadTimeoutError, String(c.error));
-      assert.deepEqual(retry.stats, { abandoned: 3, abandonedRunning: 3 });
+      assert.deepEqual(abandonment(retry), { abandoned: 3, abandonedRunning: 3 });
       await clock.runUntilIdle();
-      assert.deepEqual(retry.stats, { abandoned: 3, abandonedRunning: 0 });
+      assert.deepEqual(abandonment(retry), { abandoned: 3, abandonedRunning: 0 });
       assert.equal(clock.pendingTimers, 0);
     });
   });
@@ -685,5 +691,60 @@ describe('no leaks', () => {
       assert.equal(getEventListeners(shared.signal, 'abort').length, 0);
     }
     assert.ok(ok > CALLS / 8);
+  });
+});
+
+describe('stats: what an operator sees of retries, their budget and deadlines', () => {
+  test('Retry: calls, the retries that started, and the retryable failures the budget refused', async () => {
+    const clock = new VirtualClock();
+    const budget = new RetryBudget({ clock, ratio: 0, minPerSecond: 0.2 }); // a floor of 2 retries in the window
+    const retry = new Retry({ clock, maxAttempts: 3, budget });
+    const once = flaky(clock, 1);
+    const p = retry.execute(once.fn);
+    await clock.runUntilIdle();
+    assert.equal(await p, 'ok'); // 1 retry, started
+    const ac = new AbortController();
+    const leave = retry.on('retry', () => ac.abort(new Error('gone')));
+    const left = track(retry.execute(flaky(clock, 5).fn, { signal: ac.signal }));
+    await clock.runUntilIdle();
+    assert.ok(left.error instanceof AbortedError); // a retry granted (the budget's second), never started
+    leave();
+    const always = track(retry.execute(flaky(clock, 5).fn));
+    await clock.runUntilIdle();
+    assert.equal((always.error as Error).message, 'boom'); // the budget is spent: refused
+    await assert.rejects(
+      retry.execute(async () => {
+        throw new OverloadedError('full');
+      }),
+      OverloadedError,
+    ); // never retried: no refusal of the budget's
+    assert.deepEqual(retry.stats(), { calls: 4, retries: 1, budgetRefusals: 1, abandoned: 0, abandonedRunning: 0 });
+    assert.deepEqual(budget.stats(), { requests: 4, retries: 2, available: 0 });
+  });
+
+  test('RetryBudget: the window as the bound sees it, and what may be spent now', async () => {
+    const clock = new VirtualClock();
+    const budget = new RetryBudget({ clock, window: 10_000, ratio: 0.2, minPerSecond: 1 });
+    for (let i = 0; i < 100; i++) budget.recordRequest();
+    for (let i = 0; i < 5; i++) assert.ok(budget.tryRetry());
+    assert.deepEqual(budget.stats(), { requests: 100, retries: 5, available: 25 });
+    await clock.advance(11_000);
+    assert.deepEqual(budget.stats(), { requests: 0, retries: 0, available: 10 });
+  });
+
+  test('DeadlineGuard: calls, and the ones refused or ended because their deadline passed (a caller leaving is not one)', async () => {
+    const clock = new VirtualClock();
+    const guard = new DeadlineGuard({ timeout: 100, clock });
+    assert.equal(await guard.execute(async () => 1), 1);
+    const ignoring = track(guard.execute(() => new Promise<never>(() => {})));
+    await clock.advance(100);
+    assert.ok(ignoring.error instanceof DeadlineExceededError); // ended at its deadline
+    await assert.rejects(guard.execute(async () => 1, { deadline: clock.now() }), DeadlineExceededError); // refused
+    const ac = new AbortController();
+    const left = track(guard.execute(() => new Promise<never>(() => {}), { signal: ac.signal }));
+    ac.abort(new Error('gone'));
+    await clock.settle();
+    assert.ok(left.error instanceof AbortedError);
+    assert.deepEqual(guard.stats(), { calls: 4, expired: 2 });
   });
 });

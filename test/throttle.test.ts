@@ -279,3 +279,23 @@ describe('AdaptiveThrottle', () => {
     assert.doesNotThrow(() => new AdaptiveThrottle({ k: 1 }));
   });
 });
+
+describe('stats: what an operator sees of a throttle', () => {
+  test("the window's counts the probability comes from, and every call seen and rejected since it was made", async () => {
+    const { clock, rig, set } = riggedClock();
+    const t = new AdaptiveThrottle({ clock: rig, k: 2, window: 10_000, buckets: 10 });
+    for (let i = 0; i < 10; i++) await call(t, refuse);
+    for (let i = 0; i < 3; i++) await call(t, accept);
+    assert.deepEqual(t.stats(), { requests: 13, accepts: 3, rejectionProbability: (13 - 6) / 14, calls: 13, rejected: 0 });
+    set(0.49);
+    assert.equal(await call(t, accept), 'local');
+    assert.equal(await call(t, accept), 'local');
+    const ac = new AbortController();
+    ac.abort(new Error('gone'));
+    set(0.999_999);
+    assert.equal(await call(t, () => Promise.reject(new Error('aborted')), ac.signal), 'error'); // seen, counted in no window field
+    assert.deepEqual(t.stats(), { requests: 15, accepts: 3, rejectionProbability: (15 - 6) / 16, calls: 16, rejected: 2 });
+    await clock.advance(11_000); // the window forgets; the totals do not
+    assert.deepEqual(t.stats(), { requests: 0, accepts: 0, rejectionProbability: 0, calls: 16, rejected: 2 });
+  });
+});

@@ -99,12 +99,49 @@ export interface BalancerSnapshot {
   readonly upstreams: readonly UpstreamSnapshot[];
 }
 
+/**
+ * What a {@link Balancer} is doing, from {@link Balancer.stats}. An operator
+ * reads in it whether the fleet is whole: `panic` true means the detector has
+ * taken out so many upstreams that traffic goes to all of them again (principle
+ * 5: never concentrate load on the few left); an upstream's `ejections`
+ * climbing is one that keeps failing; `unavailable` rising is calls shed
+ * because every upstream was saturated (`maxOutstanding`), which is overload
+ * answered by shedding rather than by a queue.
+ */
+export interface BalancerStats {
+  /** Routing to every upstream now, ejected and unhealthy ones included (see `panicThreshold`). */
+  readonly panic: boolean;
+  /** Calls routed to an upstream (`run` and `pick`), since the balancer was made. */
+  readonly picks: number;
+  /** Calls refused because no upstream was routable for their priority (all saturated), since the balancer was made. */
+  readonly unavailable: number;
+  /** Every upstream, in the order given. */
+  readonly upstreams: readonly {
+    readonly id: string;
+    /** Calls in flight to it now. */
+    readonly inFlight: number;
+    /** Ejected by outlier detection now (its time not up, or awaiting a passing health check). */
+    readonly ejected: boolean;
+    /** Inside its slow-start ramp now: it gets less than its weight's share. */
+    readonly slowStart: boolean;
+    /** Times it was ejected, since the balancer was made (the snapshot's `ejections` is the backoff multiplier, which decays). */
+    readonly ejections: number;
+    /** Its state now, as in {@link UpstreamSnapshot}: `unhealthy` is failing active health checks. */
+    readonly state: UpstreamSnapshot['state'];
+    /** Share of its weight it gets now: < 1 during slow start. */
+    readonly share: number;
+  }[];
+}
+
 /** Internal, mutable state of one upstream. Exposed to callers only as {@link PickedUpstream}. */
 class Slot<U> implements PickedUpstream<U> {
   outstanding = 0;
   ejected = false;
   awaitingCheck = false;
+  /** The ejection backoff's multiplier: decays while the upstream stays in. */
   ejections = 0;
+  /** Ejections since the balancer was made. */
+  timesEjected = 0;
   ejectedUntil = 0;
   restoredAt = 0;
   ejectionTimer: Timer | undefined = undefined;
@@ -127,6 +164,7 @@ class Slot<U> implements PickedUpstream<U> {
 /** The context of a call made without options: its signal never aborts. */
 const NO_OPTIONS = callContext();
 const MAX_DRAWS = 16;
+const NORMAL = priorityRank('normal');
 const defaultIsFailure = (): boolean => true;
 
 /**
@@ -173,6 +211,8 @@ export class Balancer<U> {
   private readonly slowStartTimers = new Set<Timer>();
   private windowStart: number;
   private closed = false;
+  private picks = 0;
+  private unavailable = 0;
 
   constructor(balancerOptions: BalancerOptions<U>) {
     if (balancerOptions === undefined) throw new ConfigError('Balancer needs options with its upstreams');
@@ -231,7 +271,7 @@ export class Balancer<U> {
     if (typeof fn !== 'function') throw notATask('Balancer', fn);
     // Checked before a slot is chosen: a slip of the caller's is no failure of an upstream.
     const { priority, signal } = options === undefined ? NO_OPTIONS : callContext(options);
-    const slot = this.choose(priorityRank(priority));
+    const slot = this.route(priorityRank(priority));
     if (slot === undefined) throw new OverloadedError(`balancer: every upstream is saturated for priority ${String(priority ?? 'normal')}; shed`);
     slot.outstanding++;
     let value: T;
@@ -253,7 +293,7 @@ export class Balancer<U> {
    * {@link start}/{@link finish}. Undefined when all are saturated.
    */
   pick(): PickedUpstream<U> | undefined {
-    return this.choose(200);
+    return this.route(NORMAL);
   }
 
   /** Marks a call to `picked` as started (counts toward its outstanding calls). */
@@ -271,20 +311,20 @@ export class Balancer<U> {
   /** The state of every upstream, in the order given. */
   snapshot(): BalancerSnapshot {
     const now = this.clock.now();
+    return { panic: this.panicking, upstreams: this.slots.map((s) => this.upstreamSnapshot(s, now)) };
+  }
+
+  /** What it has routed and refused since it was made, and each upstream now (see {@link BalancerStats}). */
+  stats(): BalancerStats {
+    const now = this.clock.now();
     return {
       panic: this.panicking,
-      upstreams: this.slots.map((s) => ({
-        id: s.id,
-        weight: s.weight,
-        state: s.ejected ? (s.awaitingCheck ? 'awaiting-check' : 'ejected') : s.passing ? 'healthy' : 'unhealthy',
-        outstanding: s.outstanding,
-        maxOutstanding: s.maxOutstanding,
-        ejections: s.ejections,
-        ejectedUntil: s.ejected ? s.ejectedUntil : undefined,
-        share: this.share(s, now),
-        consecutiveErrors: s.consecutiveErrors,
-        slow: this.health?.slow(s.index) ?? false,
-      })),
+      picks: this.picks,
+      unavailable: this.unavailable,
+      upstreams: this.slots.map((s) => {
+        const { id, outstanding, state, share } = this.upstreamSnapshot(s, now);
+        return { id, inFlight: outstanding, ejected: state === 'ejected' || state === 'awaiting-check', slowStart: share < 1, ejections: s.timesEjected, state, share };
+      }),
     };
   }
 
@@ -299,6 +339,29 @@ export class Balancer<U> {
     for (const t of this.slowStartTimers) t.cancel();
     this.slowStartTimers.clear();
     this.slowStarting = 0;
+  }
+
+  private upstreamSnapshot(s: Slot<U>, now: number): UpstreamSnapshot {
+    return {
+      id: s.id,
+      weight: s.weight,
+      state: s.ejected ? (s.awaitingCheck ? 'awaiting-check' : 'ejected') : s.passing ? 'healthy' : 'unhealthy',
+      outstanding: s.outstanding,
+      maxOutstanding: s.maxOutstanding,
+      ejections: s.ejections,
+      ejectedUntil: s.ejected ? s.ejectedUntil : undefined,
+      share: this.share(s, now),
+      consecutiveErrors: s.consecutiveErrors,
+      slow: this.health?.slow(s.index) ?? false,
+    };
+  }
+
+  /** {@link choose}, counted: every call that asks for an upstream is a pick or an unavailable. */
+  private route(rank: number): Slot<U> | undefined {
+    const slot = this.choose(rank);
+    if (slot === undefined) this.unavailable++;
+    else this.picks++;
+    return slot;
   }
 
   private slotOf(picked: PickedUpstream<U>): Slot<U> {
@@ -349,7 +412,7 @@ export class Balancer<U> {
 
   private available(s: Slot<U>, rank: number): boolean {
     if (s.maxOutstanding === Infinity) return true;
-    return s.outstanding < (rank < 200 ? Math.max(1, Math.floor(s.maxOutstanding * this.lowPriorityShare)) : s.maxOutstanding);
+    return s.outstanding < (rank < NORMAL ? Math.max(1, Math.floor(s.maxOutstanding * this.lowPriorityShare)) : s.maxOutstanding);
   }
 
   /** The overloaded case only: the least loaded upstream with room for this priority, if any. */
@@ -457,6 +520,7 @@ export class Balancer<U> {
     // The multiplier decays by one per base time spent in service, so an old ejection is forgiven.
     const forgiven = s.ejections === 0 ? 0 : Math.floor((now - s.restoredAt) / this.outliers.baseEjectionMs);
     s.ejections = Math.max(0, s.ejections - forgiven) + 1;
+    s.timesEjected++;
     const ms = ejectionMs(s.ejections, this.outliers);
     s.ejected = true;
     s.awaitingCheck = false;

@@ -8,10 +8,11 @@ import { checkGuard, type Guard } from '../guard/guard.js';
 import { ConcurrencyLimiter } from '../guard/limiter.js';
 import { type Priority } from '../guard/priority.js';
 import { MemoryStore } from '../stores/memory.js';
-import { type Clock, type Timer } from '../time/clock.js';
+import { type Clock, preciseNow, type Timer } from '../time/clock.js';
 import { shouldRefreshEarly } from './early-refresh.js';
 import { emptyEntry, type Entry } from './entry.js';
 import { HardTimeout } from './hard-timeout.js';
+import { CacheCounters, type CacheStats } from './stats.js';
 import { type CacheOptions, type LoadOptions, resolveCacheShape, resolveLoadOptions, type ResolvedLoadOptions } from './options.js';
 import { type Lookup, type Resolution, SharedTier } from './shared-tier.js';
 import { checkSnapshot, resolveRestoreOptions, type RestoreOptions, type RestoreSummary, type Snapshot, SNAPSHOT_FORMAT, SNAPSHOT_VERSION, type SnapshotEntry } from './snapshot.js';
@@ -39,12 +40,16 @@ export type StaleReason = 'revalidate' | 'error' | 'backoff' | 'timeout';
 
 /** Typed events of a {@link Cache}. Listeners run synchronously; what they throw is isolated. */
 export interface CacheEvents {
-  /** A load succeeded and its value was stored. */
+  /**
+   * A load by this process succeeded and its value was stored; `ms` is the
+   * load's time from its start (the origin budget's queue included), read
+   * precisely. Not emitted for `set`, a restore, or a copy from the shared tier.
+   */
   load: (e: { readonly key: string; readonly ms: number; readonly absent: boolean }) => void;
-  /** A load failed (error, rejection, timeout, refusal by the guard); the key now backs off. */
-  error: (e: { readonly key: string; readonly error: unknown; readonly failures: number; readonly retryInMs: number }) => void;
+  /** A load failed (error, rejection, timeout, refusal by the guard); the key now backs off. `ms`: the load's time until it failed. */
+  error: (e: { readonly key: string; readonly error: unknown; readonly failures: number; readonly retryInMs: number; readonly ms: number }) => void;
   /** A loaded value failed validation; it was dropped, the last known good kept, and the key backs off. */
-  invalid: (e: { readonly key: string; readonly reason: string; readonly issues: readonly unknown[] | undefined; readonly failures: number; readonly retryInMs: number }) => void;
+  invalid: (e: { readonly key: string; readonly reason: string; readonly issues: readonly unknown[] | undefined; readonly failures: number; readonly retryInMs: number; readonly ms: number }) => void;
   /** A value past its ttl was served. */
   stale: (e: { readonly key: string; readonly reason: StaleReason; readonly ageMs: number }) => void;
   /** An entry was pushed out to bound memory, or a value was too large to keep. */
@@ -105,7 +110,8 @@ export class Cache<V> {
   private readonly guard: Guard;
   private readonly ttlJitter: number;
   private readonly beta: number;
-  private readonly events = new Events<CacheEvents>();
+  private readonly events: Events<CacheEvents>;
+  private readonly counts = new CacheCounters();
   /** The shared tier (Redis), when configured. */
   private readonly shared: SharedTier | undefined;
   /**
@@ -128,6 +134,7 @@ export class Cache<V> {
     const options = optionsObject('Cache options', cacheOptions);
     const shape = resolveCacheShape(options as CacheOptions<unknown>);
     this.clock = clockOption('clock', options.clock);
+    this.events = new Events<CacheEvents>(optionalFunction('onListenerError', options.onListenerError));
     const clock = this.clock;
     this.random = () => clock.random();
     this.defaults = resolveLoadOptions(options);
@@ -141,7 +148,7 @@ export class Cache<V> {
       maxEntries: shape.maxEntries,
       maxBytes: options.maxBytes,
       sizeOf: size === undefined ? undefined : (e, key) => (e.hasValue ? size(e.value, key) : 1),
-      onEvict: (key) => this.events.emit('evict', { key, reason: 'capacity' }),
+      onEvict: (key) => this.evicted(key, 'capacity'),
     });
     this.shared =
       options.shared === undefined
@@ -184,6 +191,16 @@ export class Cache<V> {
   }
 
   /**
+   * What this cache has done since it was made, and holds now (see
+   * {@link CacheStats}): a plain object, cheap to take, read by
+   * `damper/otel` at each collection. Keeping it costs the hit path one
+   * increment and nothing else.
+   */
+  stats(): CacheStats {
+    return this.counts.snapshot(this.store.size, this.flights.size, this.shared?.stats());
+  }
+
+  /**
    * Returns the value of `key`, loading it through `loader` when it is missing
    * or expired. Concurrent calls for one key share one load. While the key is
    * stale, its value is returned at once and refreshed in the background; when
@@ -210,6 +227,7 @@ export class Cache<V> {
         if (this.beta > 0 && shouldRefreshEarly(now, entry.freshUntil, entry.loadMs, this.beta, this.random)) {
           this.refresh(key, entry, loader, now);
         }
+        this.counts.hits++;
         return entry.value;
       }
     }
@@ -251,7 +269,7 @@ export class Cache<V> {
     }
     this.supersede(key);
     const fresh = this.freshFor(stored, o);
-    this.commit(key, stored, fresh, fresh + o.staleFor, 0);
+    this.commit(key, stored, fresh, fresh + o.staleFor, 0, 'set');
     await this.shared?.write(key, stored, fresh, o.staleFor);
   }
 
@@ -368,7 +386,7 @@ export class Cache<V> {
       }
       const entry: Entry<V> = { value, hasValue: true, freshUntil: start + fresh, staleUntil: start + servable, loadMs: 0, failures: prev?.failures ?? 0, retryAt: prev?.retryAt ?? 0, error: prev?.error };
       if (this.store.set(e.key, entry)) restored++;
-      else this.events.emit('evict', { key: e.key, reason: 'oversize' });
+      else this.evicted(e.key, 'oversize');
     }
     return { restored, invalid, expired, kept };
   }
@@ -390,7 +408,10 @@ export class Cache<V> {
   }
 
   private async miss(key: string, entry: Entry<V> | undefined, loader: Loader<V>, o: ResolvedLoadOptions): Promise<V> {
-    if (o.signal?.aborted === true) throw new AbortedError(`get("${key}") aborted before it started`, o.signal.reason);
+    if (o.signal?.aborted === true) {
+      this.counts.errors++;
+      throw new AbortedError(`get("${key}") aborted before it started`, o.signal.reason);
+    }
     const now = this.clock.now();
     const servable = entry !== undefined && entry.hasValue && now < entry.staleUntil ? entry : undefined;
 
@@ -398,13 +419,17 @@ export class Cache<V> {
     // from memory, do not touch the origin. A deferral only ever covers a key
     // with a value; if that value has since aged out, look again now.
     if (entry !== undefined && now < entry.retryAt && (servable !== undefined || entry.failures > 0)) {
+      this.counts.backoffRefusals++;
       if (servable !== undefined) return this.serveStale(key, servable, 'backoff', now);
+      this.counts.errors++;
       throw entry.error;
     }
 
     // Queue for the origin budget only if this caller will wait for the result.
-    const flight = this.flights.get(key) ?? this.start(key, entry, loader, o, servable === undefined || !o.staleWhileRevalidate);
+    const joined = this.flights.get(key);
+    const flight = joined ?? this.start(key, entry, loader, o, servable === undefined || !o.staleWhileRevalidate);
     if (servable !== undefined && o.staleWhileRevalidate) return this.serveStale(key, servable, 'revalidate', now);
+    if (joined !== undefined) this.counts.coalesced++;
     return this.wait(key, flight, o, servable !== undefined);
   }
 
@@ -430,8 +455,9 @@ export class Cache<V> {
    * attempt that could not finish in time.
    */
   private async run(key: string, flight: Flight<V>, loader: Loader<V>, o: ResolvedLoadOptions, entry: Entry<V> | undefined, wait: boolean): Promise<Outcome<V>> {
-    const started = this.clock.now();
-    const deadline = started + o.loadTimeout;
+    // Durations read the clock precisely (a load of 0.36 ms is not 0 ms); deadlines read it as every decision does.
+    const started = preciseNow(this.clock);
+    const deadline = this.clock.now() + o.loadTimeout;
     const accept = this.acceptBy(deadline);
     let first: Lookup<V> | undefined;
     if (this.shared !== undefined && !flight.early) {
@@ -440,7 +466,7 @@ export class Cache<V> {
       // limit bounds the read), so none is made: this is the L2 hit path.
       first = await this.shared.lookup(key, accept);
       if (first.kind === 'hit') {
-        const outcome = this.settle(key, flight, first, o);
+        const outcome = this.settle(key, flight, first, o, started);
         if (this.flights.get(key) === flight) this.flights.delete(key);
         return outcome;
       }
@@ -464,18 +490,18 @@ export class Cache<V> {
           accept,
           load,
         }, first);
-        return this.settle(key, flight, resolution, o);
+        return this.settle(key, flight, resolution, o, started);
       }
       const value = await load();
       if (!flight.superseded) {
         const fresh = this.freshFor(value, o);
-        this.commit(key, value, fresh, fresh + o.staleFor, this.clock.now() - started);
+        this.commit(key, value, fresh, fresh + o.staleFor, preciseNow(this.clock) - started, 'load');
       }
       return { ok: true, value };
     } catch (thrown) {
       // Past the hard timeout, whatever a guard rejected with, the cause is the timeout.
       const error = hard.expired ?? thrown;
-      if (!flight.superseded && !(flight.warm && error instanceof OverloadedError)) this.fail(key, error);
+      if (!flight.superseded && !(flight.warm && error instanceof OverloadedError)) this.fail(key, error, preciseNow(this.clock) - started);
       return { ok: false, error };
     } finally {
       hard.cancel();
@@ -492,30 +518,33 @@ export class Cache<V> {
     // The hard timeout covers validation too: an async validator that never settles ends with the load's LoadTimeoutError.
     // A synchronous verdict is awaited all the same: one microtask, as before this bound, so the lab's replays keep their order of events.
     const verdict = await (checked instanceof Promise ? verdictBefore(checked, hard.signal) : Promise.resolve(checked));
-    if (!verdict.ok) throw new ValidationError(key, verdict.reason, verdict.issues);
+    if (!verdict.ok) {
+      this.counts.validationRejections++;
+      throw new ValidationError(key, verdict.reason, verdict.issues);
+    }
     return verdict.value;
   }
 
   /** Applies what the shared tier decided to this process's memory, and turns it into the flight's outcome. */
-  private settle(key: string, flight: Flight<V>, r: Resolution<V>, o: ResolvedLoadOptions): Outcome<V> {
+  private settle(key: string, flight: Flight<V>, r: Resolution<V>, o: ResolvedLoadOptions, started: number): Outcome<V> {
     const keep = !flight.superseded;
     switch (r.kind) {
       case 'hit':
-        if (keep) this.commit(key, r.value, r.freshMs, r.servableMs, r.loadMs, false);
+        if (keep) this.commit(key, r.value, r.freshMs, r.servableMs, r.loadMs, 'shared');
         return { ok: true, value: r.value };
       case 'loaded':
-        if (keep && r.keep) this.commit(key, r.value, r.freshMs, r.freshMs + o.staleFor, r.loadMs);
+        if (keep && r.keep) this.commit(key, r.value, r.freshMs, r.freshMs + o.staleFor, r.loadMs, 'load');
         return { ok: true, value: r.value };
       case 'stale':
         // Another process refreshes it: keep the shared (newest) copy, stale, and look again later.
-        if (keep) this.commit(key, r.value, 0, r.servableMs, r.loadMs, false);
+        if (keep) this.commit(key, r.value, 0, r.servableMs, r.loadMs, 'shared');
         this.defer(key, r.retryInMs);
         return { ok: true, value: r.value };
       case 'deferred':
         this.defer(key, r.retryInMs);
         return { ok: false, error: r.error };
       case 'failed':
-        if (keep && !(flight.warm && r.error instanceof OverloadedError)) this.fail(key, r.error, r.failures, r.retryInMs);
+        if (keep && !(flight.warm && r.error instanceof OverloadedError)) this.fail(key, r.error, preciseNow(this.clock) - started, r.failures, r.retryInMs);
         return { ok: false, error: r.error };
     }
   }
@@ -530,8 +559,14 @@ export class Cache<V> {
         reject(isError(signal.reason) ? signal.reason : new AbortedError(`load of "${key}" aborted`, signal.reason));
         return;
       }
+      this.counts.loads++;
+      let settled = false;
       const settle = (ok: boolean, v: unknown): void => {
+        // The first outcome counts: a loader that answers after its abort changes nothing.
+        if (settled) return;
+        settled = true;
         unsubscribe();
+        if (!ok) this.counts.loadErrors++;
         if (ok) resolve(v as V);
         // Whatever the loader threw, the load settles: a value that is no Error (or will not say) becomes a LoaderError.
         else reject(isError(v) ? v : new LoaderError(key, v));
@@ -565,6 +600,7 @@ export class Cache<V> {
       };
       const onAbort = (): void => {
         leave();
+        this.counts.errors++;
         reject(new AbortedError(`get("${key}") aborted while waiting for its load`, signal?.reason));
       };
       // Leaving early: serve the stale value if it is still within its window, else fail this caller only.
@@ -572,8 +608,12 @@ export class Cache<V> {
         leave();
         const entry = this.store.peek(key);
         const now = this.clock.now();
-        if (entry !== undefined && entry.hasValue && now < entry.staleUntil) resolve(this.serveStale(key, entry, 'timeout', now));
-        else reject(error);
+        if (entry !== undefined && entry.hasValue && now < entry.staleUntil) {
+          resolve(this.serveStale(key, entry, 'timeout', now));
+        } else {
+          this.counts.errors++;
+          reject(error);
+        }
       };
       signal?.addEventListener('abort', onAbort, { once: true });
       if (o.waitTimeout !== undefined) timers.push(this.clock.setTimer(() => giveUp(new LoadTimeoutError(key, o.waitTimeout as number, 'wait')), o.waitTimeout));
@@ -592,14 +632,19 @@ export class Cache<V> {
 
   /** What a waiting caller gets from a finished load: its value, else the stale value within its window, else the error. */
   private answer(key: string, outcome: Outcome<V>): V {
-    if (outcome.ok) return outcome.value;
+    if (outcome.ok) {
+      this.counts.misses++;
+      return outcome.value;
+    }
     const entry = this.store.peek(key);
     const now = this.clock.now();
     if (entry !== undefined && entry.hasValue && now < entry.staleUntil) return this.serveStale(key, entry, 'error', now);
+    this.counts.errors++;
     throw outcome.error;
   }
 
   private serveStale(key: string, entry: Entry<V>, reason: StaleReason, now: number): V {
+    this.counts.stale++;
     if (this.events.has('stale')) this.events.emit('stale', { key, reason, ageMs: now - entry.freshUntil });
     return entry.value;
   }
@@ -614,17 +659,20 @@ export class Cache<V> {
    * Stores a good value, fresh for `freshMs` and servable for `servableMs`
    * from now, backoff cleared. While the shared tier's bus is lost, nothing is
    * fresh for longer than `freshWithoutBus`: an invalidation could not reach us.
+   * Only a value this process loaded is a `load` event: a `set` or a copy from
+   * the shared tier took no load here, and a `load` with `ms: 0` would drag
+   * down every load-duration histogram built on the event.
    */
-  private commit(key: string, value: V, freshMs: number, servableMs: number, loadMs: number, loaded = true): void {
+  private commit(key: string, value: V, freshMs: number, servableMs: number, loadMs: number, source: 'load' | 'shared' | 'set'): void {
     const now = this.clock.now();
     const fresh = this.shared !== undefined && !this.shared.busUp ? Math.min(freshMs, this.shared.freshWithoutBus) : freshMs;
     const entry: Entry<V> = { value, hasValue: true, freshUntil: now + fresh, staleUntil: now + servableMs, loadMs, failures: 0, retryAt: 0, error: undefined };
     assert(fresh >= 0 && entry.staleUntil >= entry.freshUntil, 'a stale window starts where freshness ends');
     if (!this.store.set(key, entry)) {
       this.store.delete(key);
-      this.events.emit('evict', { key, reason: 'oversize' });
+      this.evicted(key, 'oversize');
     }
-    if (loaded && this.events.has('load')) this.events.emit('load', { key, ms: loadMs, absent: value === undefined });
+    if (source === 'load' && this.events.has('load')) this.events.emit('load', { key, ms: loadMs, absent: value === undefined });
   }
 
   /** No load for `key` before `ms` from now, without counting a failure (the shared tier asked us to look again later). */
@@ -662,7 +710,7 @@ export class Cache<V> {
    * value (principle 1). The key backs off for a capped, jittered, growing
    * delay (principle 3).
    */
-  private fail(key: string, error: unknown, failures?: number, retryInMs?: number): void {
+  private fail(key: string, error: unknown, ms: number, failures?: number, retryInMs?: number): void {
     const now = this.clock.now();
     let entry = this.store.peek(key);
     if (entry === undefined) {
@@ -680,10 +728,15 @@ export class Cache<V> {
     entry.retryAt = now + delay;
     entry.error = error;
     if (error instanceof ValidationError) {
-      this.events.emit('invalid', { key, reason: error.reason, issues: error.issues, failures: entry.failures, retryInMs: delay });
+      this.events.emit('invalid', { key, reason: error.reason, issues: error.issues, failures: entry.failures, retryInMs: delay, ms });
     } else {
-      this.events.emit('error', { key, error, failures: entry.failures, retryInMs: delay });
+      this.events.emit('error', { key, error, failures: entry.failures, retryInMs: delay, ms });
     }
+  }
+
+  private evicted(key: string, reason: 'capacity' | 'oversize'): void {
+    this.counts.evictions++;
+    this.events.emit('evict', { key, reason });
   }
 
   private supersede(key: string): void {

@@ -92,6 +92,13 @@ export interface CacheOptions<V> extends Omit<LoadOptions, 'signal' | 'waitTimeo
   /** Time, timers and randomness. Default `systemClock`. */
   clock?: Clock;
   /**
+   * Told what an event listener threw, and the event's name. A listener's
+   * throw never reaches the cache (an observer must not corrupt what it
+   * observes), so this is where it shows. Default: a process warning
+   * (`DAMPER_LISTENER_ERROR`), so a broken listener is never silent.
+   */
+  onListenerError?: (error: unknown, event: string) => void;
+  /**
    * The shared tier (L2), e.g. `{ store: new RedisStore({ client }) }`: values
    * shared by every process, cluster-wide leases so one process loads a key,
    * an invalidation bus for `set`/`delete`, and fail-closed rules when the

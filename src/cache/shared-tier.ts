@@ -4,9 +4,10 @@ import { CircuitBreaker, type CircuitBreakerOptions } from '../guard/breaker.js'
 import { type GuardContext } from '../guard/guard.js';
 import { type LeaseGrant, type SharedBackend } from '../stores/backend.js';
 import { type CorruptReason, decodeEnvelope, encodeEnvelope } from '../stores/envelope.js';
-import { type Clock, type Timer } from '../time/clock.js';
+import { type Clock, preciseNow, type Timer } from '../time/clock.js';
 import { type HardTimeout } from './hard-timeout.js';
 import { LeaseWaiters } from './lease.js';
+import { type SharedTierStats } from './stats.js';
 import { type Verdict } from './validate.js';
 
 /** Options of the shared tier: `new Cache({ shared: { store, … } })`. */
@@ -168,6 +169,11 @@ export class SharedTier {
   /** Store calls in flight, for the time-limit sweep. */
   private readonly pending = new Set<PendingCall>();
   private sweeper: Timer | undefined;
+  /** For {@link stats}: plain counts, bumped where each happens. */
+  private reads = 0;
+  private hits = 0;
+  private errors = 0;
+  private leaseWaits = 0;
 
   constructor(sharedOptions: SharedTierOptions, clock: Clock, hooks: SharedTierHooks) {
     if (sharedOptions === undefined) throw new ConfigError('shared must be an object with a `store`');
@@ -203,6 +209,11 @@ export class SharedTier {
   /** True while this process hears its own heartbeats: invalidations from other processes reach it. */
   get busUp(): boolean {
     return this.up;
+  }
+
+  /** What this tier has done, and its bus now (a cache's `stats().shared`). */
+  stats(): SharedTierStats {
+    return { reads: this.reads, hits: this.hits, errors: this.errors, leaseWaits: this.leaseWaits, busUp: this.up };
   }
 
   /** Stops the heartbeat and leaves the bus. The store itself is the caller's to close. */
@@ -257,6 +268,7 @@ export class SharedTier {
       if (r.servable) return { kind: 'deferred', error: new LeaseBackoffError(r.key, held.ttlMs, held.failures), retryInMs };
       if (held.holder === 'failed') return { kind: 'failed', error: new LeaseBackoffError(r.key, held.ttlMs, held.failures), failures: held.failures, retryInMs: held.ttlMs };
       // Nothing to serve: wait for the holder's fill (the bus wakes us) or a bounded poll.
+      this.leaseWaits++;
       await this.waiters.wait(r.key, Math.min(poll, held.ttlMs, Math.max(0, r.deadline - this.clock.now())), r.hard.signal, this.clock);
       poll = Math.min(poll * 2, this.leasePoll);
       seen = undefined;
@@ -300,19 +312,23 @@ export class SharedTier {
    * load would need.
    */
   async lookup<V>(key: string, accept: (value: unknown) => Verdict<V> | Promise<Verdict<V>>): Promise<Lookup<V>> {
+    this.reads++;
     const read = await this.call('read', () => this.store.read(this.keyOf(key)));
     if (!read.ok) return { kind: 'unavailable', error: read.error };
     if (read.value === undefined) return { kind: 'none' };
     const found = await this.decode(key, accept, read.value.value);
     if (found === undefined) return { kind: 'none' };
     const freshMs = read.value.ttlMs - found.staleFor;
-    if (freshMs > 0) return { kind: 'hit', value: found.value, freshMs, servableMs: read.value.ttlMs, loadMs: found.loadMs };
+    if (freshMs > 0) {
+      this.hits++;
+      return { kind: 'hit', value: found.value, freshMs, servableMs: read.value.ttlMs, loadMs: found.loadMs };
+    }
     return { kind: 'stale', value: found.value, servableMs: read.value.ttlMs, loadMs: found.loadMs };
   }
 
   /** This process holds the lease: load, then fill (or leave a failure marker). */
   private async holdLease<V>(r: ResolveRequest<V>, token: string, clusterFailures: number): Promise<Resolution<V>> {
-    const started = this.clock.now();
+    const started = preciseNow(this.clock);
     let value: V;
     try {
       value = await r.load();
@@ -329,7 +345,7 @@ export class SharedTier {
       if (marked.ok && marked.value) await this.announce('x', r.key);
       return { kind: 'failed', error, failures, retryInMs };
     }
-    const loadMs = this.clock.now() - started;
+    const loadMs = preciseNow(this.clock) - started;
     const freshMs = r.freshFor(value);
     const text = this.encode(r.key, value, r.staleFor, loadMs);
     if (text === undefined) {
@@ -350,10 +366,10 @@ export class SharedTier {
    */
   private async unavailable<V>(r: ResolveRequest<V>, error: DamperError): Promise<Resolution<V>> {
     if (r.servable) return this.deferred(error);
-    const started = this.clock.now();
+    const started = preciseNow(this.clock);
     try {
       const value = await r.load();
-      return { kind: 'loaded', value, freshMs: r.freshFor(value), loadMs: this.clock.now() - started, keep: true };
+      return { kind: 'loaded', value, freshMs: r.freshFor(value), loadMs: preciseNow(this.clock) - started, keep: true };
     } catch (loadError) {
       const failures = r.failures + 1;
       return { kind: 'failed', error: loadError, failures, retryInMs: r.backoff(failures) };
@@ -427,6 +443,7 @@ export class SharedTier {
       return { ok: true, value };
     } catch (error) {
       const e = error instanceof SharedTierError ? error : new SharedTierError(operation, error);
+      this.errors++;
       this.hooks.error(operation, e);
       return { ok: false, error: e };
     }

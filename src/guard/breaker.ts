@@ -38,6 +38,41 @@ export interface BreakerEvents {
   failure: (event: { key: string; error: unknown; state: 'closed' | 'half-open' }) => void;
 }
 
+/**
+ * What a {@link CircuitBreaker} has seen, from {@link CircuitBreaker.stats}.
+ * An operator reads in it whether the breaker is protecting the dependency or
+ * the dependency's callers are paying for it: `rejected` climbing is the
+ * traffic the breaker spared a failing dependency (and the callers that got
+ * stale values or errors instead); `failed` over `succeeded` is what tripped
+ * it; `trips` counting up while `state` flaps between open and half-open is a
+ * dependency that fails its probes, not a breaker that is too eager.
+ */
+export interface BreakerStats {
+  /** Where the breaker is now. An open breaker whose interval has passed reads `open` until the next call. */
+  readonly state: BreakerState;
+  /** Calls counted in the window (the rate rules' denominator; 0 when both rate rules are off). */
+  readonly calls: number;
+  /** Of those, the failures. */
+  readonly failures: number;
+  /** Of those, the ones slower than `slowCallMs` (only counted with the slow-call rule on). */
+  readonly slow: number;
+  /** Failures in a row now, against `consecutiveFailures`. */
+  readonly consecutiveFailures: number;
+  /** Times the breaker opened (by a rule or a failed probe), since it was made. */
+  readonly trips: number;
+  /** Calls that ran and whose outcome was recorded as a success (an error `isFailure` excuses included), since it was made. */
+  readonly succeeded: number;
+  /** Calls that ran and counted as failures (a failed or slow or timed-out probe included), since it was made. */
+  readonly failed: number;
+  /**
+   * Calls refused without running (open, or half-open with its probes out),
+   * since it was made. A call the caller aborted, or whose outcome arrived
+   * after a transition (see the epoch, on {@link CircuitBreaker}), is in none
+   * of `succeeded`, `failed` and `rejected`.
+   */
+  readonly rejected: number;
+}
+
 /** Options for {@link CircuitBreaker}. Every rule names the outage it is for. */
 export interface CircuitBreakerOptions {
   /**
@@ -198,6 +233,11 @@ export class CircuitBreaker implements Guard {
   /** Trips since the breaker last closed: the exponent of the open interval. */
   private trips = 0;
   private consecutive = 0;
+  // Cumulative counters for stats(): one increment where each event happens.
+  private tripsTotal = 0;
+  private succeeded = 0;
+  private failed = 0;
+  private rejected = 0;
 
   // The sliding window: a ring of `windowBuckets` buckets of `bucketMs` each,
   // with running totals, so a rate is two reads and a division.
@@ -256,10 +296,20 @@ export class CircuitBreaker implements Guard {
     return this.current.name;
   }
 
-  /** What the window and counters hold now (for metrics and tests). */
-  get stats(): { calls: number; failures: number; slow: number; consecutiveFailures: number; trips: number } {
+  /** What the window holds now and what the breaker has done since it was made (see {@link BreakerStats}). */
+  stats(): BreakerStats {
     if (!Number.isNaN(this.headStart)) this.rotate(this.clock.now());
-    return { calls: this.calls, failures: this.failures, slow: this.slow, consecutiveFailures: this.consecutive, trips: this.trips };
+    return {
+      state: this.current.name,
+      calls: this.calls,
+      failures: this.failures,
+      slow: this.slow,
+      consecutiveFailures: this.consecutive,
+      trips: this.tripsTotal,
+      succeeded: this.succeeded,
+      failed: this.failed,
+      rejected: this.rejected,
+    };
   }
 
   /** Subscribes; returns the unsubscribe function. */
@@ -365,10 +415,13 @@ export class CircuitBreaker implements Guard {
 
   private recordClosed(outcome: Outcome, now: number, slow: boolean, key: string, error: unknown): void {
     if (outcome === OUT_IGNORED) return;
-    if (outcome === OUT_SUCCESS) this.consecutive = 0;
-    else {
+    if (outcome === OUT_SUCCESS) {
+      this.consecutive = 0;
+      this.succeeded++;
+    } else {
       assert.equal(this.current, CLOSED);
       this.consecutive++;
+      this.failed++;
       if (this.events.has('failure')) this.events.emit('failure', { key, error, state: 'closed' });
     }
     if (this.rateRules) {
@@ -441,6 +494,7 @@ export class CircuitBreaker implements Guard {
 
   private trip(reason: BreakerReason): void {
     this.trips++;
+    this.tripsTotal++;
     const interval = this.backoff.delay(this.trips, () => this.clock.random());
     this.transition({ name: 'open', until: this.clock.now() + interval, interval }, reason);
   }
@@ -476,6 +530,7 @@ export class CircuitBreaker implements Guard {
   }
 
   private refuse<T>(key: string, state: 'open' | 'half-open', retryAfterMs: number | undefined): Promise<T> {
+    this.rejected++;
     if (this.events.has('rejected')) this.events.emit('rejected', { key, state, retryAfterMs });
     const why = state === 'open' ? (retryAfterMs === undefined ? 'isolated' : `open for another ${Math.ceil(retryAfterMs)} ms`) : `half-open with its ${this.halfOpenProbes} probe(s) taken`;
     return Promise.reject(new BreakerOpenError(`circuit breaker ${why}: call for key "${key}" refused`, retryAfterMs));
@@ -538,10 +593,12 @@ export class CircuitBreaker implements Guard {
       s.admitted--;
       assert.ok(s.admitted >= s.succeeded);
     } else if (outcome === OUT_FAILURE) {
+      this.failed++;
       if (this.events.has('failure')) this.events.emit('failure', { key, error, state: 'half-open' });
       this.trip(reason);
     } else {
       s.succeeded++;
+      this.succeeded++;
       assert.ok(s.succeeded <= s.admitted && s.admitted <= this.halfOpenProbes);
       if (s.succeeded === this.halfOpenProbes) this.transition(CLOSED, 'probes-succeeded');
     }

@@ -25,6 +25,22 @@ export interface RetryBudgetOptions {
   clock?: Clock;
 }
 
+/**
+ * What a {@link RetryBudget} holds now, from {@link RetryBudget.stats}. An
+ * operator reads in it how close the callers of one dependency are to the
+ * bound: `available` at 0 means every further retryable failure fails at
+ * once (the budget is what stops the storm); `retries` against `requests` is
+ * the extra load retries put on the dependency in the window.
+ */
+export interface RetryBudgetStats {
+  /** Requests counted in the window (its whole buckets). */
+  readonly requests: number;
+  /** Retries spent in the window (and the bucket before it). */
+  readonly retries: number;
+  /** Whole retries that may be spent now. */
+  readonly available: number;
+}
+
 const REQUESTS = 0;
 const RETRIES = 1;
 // Float slack for ratio × requests (0.29 × 100 is 28.999999999999996).
@@ -87,6 +103,11 @@ export class RetryBudget {
     if (this.counts.sum(RETRIES) + 1 > this.allowance() + EPSILON) return false;
     this.counts.add(RETRIES);
     return true;
+  }
+
+  /** The window's counts and what may be spent now (see {@link RetryBudgetStats}). */
+  stats(): RetryBudgetStats {
+    return { requests: this.requests, retries: this.retries, available: this.available };
   }
 
   /** Whole retries that {@link tryRetry} would grant now. */

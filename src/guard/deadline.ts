@@ -124,6 +124,20 @@ export interface DeadlineGuardOptions {
 }
 
 /**
+ * What a {@link DeadlineGuard} has done, from {@link DeadlineGuard.stats},
+ * since it was made. An operator reads `expired / calls` as the share of work
+ * that could not finish in the time its callers gave it: a dependency slower
+ * than the promise made at the edge, answered with a fast failure instead of
+ * work nobody waits for.
+ */
+export interface DeadlineGuardStats {
+  /** Calls into `run`. */
+  readonly calls: number;
+  /** Calls this guard refused (the deadline had passed on arrival) or ended (it passed while they ran) with `DeadlineExceededError`. */
+  readonly expired: number;
+}
+
+/**
  * Gives every call a deadline of `timeout` from now, or keeps the caller's if
  * it is earlier, and fails the call with {@link DeadlineExceededError} the
  * moment it passes: the task's signal is aborted and the caller is answered at
@@ -135,11 +149,18 @@ export interface DeadlineGuardOptions {
 export class DeadlineGuard implements Guard {
   readonly timeout: number;
   private readonly clock: Clock;
+  private calls = 0;
+  private expired = 0;
 
   constructor(guardOptions: DeadlineGuardOptions) {
     const options = optionsObject('DeadlineGuard options', guardOptions);
     this.timeout = duration('timeout', options.timeout, { positive: true, timer: true });
     this.clock = clockOption('clock', options.clock);
+  }
+
+  /** Calls seen and expired since the guard was made (see {@link DeadlineGuardStats}). */
+  stats(): DeadlineGuardStats {
+    return { calls: this.calls, expired: this.expired };
   }
 
   /** Runs `fn` under the deadline, outside any cache. */
@@ -149,17 +170,24 @@ export class DeadlineGuard implements Guard {
 
   run<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext): Promise<T> {
     if (typeof task !== 'function') return Promise.reject(notATask('DeadlineGuard', task));
+    this.calls++;
     const now = this.clock.now();
     const at = Math.min(now + this.timeout, effectiveDeadline(context) ?? Infinity);
     if (context.signal.aborted) return Promise.reject(new AbortedError(`call for key "${context.key}" aborted`, context.signal.reason));
-    if (at <= now) return Promise.reject(new DeadlineExceededError(`deadline for key "${context.key}" passed before the call started`));
+    if (at <= now) {
+      this.expired++;
+      return Promise.reject(new DeadlineExceededError(`deadline for key "${context.key}" passed before the call started`));
+    }
     return new Promise<T>((resolve, reject) => {
       const scoped = scopedSignal(
         this.clock,
         context.signal,
         at,
         () => new DeadlineExceededError(`call for key "${context.key}" passed its deadline`),
-        () => reject(scoped.timedOut ? scoped.signal.reason : new AbortedError(`call for key "${context.key}" aborted`, scoped.signal.reason)),
+        () => {
+          if (scoped.timedOut) this.expired++;
+          reject(scoped.timedOut ? scoped.signal.reason : new AbortedError(`call for key "${context.key}" aborted`, scoped.signal.reason));
+        },
       );
       const { signal } = scoped;
       const done = (): void => scoped.dispose();

@@ -1,4 +1,16 @@
 import assert from 'node:assert/strict';
+import { type Priority } from './priority.js';
+
+/** A call that waited in a queue of a limiter (`ConcurrencyLimiter`, `RateLimiter`), as their events tell of it. */
+export interface QueuedCall {
+  readonly key: string;
+  readonly priority: Priority;
+}
+
+/** A queued call that got what it waited for after `waitedMs`: the queueing delay, which calls admitted at once never pay (they have no event). */
+export interface QueueAdmission extends QueuedCall {
+  readonly waitedMs: number;
+}
 
 /**
  * Callers waiting for a guard, by priority: one lane per rank, highest rank

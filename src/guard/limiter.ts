@@ -1,11 +1,12 @@
 import { type Clock, type Timer } from '../time/clock.js';
 import { clockOption, duration, hasMethods, integer, oneOf, optionsObject, or } from '../config.js';
 import { AbortedError, ConfigError, type DamperError, OverloadedError } from '../errors.js';
+import { Events } from '../events.js';
 import { onAbort } from './abort.js';
 import { type CallOptions, type Guard, type GuardContext, guarded, notATask } from './guard.js';
 import { type LimitAlgorithm } from './limit-algorithms.js';
-import { PriorityLanes } from './lanes.js';
-import { priorityRank } from './priority.js';
+import { PriorityLanes, type QueueAdmission, type QueuedCall } from './lanes.js';
+import { type Priority, priorityRank } from './priority.js';
 
 /** Queueing delay (ms) beyond which arrivals of a priority are shed at once. */
 export interface ShedDelays {
@@ -47,7 +48,53 @@ export interface ConcurrencyLimiterOptions {
   clock?: Clock;
 }
 
-interface Waiter {
+/**
+ * Why a {@link ConcurrencyLimiter} refused a call (an `OverloadedError` each):
+ * - `busy`: no slot free and the caller would not wait (`wait: false`, a
+ *   refresh while a stale value is served): not queued.
+ * - `delay`: the queueing delay (the oldest waiter's age) was above the
+ *   call's priority's `shedDelay`: refused on arrival.
+ * - `full`: the queue held `maxQueue` and the call did not outrank its lowest waiter.
+ * - `displaced`: a queued call pushed out of a full queue by one of higher priority.
+ * - `timeout`: a queued call that waited `queueTimeout`, or CoDel's shorter
+ *   `target` when it joined a standing queue.
+ *
+ * A caller's own abort is no shed: it is counted nowhere.
+ */
+export type ShedReason = 'busy' | 'delay' | 'full' | 'displaced' | 'timeout';
+
+/**
+ * What a {@link ConcurrencyLimiter} is doing, from {@link ConcurrencyLimiter.stats}.
+ * An operator reads in it where the overload goes: `inFlight` pinned at
+ * `limit` with `queued` rising is a dependency slower than its traffic;
+ * `shed.delay` and `shed.timeout` say callers were refused rather than left
+ * waiting until they gave up (the Discord 2019 herd had no such bound);
+ * `waited` over `admitted` is the share of calls that paid a queueing delay.
+ */
+export interface ConcurrencyLimiterStats {
+  /** The limit in force now (an adaptive one moves). */
+  readonly limit: number;
+  /** Tasks holding a slot now. */
+  readonly inFlight: number;
+  /** Tasks waiting for a slot now. */
+  readonly queued: number;
+  /** Calls that got a slot, at once or after queueing, since the limiter was made. */
+  readonly admitted: number;
+  /** Of those, the ones that queued first. */
+  readonly waited: number;
+  /** Calls refused, by {@link ShedReason}, since the limiter was made. */
+  readonly shed: { readonly [R in ShedReason]: number };
+}
+
+/** Typed events of a {@link ConcurrencyLimiter}. Listeners run synchronously; what they throw is isolated. */
+export interface ConcurrencyLimiterEvents {
+  /** A call that had queued got its slot after `waitedMs` (the queueing delay; not emitted for calls admitted at once). */
+  admitted: (e: QueueAdmission) => void;
+  /** A call was refused, for `reason`. */
+  shed: (e: QueuedCall & { readonly reason: ShedReason }) => void;
+}
+
+interface Waiter extends QueuedCall {
   readonly rank: number;
   readonly since: number;
   grant(): void;
@@ -75,7 +122,11 @@ export class ConcurrencyLimiter implements Guard {
   private readonly codel: { target: number; interval: number } | undefined;
   private readonly shed: Readonly<Record<number, number>>;
   private readonly clock: Clock;
+  private readonly events = new Events<ConcurrencyLimiterEvents>();
   private running = 0;
+  private admitted = 0;
+  private waited = 0;
+  private readonly sheds: Record<ShedReason, number> = { busy: 0, delay: 0, full: 0, displaced: 0, timeout: 0 };
   private readonly queue = new PriorityLanes<Waiter>();
   /** When the queue was last empty: CoDel's "standing queue" test. */
   private emptySince = 0;
@@ -121,6 +172,20 @@ export class ConcurrencyLimiter implements Guard {
     return this.queue.size;
   }
 
+  /** What the limiter holds now and what it has admitted and shed since it was made (see {@link ConcurrencyLimiterStats}). */
+  stats(): ConcurrencyLimiterStats {
+    return { limit: this.limit, inFlight: this.running, queued: this.queue.size, admitted: this.admitted, waited: this.waited, shed: { ...this.sheds } };
+  }
+
+  /** Subscribes to an event; returns a function that unsubscribes. */
+  on<K extends keyof ConcurrencyLimiterEvents>(event: K, listener: ConcurrencyLimiterEvents[K]): () => void {
+    return this.events.on(event, listener);
+  }
+
+  off<K extends keyof ConcurrencyLimiterEvents>(event: K, listener: ConcurrencyLimiterEvents[K]): void {
+    this.events.off(event, listener);
+  }
+
   /** Runs `fn` under the limit, outside any cache. */
   execute<T>(fn: (signal: AbortSignal) => Promise<T>, options?: CallOptions): Promise<T> {
     return guarded(this, fn, options);
@@ -128,8 +193,10 @@ export class ConcurrencyLimiter implements Guard {
 
   async run<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext): Promise<T> {
     if (typeof task !== 'function') throw notATask('ConcurrencyLimiter', task);
-    if (this.running < this.limit && this.queue.size === 0) this.running++;
-    else await this.enqueue(context);
+    if (this.running < this.limit && this.queue.size === 0) {
+      this.running++;
+      this.admitted++;
+    } else await this.enqueue(context);
     if (this.algorithm === undefined) {
       try {
         return await task(context.signal);
@@ -156,16 +223,18 @@ export class ConcurrencyLimiter implements Guard {
     const rank = priorityRank(context.priority);
     const now = this.clock.now();
     const { key, signal } = context;
+    const priority = context.priority ?? 'normal';
     if (signal.aborted) return Promise.reject(new AbortedError(`call for "${key}" aborted before it was queued`, signal.reason));
-    if (!context.wait) return Promise.reject(new OverloadedError(`limit reached (${this.limit} running); "${key}" not queued because a value can be served meanwhile`));
+    if (!context.wait) return this.refuse('busy', key, priority, `limit reached (${this.limit} running); "${key}" not queued because a value can be served meanwhile`);
     // Shed by queueing delay: the oldest waiter's age is the delay this call would see.
     const delay = now - this.oldestSince(now);
     const allowed = this.shed[rank];
-    if (allowed !== undefined && delay > allowed) return Promise.reject(new OverloadedError(`shed: queueing delay ${Math.round(delay)} ms exceeds ${allowed} ms for this priority ("${key}")`));
+    if (allowed !== undefined && delay > allowed) return this.refuse('delay', key, priority, `shed: queueing delay ${Math.round(delay)} ms exceeds ${allowed} ms for this priority ("${key}")`);
     if (this.queue.size >= this.maxQueue) {
       // Full: make room by refusing the lowest-ranked waiter, if this call outranks it.
       const lowest = this.queue.lowest();
-      if (lowest === undefined || lowest.rank >= rank) return Promise.reject(new OverloadedError(`limit reached (${this.limit} running, ${this.maxQueue} queued); "${key}" refused`));
+      if (lowest === undefined || lowest.rank >= rank) return this.refuse('full', key, priority, `limit reached (${this.limit} running, ${this.maxQueue} queued); "${key}" refused`);
+      this.count('displaced', lowest.key, lowest.priority);
       lowest.refuse(new OverloadedError('shed: a higher-priority call needed the queue slot'));
     }
     const standing = this.codel !== undefined && this.queue.size > 0 && now - this.emptySince > this.codel.interval;
@@ -179,8 +248,13 @@ export class ConcurrencyLimiter implements Guard {
       const waiter: Waiter = {
         rank,
         since: now,
+        key,
+        priority,
         grant: () => {
           leave();
+          this.admitted++;
+          this.waited++;
+          if (this.events.has('admitted')) this.events.emit('admitted', { key, priority, waitedMs: this.clock.now() - now });
           resolve();
         },
         refuse: (error) => {
@@ -188,11 +262,26 @@ export class ConcurrencyLimiter implements Guard {
           reject(error);
         },
       };
-      const timer: Timer = this.clock.setTimer(() => waiter.refuse(new OverloadedError(`"${key}" waited ${timeout} ms for a slot${standing ? ' (standing queue)' : ''}`)), timeout);
+      const timer: Timer = this.clock.setTimer(() => {
+        this.count('timeout', key, priority);
+        waiter.refuse(new OverloadedError(`"${key}" waited ${timeout} ms for a slot${standing ? ' (standing queue)' : ''}`));
+      }, timeout);
       // One listener per signal however many calls share it (a server's shutdown signal, say).
       const unsubscribe = onAbort(signal, () => waiter.refuse(new AbortedError(`call for "${key}" aborted while queued`, signal.reason)));
       this.add(waiter);
     });
+  }
+
+  /** Counts a shed and tells the listeners. */
+  private count(reason: ShedReason, key: string, priority: Priority): void {
+    this.sheds[reason]++;
+    if (this.events.has('shed')) this.events.emit('shed', { key, priority, reason });
+  }
+
+  /** Refuses an arrival: counted, and rejected with `OverloadedError`. */
+  private refuse(reason: ShedReason, key: string, priority: Priority, message: string): Promise<never> {
+    this.count(reason, key, priority);
+    return Promise.reject(new OverloadedError(message));
   }
 
   private release(): void {
@@ -228,5 +317,4 @@ export class ConcurrencyLimiter implements Guard {
     this.queue.remove(w);
     if (this.queue.size < before && this.queue.size === 0) this.emptySince = this.clock.now();
   }
-
 }

@@ -2,11 +2,12 @@ import assert from 'node:assert/strict';
 import { type Clock, MAX_TIMER_MS, type Timer } from '../time/clock.js';
 import { between, clockOption, duration, integer, optionsObject, or, positive } from '../config.js';
 import { AbortedError, ConfigError, type DamperError, DeadlineExceededError, OverloadedError } from '../errors.js';
+import { Events } from '../events.js';
 import { onAbort } from './abort.js';
 import { effectiveDeadline } from './deadline.js';
 import { type CallOptions, type Guard, type GuardContext, guarded, notATask } from './guard.js';
-import { PriorityLanes } from './lanes.js';
-import { priorityRank } from './priority.js';
+import { PriorityLanes, type QueueAdmission, type QueuedCall } from './lanes.js';
+import { type Priority, priorityRank } from './priority.js';
 
 /** Options for {@link RateLimiter}. */
 export interface RateLimiterOptions {
@@ -37,7 +38,48 @@ export interface RateLimiterOptions {
   clock?: Clock;
 }
 
-interface Waiter {
+/**
+ * Why a {@link RateLimiter} refused a call:
+ * - `busy`: no token and the caller would not wait (`wait: false`): not queued (`OverloadedError`).
+ * - `full`: the queue held `maxQueue` and the call did not outrank its lowest waiter (`OverloadedError`).
+ * - `displaced`: a queued call pushed out of a full queue by one of higher priority (`OverloadedError`).
+ * - `timeout`: a queued call that waited `queueTimeout` for its token (`OverloadedError`).
+ * - `deadline`: the call's deadline passed before it got a token, on arrival
+ *   or while it waited ({@link DeadlineExceededError}).
+ *
+ * A caller's own abort is no refusal: it is counted nowhere.
+ */
+export type RateRefusalReason = 'busy' | 'full' | 'displaced' | 'timeout' | 'deadline';
+
+/**
+ * What a {@link RateLimiter} is doing, from {@link RateLimiter.stats}. An
+ * operator reads in it whether the stated budget is what holds the origin
+ * back: `refused.busy` rising is refreshes skipped while stale values are
+ * served (the budget doing its job), `refused.timeout` and `refused.deadline`
+ * are callers with nothing to serve who were turned away (the budget is below
+ * demand), and `waited` over `admitted` is the share of calls that paid for
+ * their token in latency.
+ */
+export interface RateLimiterStats {
+  /** Calls that took a token, at once or after queueing, since the limiter was made. */
+  readonly admitted: number;
+  /** Of those, the ones that queued first. */
+  readonly waited: number;
+  /** Calls waiting for a token now. */
+  readonly queued: number;
+  /** Calls refused, by {@link RateRefusalReason}, since the limiter was made. */
+  readonly refused: { readonly [R in RateRefusalReason]: number };
+}
+
+/** Typed events of a {@link RateLimiter}. Listeners run synchronously; what they throw is isolated. */
+export interface RateLimiterEvents {
+  /** A call that had queued got its token after `waitedMs` (the queueing delay; not emitted for calls admitted at once). */
+  admitted: (e: QueueAdmission) => void;
+  /** A call was refused, for `reason`. */
+  refused: (e: QueuedCall & { readonly reason: RateRefusalReason }) => void;
+}
+
+interface Waiter extends QueuedCall {
   readonly rank: number;
   grant(): void;
   refuse(error: DamperError): void;
@@ -99,6 +141,10 @@ export class RateLimiter implements Guard {
   private level: number;
   private refilledAt: number;
 
+  private readonly events = new Events<RateLimiterEvents>();
+  private admitted = 0;
+  private waited = 0;
+  private readonly refusals: Record<RateRefusalReason, number> = { busy: 0, full: 0, displaced: 0, timeout: 0, deadline: 0 };
   private readonly queue = new PriorityLanes<Waiter>();
   private wake: Timer | undefined;
   private wakeAt = 0;
@@ -133,6 +179,20 @@ export class RateLimiter implements Guard {
     return this.queue.size;
   }
 
+  /** What the limiter has admitted and refused since it was made, and its queue now (see {@link RateLimiterStats}). */
+  stats(): RateLimiterStats {
+    return { admitted: this.admitted, waited: this.waited, queued: this.queue.size, refused: { ...this.refusals } };
+  }
+
+  /** Subscribes to an event; returns a function that unsubscribes. */
+  on<K extends keyof RateLimiterEvents>(event: K, listener: RateLimiterEvents[K]): () => void {
+    return this.events.on(event, listener);
+  }
+
+  off<K extends keyof RateLimiterEvents>(event: K, listener: RateLimiterEvents[K]): void {
+    this.events.off(event, listener);
+  }
+
   /** Runs `fn` under the rate, outside any cache. */
   execute<T>(fn: (signal: AbortSignal) => Promise<T>, options?: CallOptions): Promise<T> {
     return guarded(this, fn, options);
@@ -146,6 +206,7 @@ export class RateLimiter implements Guard {
       this.refill();
       if (this.level + EPSILON >= this.need(rank) && !this.expired(context)) {
         this.take();
+        this.admitted++;
         try {
           return task(signal);
         } catch (error) {
@@ -158,18 +219,20 @@ export class RateLimiter implements Guard {
 
   private enqueue(context: GuardContext, rank: number): Promise<void> {
     const { key, signal } = context;
+    const priority = context.priority ?? 'normal';
     if (signal.aborted) return Promise.reject(new AbortedError(`call for "${key}" aborted before it was admitted`, signal.reason));
     const now = this.clock.now();
     const deadline = effectiveDeadline(context);
-    if (deadline !== undefined && deadline <= now) return Promise.reject(new DeadlineExceededError(`deadline for "${key}" passed before it was admitted`));
+    if (deadline !== undefined && deadline <= now) return this.refuse('deadline', key, priority, new DeadlineExceededError(`deadline for "${key}" passed before it was admitted`));
     if (!context.wait) {
       const next = Math.ceil(((this.need(rank) - this.level) * 1000) / this.rate);
-      return Promise.reject(new OverloadedError(`rate limit reached (${this.rate}/s); "${key}" not queued because a value can be served meanwhile; next token in ${Math.max(0, next)} ms`));
+      return this.refuse('busy', key, priority, new OverloadedError(`rate limit reached (${this.rate}/s); "${key}" not queued because a value can be served meanwhile; next token in ${Math.max(0, next)} ms`));
     }
     if (this.queue.size >= this.maxQueue) {
       // Full: make room by refusing the newest of the lowest-ranked waiters, if this call outranks them.
       const lowest = this.queue.lowest();
-      if (lowest === undefined || lowest.rank >= rank) return Promise.reject(new OverloadedError(`rate limit reached (${this.rate}/s, ${this.maxQueue} queued); "${key}" refused`));
+      if (lowest === undefined || lowest.rank >= rank) return this.refuse('full', key, priority, new OverloadedError(`rate limit reached (${this.rate}/s, ${this.maxQueue} queued); "${key}" refused`));
+      this.count('displaced', lowest.key, lowest.priority);
       lowest.refuse(new OverloadedError('shed: a higher-priority call needed the queue slot'));
     }
     const byDeadline = deadline !== undefined && deadline - now <= this.queueTimeout;
@@ -182,8 +245,13 @@ export class RateLimiter implements Guard {
       };
       const waiter: Waiter = {
         rank,
+        key,
+        priority,
         grant: () => {
           leave();
+          this.admitted++;
+          this.waited++;
+          if (this.events.has('admitted')) this.events.emit('admitted', { key, priority, waitedMs: this.clock.now() - now });
           resolve();
         },
         refuse: (error) => {
@@ -192,19 +260,28 @@ export class RateLimiter implements Guard {
           reject(error);
         },
       };
-      const timer = this.clock.setTimer(
-        () =>
-          waiter.refuse(
-            byDeadline ? new DeadlineExceededError(`deadline for "${key}" passed while it waited for a token`) : new OverloadedError(`"${key}" waited ${timeout} ms for a token (rate ${this.rate}/s)`),
-          ),
-        timeout,
-      );
+      const timer = this.clock.setTimer(() => {
+        this.count(byDeadline ? 'deadline' : 'timeout', key, priority);
+        waiter.refuse(byDeadline ? new DeadlineExceededError(`deadline for "${key}" passed while it waited for a token`) : new OverloadedError(`"${key}" waited ${timeout} ms for a token (rate ${this.rate}/s)`));
+      }, timeout);
       // One listener per signal however many calls share it (a server's shutdown signal, say).
       const unsubscribe = onAbort(signal, () => waiter.refuse(new AbortedError(`call for "${key}" aborted while waiting for a token`, signal.reason)));
       this.queue.add(waiter);
       // Admits it at once if it is at the head and its token is there (a late wake-up timer), else moves the wake-up.
       this.drain();
     });
+  }
+
+  /** Counts a refusal and tells the listeners. */
+  private count(reason: RateRefusalReason, key: string, priority: Priority): void {
+    this.refusals[reason]++;
+    if (this.events.has('refused')) this.events.emit('refused', { key, priority, reason });
+  }
+
+  /** Refuses an arrival: counted, and rejected with `error`. */
+  private refuse(reason: RateRefusalReason, key: string, priority: Priority, error: DamperError): Promise<never> {
+    this.count(reason, key, priority);
+    return Promise.reject(error);
   }
 
   /** Tokens a call of this rank needs in the bucket to be admitted. */

@@ -65,8 +65,21 @@ export interface RetryEvents {
   abandoned: (event: { key: string; attempt: number; reason: unknown }) => void;
 }
 
-/** What a {@link Retry} has abandoned (for metrics and tests). */
+/**
+ * What a {@link Retry} has done, from {@link Retry.stats}, since it was made.
+ * An operator reads the retry ratio in it (`retries / calls`: the load the
+ * retries add to the dependency, which the budget bounds), `budgetRefusals`
+ * climbing (the dependency fails so much that the budget, not the policy, now
+ * decides: the storm it was made to stop), and abandoned tasks still running
+ * (work the dependency does that nobody waits for).
+ */
 export interface RetryStats {
+  /** Calls into `run`: first attempts (each earns the budget its `ratio` of a retry). */
+  readonly calls: number;
+  /** Attempts after the first that were started (a retry granted but cut short by an abort or the deadline during its backoff is not). */
+  readonly retries: number;
+  /** Retryable failures not retried because the {@link RetryBudget} was spent (the `budgetExhausted` event). */
+  readonly budgetRefusals: number;
   /** Attempts that ended for the caller while their task was still running, since the guard was made. */
   readonly abandoned: number;
   /**
@@ -147,6 +160,9 @@ export class Retry implements Guard {
   private readonly retryOn: ((error: unknown) => boolean) | undefined;
   private readonly clock: Clock;
   private readonly events = new Events<RetryEvents>();
+  private calls = 0;
+  private retries = 0;
+  private budgetRefusals = 0;
   private abandonedTotal = 0;
   private abandonedRunning = 0;
 
@@ -174,9 +190,9 @@ export class Retry implements Guard {
     this.events.off(event, listener);
   }
 
-  /** Attempts abandoned so far, and how many of their tasks still run (see {@link RetryStats}). */
-  get stats(): RetryStats {
-    return { abandoned: this.abandonedTotal, abandonedRunning: this.abandonedRunning };
+  /** Calls, retries, budget refusals and abandoned attempts so far, and how many of those tasks still run (see {@link RetryStats}). */
+  stats(): RetryStats {
+    return { calls: this.calls, retries: this.retries, budgetRefusals: this.budgetRefusals, abandoned: this.abandonedTotal, abandonedRunning: this.abandonedRunning };
   }
 
   /** Runs `fn` with retries, outside any cache. */
@@ -194,6 +210,7 @@ export class Retry implements Guard {
     if (typeof task !== 'function') throw notATask('Retry', task);
     const { signal, key } = context;
     const deadline = effectiveDeadline(context);
+    this.calls++;
     this.budget.recordRequest();
     let lastError: unknown;
     let failed = false;
@@ -207,6 +224,7 @@ export class Retry implements Guard {
           throw new DeadlineExceededError(`no time left before the deadline of key "${key}" for an attempt`);
         }
       }
+      if (attempt > 1) this.retries++;
       try {
         return await this.attempt(task, context, deadline, attempt);
       } catch (error) {
@@ -224,6 +242,7 @@ export class Retry implements Guard {
       // Also when the attempt that failed was abandoned and its task still runs:
       // the budget bounds the attempts the dependency gets, overlapping or not.
       if (!this.budget.tryRetry()) {
+        this.budgetRefusals++;
         if (this.events.has('budgetExhausted')) this.events.emit('budgetExhausted', { key, attempt, error: lastError });
         throw lastError;
       }

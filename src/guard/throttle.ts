@@ -49,6 +49,27 @@ export interface AdaptiveThrottleEvents {
   throttled: (event: { key: string; probability: number }) => void;
 }
 
+/**
+ * What an {@link AdaptiveThrottle} is doing, from {@link AdaptiveThrottle.stats}.
+ * An operator reads in it why calls are being turned away locally: the
+ * window's `requests` against `k × accepts` is the whole of the decision, so
+ * a `rejectionProbability` above 0 with `accepts` near `requests / k` is the
+ * backend refusing work, not the throttle misfiring; `rejected` over `calls`
+ * is the share of traffic the backend was spared.
+ */
+export interface AdaptiveThrottleStats {
+  /** Calls counted in the window (local rejections only while the backend refused something in it): the formula's `requests`. */
+  readonly requests: number;
+  /** Calls the backend accepted in the window: the formula's `accepts`. */
+  readonly accepts: number;
+  /** The probability the next call is rejected locally. */
+  readonly rejectionProbability: number;
+  /** Calls into `run`, since the throttle was made. */
+  readonly calls: number;
+  /** Calls rejected locally (never sent to the backend), since the throttle was made. */
+  readonly rejected: number;
+}
+
 // Every call is counted once, when its outcome is known, in exactly one field:
 // the window's requests are their sum, so they are not stored.
 const ACCEPTS = 0;
@@ -102,6 +123,8 @@ export class AdaptiveThrottle implements Guard {
   private readonly clock: Clock;
   private readonly counts: RollingWindow;
   private readonly events = new Events<AdaptiveThrottleEvents>();
+  private calls = 0;
+  private rejected = 0;
 
   constructor(throttleOptions?: AdaptiveThrottleOptions) {
     const options = optionsObject('AdaptiveThrottle options', throttleOptions);
@@ -144,6 +167,11 @@ export class AdaptiveThrottle implements Guard {
     return p;
   }
 
+  /** The window's counts, the probability in force and the calls seen and rejected since it was made (see {@link AdaptiveThrottleStats}). */
+  stats(): AdaptiveThrottleStats {
+    return { requests: this.requests, accepts: this.accepts, rejectionProbability: this.probability, calls: this.calls, rejected: this.rejected };
+  }
+
   /** Runs `fn` under the throttle, outside any cache. */
   execute<T>(fn: (signal: AbortSignal) => Promise<T>, options?: CallOptions): Promise<T> {
     return guarded(this, fn, options);
@@ -151,9 +179,11 @@ export class AdaptiveThrottle implements Guard {
 
   async run<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext): Promise<T> {
     if (typeof task !== 'function') throw notATask('AdaptiveThrottle', task);
+    this.calls++;
     const p = this.probability;
     if (p > 0 && this.clock.random() < p) {
       this.counts.add(LOCAL);
+      this.rejected++;
       if (this.events.has('throttled')) this.events.emit('throttled', { key: context.key, probability: p });
       throw new OverloadedError(`adaptive throttle rejected key "${context.key}" locally (p = ${p.toFixed(3)}): the backend is refusing work`);
     }

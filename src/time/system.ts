@@ -44,6 +44,7 @@ export function createSystemClock(seed: number = randomInt(2 ** 32)): Clock {
       }
       return reading;
     },
+    precise: () => origin + performance.now(),
     setTimer(fn, ms) {
       const handle = setTimeout(fn, Math.min(Math.max(0, ms), MAX_TIMER_MS));
       handle.unref();

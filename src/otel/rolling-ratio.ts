@@ -1,0 +1,45 @@
+import { type Clock } from '../time/clock.js';
+
+/** One reading of a ratio's two counters. */
+interface Sample {
+  readonly at: number;
+  readonly numerator: number;
+  readonly denominator: number;
+}
+
+/** At most this many samples per window: a reader that collects every millisecond must not grow memory. */
+const SAMPLES_PER_WINDOW = 64;
+
+/**
+ * A ratio of two cumulative counters over the last `windowMs` of a clock,
+ * computed when it is read (at a metrics collection). A ratio since the
+ * process started would be useless for alerting, so each read is
+ * Δnumerator ÷ Δdenominator from the newest sample at or before the window's
+ * start: a window of at least `windowMs`, longer by up to one collection
+ * interval. Nothing runs between reads; a call on the hot path pays nothing.
+ */
+export class RollingRatio {
+  private readonly samples: Sample[] = [];
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly windowMs: number,
+    numerator: number,
+    denominator: number,
+  ) {
+    this.samples.push({ at: clock.now(), numerator, denominator });
+  }
+
+  /** The ratio over the window ending now, given the counters now; 0 when the denominator has not moved. */
+  read(numerator: number, denominator: number): number {
+    const now = this.clock.now();
+    const start = now - this.windowMs;
+    // Keep the newest sample at or before the window's start: it is where the window begins.
+    while (this.samples.length >= 2 && this.samples[1]!.at <= start) this.samples.shift();
+    const first = this.samples[0]!;
+    const last = this.samples[this.samples.length - 1]!;
+    if (now - last.at >= this.windowMs / SAMPLES_PER_WINDOW) this.samples.push({ at: now, numerator, denominator });
+    const moved = denominator - first.denominator;
+    return moved > 0 ? (numerator - first.numerator) / moved : 0;
+  }
+}
