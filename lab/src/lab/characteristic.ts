@@ -18,12 +18,13 @@ export const CHARACTERISTIC_GAUGES = [
 export type CharacteristicGauge = (typeof CHARACTERISTIC_GAUGES)[number]['gauge'];
 
 /**
- * Each ratio is Δnumerator ÷ Δdenominator over this much virtual time
- * before the sample (0 when the denominator did not move): damper/otel's
- * default `ratioWindow`, passed to it explicitly so that both variants are
- * read over the same window.
+ * Each ratio is Δnumerator ÷ Δdenominator over damper/otel's `RATIO_WINDOW_MS`
+ * (its default `ratioWindow`, the shipped rules' `[1m]`) of virtual time
+ * before the sample, 0 when the denominator did not move. The lab passes it
+ * to `instrument()` explicitly and uses it for the naive counters, so both
+ * variants are read over the same window.
  */
-export const RATIO_WINDOW_MS = 60_000;
+export { RATIO_WINDOW_MS } from 'damper/otel';
 
 /** The lab reads the gauges once a simulated second, at its start: sample `i` is the value at `i` s. */
 export const SAMPLE_MS = 1000;

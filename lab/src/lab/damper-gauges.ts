@@ -1,8 +1,8 @@
 import { type Attributes } from '@opentelemetry/api';
-import { type Cache, type ConcurrencyLimiter, type Retry, type VirtualClock } from 'damper';
-import { CHARACTERISTIC_GAUGES, type CharacteristicGauge, type CharacteristicRecorder, type CharacteristicSeries, padded, put, RATIO_WINDOW_MS, SAMPLE_MS, seriesName } from './characteristic.js';
+import { type VirtualClock } from 'damper';
+import { instrument, type Instrumentable, RATIO_WINDOW_MS } from 'damper/otel';
+import { CHARACTERISTIC_GAUGES, type CharacteristicGauge, type CharacteristicRecorder, type CharacteristicSeries, padded, put, SAMPLE_MS, seriesName } from './characteristic.js';
 import { VirtualMeterProvider } from './virtual-meter.js';
-import { type Row } from './world/database.js';
 
 /**
  * The characteristic metrics of a damper variant, read through damper/otel's
@@ -12,11 +12,8 @@ import { type Row } from './world/database.js';
  * So the lab shows what a dashboard on the shipped instruments would have.
  */
 
-/** The damper objects whose instruments include a characteristic gauge. */
-export type Watched = Cache<Row> | Retry | ConcurrencyLimiter;
-
-/** Instruments `target`, its series named by `attributes`; returns what detaches it (a restarted process's objects are replaced). */
-export type Watch = (target: Watched, attributes: Attributes) => () => void;
+/** Instruments `target` (a `Cache`, a `Retry`, a `ConcurrencyLimiter`), its series named by `attributes`; returns what detaches it (a restarted process's objects are replaced). */
+export type Watch = (target: Instrumentable, attributes: Attributes) => () => void;
 
 const GAUGES = new Set<string>(CHARACTERISTIC_GAUGES.map((g) => g.gauge));
 
@@ -27,15 +24,12 @@ export class DamperGauges implements CharacteristicRecorder {
 
   constructor(private readonly clock: VirtualClock) {}
 
-  readonly watch: Watch = (_target, _attributes) => {
-    void this.clock;
-    void RATIO_WINDOW_MS;
-    return () => {};
-  };
+  readonly watch: Watch = (target, attributes) => instrument(target, { meterProvider: this.meterProvider, clock: this.clock, ratioWindow: RATIO_WINDOW_MS, attributes });
 
   sample(t: number): void {
     const index = Math.round(t / SAMPLE_MS);
     this.samples = index + 1;
+    // damper/otel observes its counters too; only the four ratios are kept.
     for (const o of this.meterProvider.collect()) if (GAUGES.has(o.instrument)) put(this.out, o.instrument as CharacteristicGauge, seriesName(o.attributes), index, o.value);
   }
 

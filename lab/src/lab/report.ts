@@ -6,7 +6,7 @@ import { type AlertRule } from './alerts.js';
 import { CHARACTERISTIC_GAUGES, type CharacteristicGauge, type CharacteristicSeries, RATIO_WINDOW_MS } from './characteristic.js';
 import { millis, num, percent, times } from './format.js';
 import { VARIANTS, type FaultSpan, type JudgedSeries, type LabRun, type ScenarioRun, type VariantName, type VariantSummary } from './results.js';
-import { SHIPPED_ALERTS } from './shipped-alerts.js';
+import { characteristicAlerts } from 'damper/otel';
 
 /**
  * The lab's `report.html`: one self-contained page (no network at all) with
@@ -99,7 +99,7 @@ function highest(c: CharacteristicSeries): Partial<Record<CharacteristicGauge, (
 }
 
 function firedAlerts(summary: VariantSummary): ChartAlert[] {
-  return SHIPPED_ALERTS.flatMap((rule) => {
+  return characteristicAlerts.flatMap((rule) => {
     const at = summary.alerts[rule.alert]?.firstFiredSeconds;
     return at === null || at === undefined ? [] : [{ alert: rule.alert, metric: rule.metric, firstFiredSeconds: at }];
   });
@@ -186,7 +186,7 @@ export function renderReport(run: LabRun): string {
     seed: run.seed,
     variants: VARIANTS,
     metrics: [...REPORT_METRICS, ...CHARACTERISTIC_METRICS],
-    alertRules: SHIPPED_ALERTS,
+    alertRules: characteristicAlerts,
     scenarios: run.scenarios.map((s) => ({
       name: s.name,
       durationS: s.durationS,
@@ -259,7 +259,7 @@ function gaugeOf(key: ReportMetric['key']): (typeof CHARACTERISTIC_GAUGES)[numbe
 function renderCharacteristics(s: ScenarioRun, heads: string): string {
   const drawn = characteristicMetrics(s);
   const missing = CHARACTERISTIC_GAUGES.filter((g) => !drawn.some((m) => m.key === g.gauge)).map((g) => `${g.title.toLowerCase()} (neither variant has a ${g.of})`);
-  const rules = SHIPPED_ALERTS.map((r) => `<code>${esc(r.alert)}</code> (${esc(r.metric)} above ${num(r.above, 2)} for ${num(r.forMs / 1000, 0)} s)`);
+  const rules = characteristicAlerts.map((r) => `<code>${esc(r.alert)}</code> (${esc(r.metric)} above ${num(r.above, 2)} for ${num(r.forMs / 1000, 0)} s)`);
   return `<h3 class="characteristic">Characteristic metrics and the shipped alerts</h3>
 <p class="alerts">${esc(alertSentence(s))}</p>
 <p class="alert-rules">Each alert of <code>damper/otel</code>’s <code>characteristicAlerts</code>, evaluated once a second as Prometheus would: ${rules.length > 0 ? rules.join('; ') : 'none shipped'}. damper’s gauges are read through <code>damper/otel</code>’s own instruments, naive’s computed from the lab’s counters with the same definitions.${missing.length > 0 ? ` Not measured here: ${missing.join('; ')}.` : ''}</p>

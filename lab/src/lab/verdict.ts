@@ -1,5 +1,5 @@
 import { alertStates } from './alerts.js';
-import { SHIPPED_ALERTS } from './shipped-alerts.js';
+import { characteristicAlerts } from 'damper/otel';
 import { bestGoodput } from './best-possible.js';
 import { percent } from './format.js';
 import { healthySecond, round } from './metrics.js';
@@ -31,7 +31,7 @@ export function judge(scenario: Scenario, run: VariantRun): JudgedRun {
     goodputRatio: m.goodputRatio,
     p99Ms: m.p99Ms,
     trigger: triggerWindow(scenario, series.offered, series.goodput, best),
-    alerts: alertStates(SHIPPED_ALERTS, run.characteristics),
+    alerts: alertStates(characteristicAlerts, run.characteristics),
     invalidServed: m.invalidServed,
     simulatedRequests: m.simulatedRequests,
   };
