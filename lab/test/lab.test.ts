@@ -6,6 +6,7 @@ import { resultsJson } from '../src/lab/results.js';
 import { type CacheAsideScenario } from '../src/lab/world/cache-aside.js';
 import { runIsolated } from '../src/lab/parallel.js';
 import { VirtualClock } from 'damper';
+import { characteristicAlerts } from 'damper/otel';
 import { RealTimeInSimulationError } from 'damper';
 import { assertBars, SEEDS } from './support/bars.js';
 
@@ -30,6 +31,33 @@ describe('facebook-2010, at the default seed and three others', () => {
       assert.deepEqual(run.variants.damper.skippedFaults, [cut]);
     });
   }
+});
+
+describe('the characteristic metrics: the loop shows in origin amplification, and damper keeps it quiet', () => {
+  const AMPLIFICATION = 'damper.cache.origin_amplification';
+  const rule = characteristicAlerts.find((r) => r.metric === AMPLIFICATION)!;
+
+  for (const seed of SEEDS) {
+    test(`seed ${seed}: naive's ${rule.alert} fires while the loop sustains itself, before the operators act; damper's never does`, async () => {
+      const run = await bySeed.get(seed)!;
+      const naive = run.variants.naive.summary.alerts[rule.alert];
+      const damper = run.variants.damper.summary.alerts[rule.alert];
+      const cut = run.faults.find((f) => f.kind === 'operator')!;
+      assert.ok(naive?.firstFiredSeconds !== null && naive !== undefined, `naive: ${JSON.stringify(naive)}`);
+      // Not within the trigger (120–180 s): the gauge is a 60 s window's ratio and the rule asks for 30 s above 0.5.
+      // Loads per read are 0.3 as the invalid key starts failing and reach 1 by the trigger's end, so the
+      // window's ratio passes 0.5 about when the trigger ends, and the alert fires ~30 s later.
+      assert.ok(naive.firstFiredSeconds > run.triggerStartS && naive.firstFiredSeconds < cut.startS, `naive fired at ${naive.firstFiredSeconds} s`);
+      assert.deepEqual(damper, { firstFiredSeconds: null, firingAtEnd: false });
+      const damperTop = Math.max(...Object.values(run.variants.damper.characteristics[AMPLIFICATION] ?? {}).flatMap((xs) => xs.map((x) => x ?? 0)));
+      assert.ok(damperTop < rule.above / 10, `damper's origin amplification peaks at ${damperTop}`);
+    });
+  }
+
+  test('both variants have a cache and nothing else to show: origin amplification and stale ratio, no retry or shed ratio', async () => {
+    const run = await bySeed.get(1)!;
+    for (const v of ['naive', 'damper'] as const) assert.deepEqual(Object.keys(run.variants[v].characteristics).sort(), [AMPLIFICATION, 'damper.cache.stale_ratio'], v);
+  });
 });
 
 describe('the collapse comes from the feedback loop, not from the script', () => {

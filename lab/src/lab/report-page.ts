@@ -84,7 +84,8 @@
       if (v === null) return '';
       if (v === 0) return unit === '%' ? '0%' : '0';
       if (unit === '%') return `${trim((v * 100).toFixed(1))}%`;
-      if (unit === 'ratio') return trim(v.toFixed(2));
+      // Two significant digits below 1: a shed ratio's ticks are 0.005 apart.
+      if (unit === 'ratio') return v >= 1 ? trim(v.toFixed(v >= 10 ? 0 : 1)) : String(Number(v.toPrecision(2)));
       if (v >= 1e6) return `${trim((v / 1e6).toFixed(2))}M`;
       if (v >= 1e4 || (top >= 1e4 && v >= 1e3)) return `${trim((v / 1e3).toFixed(1))}k`;
       return trim(v.toFixed(v >= 10 || top >= 10 ? 0 : 2));
@@ -185,6 +186,17 @@
     // With three decades or more, 1 sits on top of 0 (asinh is linear below 1): 0 alone says "idle" or "under 1 ms".
     const ticks = decades.length >= 3 ? decades.slice(1) : decades.flatMap((d) => [d, 2 * d, 5 * d]).filter((v) => v <= top);
     return [0, ...ticks];
+  }
+
+  /**
+   * A ratio's log axis: linear up to 1 (0, ½, 1: where the alerts' thresholds
+   * lie), then 2 and 5 of each decade; from 100 on the decades alone, and no ½,
+   * which would sit on 0.
+   */
+  function ratioTicks(top: number): number[] {
+    const above: number[] = [];
+    for (let d = 1; d <= top; d *= 10) above.push(...(top >= 100 ? [d * 10] : [d * 2, d * 5, d * 10]));
+    return [...(top >= 100 ? [0, 1] : [0, 0.5, 1]), ...above.filter((v) => v <= top)];
   }
 
   // ---- what is drawn under and over the lines
@@ -348,7 +360,7 @@
           size: 46,
           gap: 4,
           // uPlot's own log ticks include −1 and every 2…9 of each decade: too dense to read.
-          ...(m.axis === 'log' ? { splits: () => logTicks(p.top), filter: (_u: uPlot, splits: number[]) => splits } : {}),
+          ...(m.axis === 'log' ? { splits: () => (unit === 'ratio' ? ratioTicks(p.top) : logTicks(p.top)), filter: (_u: uPlot, splits: number[]) => splits } : {}),
           values: (_u, vals) => axisValues(unit, vals),
         },
       ],

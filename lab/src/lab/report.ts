@@ -61,7 +61,8 @@ export const CHARACTERISTIC_METRICS: readonly ReportMetric[] = CHARACTERISTIC_GA
   title: `${g.title} (${g.gauge})`,
   help: `${g.ratio} over the last ${RATIO_WINDOW_MS / 1000} s, read once a second; the highest of the variant’s ${g.of}s where it has several; dashed: a shipped alert’s threshold; solid: where it fired`,
   unit: 'ratio',
-  axis: 'linear',
+  // A quotient that may pass 1 on asinh, linear up to 1 (where the thresholds are) and logarithmic above: one warm-up spike must not flatten the rest.
+  axis: g.share ? 'linear' : 'log',
 }));
 
 /** The characteristic metrics either variant of a scenario has: a gauge neither has is not drawn. */
