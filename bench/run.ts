@@ -16,6 +16,7 @@ import { balancerBench, balancerTable } from './balancer.js';
 import { breakerBench, breakerTable } from './breaker.js';
 import { failingKey } from './failing-key.js';
 import { hitPath } from './hit-path.js';
+import { instrumentedBench, instrumentedTable } from './instrumented.js';
 import { l2Bench, l2LatencyTable, type L2Result, l2ThroughputTable } from './l2.js';
 import { damper, type Peer, peers, versionOf } from './peers.js';
 import { describe, failingTable, hitTable, machine, stampedeTable } from './report.js';
@@ -77,6 +78,12 @@ try {
   log(`  skipped: ${l2.skipped}\n`);
 }
 
+log('7. damper/otel attached: the hit path and the breaker success path, instrumented ÷ plain');
+const instrumented = await instrumentedBench(log);
+log(`\n${instrumentedTable(instrumented)}\n`);
+for (const row of instrumented.rows) log(`${row.path} with damper/otel: ${row.ratio.toFixed(2)}× without (target ≤ 1.10×: ${row.ratio <= 1.1 ? 'meets' : 'misses'})`);
+log('');
+
 const results = {
   generatedAt: new Date().toISOString(),
   command: 'npm run bench',
@@ -118,6 +125,7 @@ const results = {
       latency: Object.fromEntries(l2.latency.map(({ name, ...row }) => [name, row])),
       throughput: Object.fromEntries(l2.throughput.map(({ name, ...row }) => [name, row])),
     },
+    instrumented,
     breakerSuccessPath: { rounds: breaker.rounds, minCpuTimeMsPerRound: breaker.minCpuTimeMs, target: breaker.target, libraries: Object.fromEntries(breaker.rows.map(({ name, ...row }) => [name, row])) },
   },
 };

@@ -1,6 +1,16 @@
 import { ArgumentError, describe } from './errors.js';
 
 /**
+ * The option of every class with events: where what a listener threw goes.
+ * A listener's throw never reaches the code that emitted (an observer must
+ * not corrupt what it observes), so this is where it shows. Default: a process
+ * warning with code `DAMPER_LISTENER_ERROR`, so a broken listener is never silent.
+ */
+export interface ListenerErrorOption {
+  onListenerError?: (error: unknown, event: string) => void;
+}
+
+/**
  * A minimal typed event emitter. Emitting with no listener costs one property
  * read, which matters on the cache's hit path; a listener that throws is
  * isolated (caught and reported through `onListenerError`), because an

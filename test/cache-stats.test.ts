@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { Cache, type CacheOptions, type CacheStats, createSystemClock, Events, InMemorySharedStore, VirtualClock } from '../src/index.js';
+import { Cache, type CacheOptions, type CacheStats, CircuitBreaker, createSystemClock, Events, InMemorySharedStore, VirtualClock } from '../src/index.js';
 import { deferred } from './helpers.js';
 
 function setup<V>(options: CacheOptions<V> = {}): { clock: VirtualClock; cache: Cache<V> } {
@@ -161,5 +161,16 @@ describe('a listener that throws is isolated, and seen', () => {
     });
     await cache.get('k', () => 1);
     assert.deepEqual(seen, ['load: oops']);
+  });
+
+  test('every class with events takes onListenerError: a breaker, say', async () => {
+    const seen: string[] = [];
+    const breaker = new CircuitBreaker({ clock: new VirtualClock({ seed: 1 }), consecutiveFailures: 1, onListenerError: (error, event) => seen.push(`${event}: ${(error as Error).message}`) });
+    breaker.on('state', () => {
+      throw new Error('pager down');
+    });
+    await assert.rejects(breaker.execute(() => Promise.reject(new Error('x'))), /x/);
+    assert.equal(breaker.state, 'open', 'the transition happened all the same');
+    assert.deepEqual(seen, ['state: pager down']);
   });
 });

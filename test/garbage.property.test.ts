@@ -162,19 +162,19 @@ const SUBJECTS: readonly Subject[] = [
   {
     name: 'CircuitBreaker',
     make: (o) => new CircuitBreaker(o as never),
-    options: { consecutiveFailures: NUM, window: NUM, windowBuckets: NUM, minimumCalls: NUM, failureRateThreshold: NUM, slowCallRateThreshold: NUM, slowCallMs: NUM, openFor: NUM, maxOpenFor: NUM, jitter: NUM, halfOpenProbes: NUM, probeTimeout: NUM, isFailure: FN, clock: NONE },
+    options: { consecutiveFailures: NUM, window: NUM, windowBuckets: NUM, minimumCalls: NUM, failureRateThreshold: NUM, slowCallRateThreshold: NUM, slowCallMs: NUM, openFor: NUM, maxOpenFor: NUM, jitter: NUM, halfOpenProbes: NUM, probeTimeout: NUM, isFailure: FN, onListenerError: FN, clock: NONE },
     use: runGuard,
   },
-  { name: 'Retry', make: (o) => new Retry(o as never), options: { maxAttempts: NUM, baseDelay: NUM, maxDelay: NUM, attemptTimeout: NUM, expectedDuration: NUM, retryOn: FN, budget: NONE, clock: NONE }, use: runGuard },
+  { name: 'Retry', make: (o) => new Retry(o as never), options: { maxAttempts: NUM, baseDelay: NUM, maxDelay: NUM, attemptTimeout: NUM, expectedDuration: NUM, retryOn: FN, budget: NONE, onListenerError: FN, clock: NONE }, use: runGuard },
   { name: 'RetryBudget', make: (o) => new RetryBudget(o as never), options: { window: NUM, ratio: NUM, minPerSecond: NUM, buckets: NUM, clock: NONE }, use: async (b: RetryBudget) => void (b.recordRequest(), b.tryRetry()) },
   {
     name: 'ConcurrencyLimiter',
     make: (o) => new ConcurrencyLimiter(o as never),
-    options: { limit: NUM, maxQueue: NUM, queueTimeout: NUM, order: STR, codel: ['undefined', 'object', 'boolean'], shedDelay: OBJ, clock: NONE },
+    options: { limit: NUM, maxQueue: NUM, queueTimeout: NUM, order: STR, codel: ['undefined', 'object', 'boolean'], shedDelay: OBJ, onListenerError: FN, clock: NONE },
     use: runGuard,
   },
-  { name: 'RateLimiter', make: (o) => new RateLimiter(o as never), base: { rate: 100 }, options: { rate: ['number'], burst: NUM, reserve: NUM, queueTimeout: NUM, maxQueue: NUM, clock: NONE }, use: runGuard },
-  { name: 'AdaptiveThrottle', make: (o) => new AdaptiveThrottle(o as never), options: { k: NUM, window: NUM, buckets: NUM, isRejection: FN, clock: NONE }, use: runGuard },
+  { name: 'RateLimiter', make: (o) => new RateLimiter(o as never), base: { rate: 100 }, options: { rate: ['number'], burst: NUM, reserve: NUM, queueTimeout: NUM, maxQueue: NUM, onListenerError: FN, clock: NONE }, use: runGuard },
+  { name: 'AdaptiveThrottle', make: (o) => new AdaptiveThrottle(o as never), options: { k: NUM, window: NUM, buckets: NUM, isRejection: FN, onListenerError: FN, clock: NONE }, use: runGuard },
   { name: 'DeadlineGuard', make: (o) => new DeadlineGuard(o as never), base: { timeout: 1_000 }, options: { timeout: ['number'], clock: NONE }, use: runGuard },
   { name: 'AimdLimit', make: (o) => new AimdLimit(o as never), options: { initial: NUM, min: NUM, max: NUM, latencyThresholdMs: NUM, backoffRatio: NUM } },
   { name: 'GradientLimit', make: (o) => new GradientLimit(o as never), options: { initial: NUM, min: NUM, max: NUM, tolerance: NUM, smoothing: NUM } },
@@ -224,7 +224,7 @@ const SUBJECTS: readonly Subject[] = [
     name: 'Balancer',
     make: (o) => new Balancer(o as never),
     base: { upstreams: [{ id: 'a', target: 'a' }, { id: 'b', target: 'b' }] },
-    options: { upstreams: ['array'], outliers: OBJ, health: NONE, panicThreshold: NUM, slowStartMs: NUM, slowStartMinShare: NUM, maxOutstanding: NUM, lowPriorityShare: NUM, isFailure: FN, clock: NONE },
+    options: { upstreams: ['array'], outliers: OBJ, health: NONE, panicThreshold: NUM, slowStartMs: NUM, slowStartMinShare: NUM, maxOutstanding: NUM, lowPriorityShare: NUM, isFailure: FN, onListenerError: FN, clock: NONE },
     use: async (b: Balancer<string>) => {
       await settles('balancer run', () => b.run(async () => 1), isOne);
       b.close();

@@ -1,6 +1,6 @@
 import { arrayOption, between, clockOption, duration, integer, optionalFunction, optionsObject, or } from '../config.js';
 import { ConfigError, describe, OverloadedError } from '../errors.js';
-import { Events } from '../events.js';
+import { Events, type ListenerErrorOption } from '../events.js';
 import { type CallOptions, callContext, notATask } from '../guard/guard.js';
 import { priorityRank } from '../guard/priority.js';
 import { type Clock, type Timer } from '../time/clock.js';
@@ -26,7 +26,7 @@ export interface PickedUpstream<U> {
 }
 
 /** Options for {@link Balancer}. */
-export interface BalancerOptions<U> {
+export interface BalancerOptions<U> extends ListenerErrorOption {
   upstreams: readonly Upstream<U>[];
   /** Passive outlier detection (see {@link OutlierOptions}). */
   outliers?: OutlierOptions;
@@ -189,7 +189,7 @@ const defaultIsFailure = (): boolean => true;
  *   than queued until everything times out.
  */
 export class Balancer<U> {
-  readonly events = new Events<BalancerEvents>();
+  readonly events: Events<BalancerEvents>;
   private readonly slots: Slot<U>[];
   private readonly outliers: OutlierConfig;
   private readonly health: HealthChecker<U> | undefined;
@@ -217,6 +217,7 @@ export class Balancer<U> {
   constructor(balancerOptions: BalancerOptions<U>) {
     if (balancerOptions === undefined) throw new ConfigError('Balancer needs options with its upstreams');
     const options = optionsObject('Balancer options', balancerOptions);
+    this.events = new Events<BalancerEvents>(optionalFunction('onListenerError', options.onListenerError));
     const list = arrayOption('upstreams', options.upstreams, 'a non-empty array');
     if (list.length === 0) throw new ConfigError('upstreams must be a non-empty array: a balancer over nothing cannot route');
     const defaultMax = or(options.maxOutstanding, Infinity);

@@ -6,6 +6,7 @@ import { type Clock } from '../time/clock.js';
 import { checkPriority, type Priority } from '../guard/priority.js';
 import { type SharedTierOptions } from './shared-tier.js';
 import { type Validator } from './validate.js';
+import { type ListenerErrorOption } from '../events.js';
 
 /**
  * Options that can be set on the cache and overridden per `get` call.
@@ -60,7 +61,7 @@ export interface LoadOptions {
 }
 
 /** Options of `new Cache(options)`. */
-export interface CacheOptions<V> extends Omit<LoadOptions, 'signal' | 'waitTimeout'> {
+export interface CacheOptions<V> extends Omit<LoadOptions, 'signal' | 'waitTimeout'>, ListenerErrorOption {
   /** Most keys held in process (values and error records). Default 10 000. */
   maxEntries?: number;
   /** Optional bound on the summed size of values; needs `size`. */
@@ -91,13 +92,6 @@ export interface CacheOptions<V> extends Omit<LoadOptions, 'signal' | 'waitTimeo
   maxConcurrentLoads?: number;
   /** Time, timers and randomness. Default `systemClock`. */
   clock?: Clock;
-  /**
-   * Told what an event listener threw, and the event's name. A listener's
-   * throw never reaches the cache (an observer must not corrupt what it
-   * observes), so this is where it shows. Default: a process warning
-   * (`DAMPER_LISTENER_ERROR`), so a broken listener is never silent.
-   */
-  onListenerError?: (error: unknown, event: string) => void;
   /**
    * The shared tier (L2), e.g. `{ store: new RedisStore({ client }) }`: values
    * shared by every process, cluster-wide leases so one process loads a key,

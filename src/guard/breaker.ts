@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { between, clockOption, duration, integer, optionalFunction, optionsObject, or, ordered } from '../config.js';
 import { AbortedError, BreakerOpenError, ConfigError, LoadTimeoutError, ValidationError } from '../errors.js';
-import { Events } from '../events.js';
+import { Events, type ListenerErrorOption } from '../events.js';
 import { type Clock } from '../time/clock.js';
 import { Backoff } from './backoff.js';
 import { isLoadTimeout } from './classify.js';
@@ -74,7 +74,7 @@ export interface BreakerStats {
 }
 
 /** Options for {@link CircuitBreaker}. Every rule names the outage it is for. */
-export interface CircuitBreakerOptions {
+export interface CircuitBreakerOptions extends ListenerErrorOption {
   /**
    * Trip after this many failures in a row. Default 5. The fast rule: a
    * dependency that is down fails every call, and waiting for a rate over a
@@ -223,7 +223,7 @@ export class CircuitBreaker implements Guard {
   private readonly isFailure: (error: unknown) => boolean;
   private readonly clock: Clock;
   private readonly backoff: Backoff;
-  private readonly events = new Events<BreakerEvents>();
+  private readonly events: Events<BreakerEvents>;
   private readonly trackSlow: boolean;
   private readonly rateRules: boolean;
 
@@ -260,6 +260,7 @@ export class CircuitBreaker implements Guard {
 
   constructor(breakerOptions?: CircuitBreakerOptions) {
     const options = optionsObject('CircuitBreaker options', breakerOptions);
+    this.events = new Events<BreakerEvents>(optionalFunction('onListenerError', options.onListenerError));
     this.consecutiveFailures = integer('consecutiveFailures', or(options.consecutiveFailures, 5), 1);
     this.window = duration('window', or(options.window, 10_000), { positive: true });
     this.windowBuckets = integer('windowBuckets', or(options.windowBuckets, 10), 1);

@@ -1,7 +1,7 @@
 import { type Clock, type Timer } from '../time/clock.js';
-import { clockOption, duration, hasMethods, integer, oneOf, optionsObject, or } from '../config.js';
+import { clockOption, duration, hasMethods, integer, oneOf, optionsObject, or, optionalFunction } from '../config.js';
 import { AbortedError, ConfigError, type DamperError, OverloadedError } from '../errors.js';
-import { Events } from '../events.js';
+import { Events, type ListenerErrorOption } from '../events.js';
 import { onAbort } from './abort.js';
 import { type CallOptions, type Guard, type GuardContext, guarded, notATask } from './guard.js';
 import { type LimitAlgorithm } from './limit-algorithms.js';
@@ -16,7 +16,7 @@ export interface ShedDelays {
 }
 
 /** Options for {@link ConcurrencyLimiter}. */
-export interface ConcurrencyLimiterOptions {
+export interface ConcurrencyLimiterOptions extends ListenerErrorOption {
   /** Most tasks running at once: a number, or an adaptive {@link LimitAlgorithm}. Default 64. */
   limit?: number | LimitAlgorithm;
   /** Most tasks waiting for a slot; beyond it, the lowest priority is refused. Default 1024. */
@@ -122,7 +122,7 @@ export class ConcurrencyLimiter implements Guard {
   private readonly codel: { target: number; interval: number } | undefined;
   private readonly shed: Readonly<Record<number, number>>;
   private readonly clock: Clock;
-  private readonly events = new Events<ConcurrencyLimiterEvents>();
+  private readonly events: Events<ConcurrencyLimiterEvents>;
   private running = 0;
   private admitted = 0;
   private waited = 0;
@@ -133,6 +133,7 @@ export class ConcurrencyLimiter implements Guard {
 
   constructor(limiterOptions?: ConcurrencyLimiterOptions) {
     const options = optionsObject('ConcurrencyLimiter options', limiterOptions);
+    this.events = new Events<ConcurrencyLimiterEvents>(optionalFunction('onListenerError', options.onListenerError));
     const limit = or(options.limit, 64);
     if (typeof limit === 'number') {
       this.fixed = integer('limit', limit, 1);

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { type Clock, MAX_TIMER_MS, type Timer } from '../time/clock.js';
-import { between, clockOption, duration, integer, optionsObject, or, positive } from '../config.js';
+import { between, clockOption, duration, integer, optionsObject, or, positive, optionalFunction } from '../config.js';
 import { AbortedError, ConfigError, type DamperError, DeadlineExceededError, OverloadedError } from '../errors.js';
-import { Events } from '../events.js';
+import { Events, type ListenerErrorOption } from '../events.js';
 import { onAbort } from './abort.js';
 import { effectiveDeadline } from './deadline.js';
 import { type CallOptions, type Guard, type GuardContext, guarded, notATask } from './guard.js';
@@ -10,7 +10,7 @@ import { PriorityLanes, type QueueAdmission, type QueuedCall } from './lanes.js'
 import { type Priority, priorityRank } from './priority.js';
 
 /** Options for {@link RateLimiter}. */
-export interface RateLimiterOptions {
+export interface RateLimiterOptions extends ListenerErrorOption {
   /** Calls admitted per second, on average: the bucket's refill rate. Required, > 0. */
   rate: number;
   /**
@@ -141,7 +141,7 @@ export class RateLimiter implements Guard {
   private level: number;
   private refilledAt: number;
 
-  private readonly events = new Events<RateLimiterEvents>();
+  private readonly events: Events<RateLimiterEvents>;
   private admitted = 0;
   private waited = 0;
   private readonly refusals: Record<RateRefusalReason, number> = { busy: 0, full: 0, displaced: 0, timeout: 0, deadline: 0 };
@@ -156,6 +156,7 @@ export class RateLimiter implements Guard {
   constructor(rateOptions: RateLimiterOptions) {
     if (rateOptions === undefined) throw new ConfigError('RateLimiter needs options with a rate (calls per second)');
     const options = optionsObject('RateLimiter options', rateOptions);
+    this.events = new Events<RateLimiterEvents>(optionalFunction('onListenerError', options.onListenerError));
     this.rate = positive('rate', options.rate);
     this.burst = between('burst', or(options.burst, Math.max(1, this.rate)), 1, Number.MAX_SAFE_INTEGER);
     this.reserve = between('reserve', or(options.reserve, 0.5), 0, 1);

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { type Clock, MAX_TIMER_MS } from '../time/clock.js';
 import { clockOption, duration, integer, isInstance, optionalFunction, optionsObject, or, ordered } from '../config.js';
 import { AbortedError, ConfigError, DeadlineExceededError, LoadTimeoutError } from '../errors.js';
-import { Events } from '../events.js';
+import { Events, type ListenerErrorOption } from '../events.js';
 import { onAbort } from './abort.js';
 import { RetryBudget } from './budget.js';
 import { isNeverRetried, retryAfterOf } from './classify.js';
@@ -10,7 +10,7 @@ import { effectiveDeadline, scopedSignal } from './deadline.js';
 import { type CallOptions, type Guard, type GuardContext, guarded, notATask, startTask } from './guard.js';
 
 /** Options for {@link Retry}. */
-export interface RetryOptions {
+export interface RetryOptions extends ListenerErrorOption {
   /** Attempts in all, the first included. Default 3. 1 disables retrying. */
   maxAttempts?: number;
   /** Scale of the backoff: the wait before retry n is drawn from [0, min(maxDelay, baseDelay · 2^(n−1))). Default 100 ms. */
@@ -159,7 +159,7 @@ export class Retry implements Guard {
   readonly budget: RetryBudget;
   private readonly retryOn: ((error: unknown) => boolean) | undefined;
   private readonly clock: Clock;
-  private readonly events = new Events<RetryEvents>();
+  private readonly events: Events<RetryEvents>;
   private calls = 0;
   private retries = 0;
   private budgetRefusals = 0;
@@ -168,6 +168,7 @@ export class Retry implements Guard {
 
   constructor(retryOptions?: RetryOptions) {
     const options = optionsObject('Retry options', retryOptions);
+    this.events = new Events<RetryEvents>(optionalFunction('onListenerError', options.onListenerError));
     this.maxAttempts = integer('maxAttempts', or(options.maxAttempts, 3), 1);
     this.baseDelay = duration('baseDelay', or(options.baseDelay, 100), { timer: true });
     this.maxDelay = duration('maxDelay', or(options.maxDelay, 10_000), { timer: true });

@@ -2,13 +2,13 @@ import assert from 'node:assert/strict';
 import { type Clock } from '../time/clock.js';
 import { between, clockOption, duration, integer, optionalFunction, optionsObject, or } from '../config.js';
 import { ConfigError, OverloadedError } from '../errors.js';
-import { Events } from '../events.js';
+import { Events, type ListenerErrorOption } from '../events.js';
 import { isAbort, isLoadTimeout, isOverloadSignal } from './classify.js';
 import { type CallOptions, type Guard, type GuardContext, guarded, notATask } from './guard.js';
 import { RollingWindow } from './window.js';
 
 /** Options for {@link AdaptiveThrottle}. */
-export interface AdaptiveThrottleOptions {
+export interface AdaptiveThrottleOptions extends ListenerErrorOption {
   /**
    * How many requests the client may send per request the backend accepts,
    * before it starts rejecting locally. Default 2 (Google SRE's value); must
@@ -122,12 +122,13 @@ export class AdaptiveThrottle implements Guard {
   private readonly isRejection: (error: unknown) => boolean;
   private readonly clock: Clock;
   private readonly counts: RollingWindow;
-  private readonly events = new Events<AdaptiveThrottleEvents>();
+  private readonly events: Events<AdaptiveThrottleEvents>;
   private calls = 0;
   private rejected = 0;
 
   constructor(throttleOptions?: AdaptiveThrottleOptions) {
     const options = optionsObject('AdaptiveThrottle options', throttleOptions);
+    this.events = new Events<AdaptiveThrottleEvents>(optionalFunction('onListenerError', options.onListenerError));
     this.k = between('k', or(options.k, 2), 1, Number.MAX_VALUE);
     this.window = duration('window', or(options.window, 30_000), { positive: true });
     this.buckets = integer('buckets', or(options.buckets, 10), 1);

@@ -279,13 +279,28 @@ function sum(counts: { readonly [k: string]: number }): number {
 export interface KnownTarget {
   readonly kind: string;
   readonly matches: (target: unknown) => boolean;
+  /** Every instrument it makes, for the docs' table and its test. */
+  readonly instruments: readonly InstrumentRow[];
   readonly open: <R>(target: unknown, use: <T, S>(spec: TargetSpec<T, S>, target: T) => R) => R;
+}
+
+/** One row of docs/observability.md's table. */
+export interface InstrumentRow {
+  readonly name: string;
+  readonly kind: 'counter' | 'updown' | 'gauge' | 'histogram';
+  readonly unit: string;
+  readonly description: string;
 }
 
 function known<T, S>(spec: TargetSpec<T, S>): KnownTarget {
   return {
     kind: spec.kind,
     matches: spec.matches,
+    instruments: [
+      ...spec.observed.map(({ name, kind, unit, description }) => ({ name, kind, unit, description })),
+      ...spec.ratios.map(({ name, description }) => ({ name, kind: 'gauge' as const, unit: '1', description })),
+      ...spec.histograms.map(({ name, unit, description }) => ({ name, kind: 'histogram' as const, unit, description })),
+    ],
     open: (target, use) => {
       if (!spec.matches(target)) throw new TypeError(`not a ${spec.kind}`);
       return use(spec, target);
