@@ -10,7 +10,7 @@ function setup<V>(options: CacheOptions<V> = {}): { clock: VirtualClock; cache: 
 }
 
 /** The counters of a cache that has done nothing, for `{ ...ZERO, changed }` expectations. */
-const ZERO: CacheStats = { requests: 0, hits: 0, stale: 0, misses: 0, errors: 0, loads: 0, loadErrors: 0, backoffRefusals: 0, validationRejections: 0, coalesced: 0, evictions: 0, entries: 0, loading: 0, shared: undefined };
+const ZERO: CacheStats = { requests: 0, hits: 0, stale: 0, staleBy: { revalidate: 0, error: 0, backoff: 0, timeout: 0 }, misses: 0, errors: 0, loads: 0, warmLoads: 0, loadErrors: 0, backoffRefusals: 0, validationRejections: 0, coalesced: 0, evictions: 0, entries: 0, loading: 0, shared: undefined };
 
 describe('stats: every get ends as one outcome, and loads are the origin queries', () => {
   test('hits, misses and coalesced waiters: one load for ten callers', async () => {
@@ -40,7 +40,7 @@ describe('stats: every get ends as one outcome, and loads are the origin queries
     await assert.rejects(cache.get('cold', down), /db down/);
     await assert.rejects(cache.get('cold', down), /db down/);
     const s = cache.stats();
-    assert.deepEqual(s, { ...ZERO, requests: 7, misses: 1, stale: 4, errors: 2, loads: 3, loadErrors: 2, backoffRefusals: 4, entries: 2 });
+    assert.deepEqual(s, { ...ZERO, requests: 7, misses: 1, stale: 4, staleBy: { revalidate: 1, error: 0, backoff: 3, timeout: 0 }, errors: 2, loads: 3, loadErrors: 2, backoffRefusals: 4, entries: 2 });
     assert.equal(s.loads / s.requests, 3 / 7, 'origin amplification stays below one while the origin fails');
   });
 
@@ -50,7 +50,7 @@ describe('stats: every get ends as one outcome, and loads are the origin queries
     await clock.advance(1_001);
     assert.equal(await cache.get('k', () => -1), 5);
     await clock.settle();
-    assert.deepEqual(cache.stats(), { ...ZERO, requests: 2, misses: 1, stale: 1, loads: 2, validationRejections: 1, entries: 1 });
+    assert.deepEqual(cache.stats(), { ...ZERO, requests: 2, misses: 1, stale: 1, staleBy: { ...ZERO.staleBy, revalidate: 1 }, loads: 2, validationRejections: 1, entries: 1 });
   });
 
   test('evictions are counted, and a set is neither a request nor a load', async () => {
@@ -59,6 +59,27 @@ describe('stats: every get ends as one outcome, and loads are the origin queries
     await cache.set('b', 2);
     await cache.set('c', 3);
     assert.deepEqual(cache.stats(), { ...ZERO, evictions: 1, entries: 2 });
+  });
+
+  test('warm-up loads are counted apart: they are not read-driven origin load', async () => {
+    const { clock, cache } = setup<number>();
+    const warming = cache.warm(['a', 'b', 'c'], ({ key }) => key.length);
+    await clock.runUntilIdle();
+    await warming;
+    await cache.get('a', () => 0);
+    const s = cache.stats();
+    assert.equal(s.loads, 3);
+    assert.equal(s.warmLoads, 3);
+    assert.equal(s.requests, 1);
+    assert.equal((s.loads - s.warmLoads) / s.requests, 0, 'the origin amplification of a warmed cache read once');
+  });
+
+  test('stale on error is told from routine revalidation', async () => {
+    const { clock, cache } = setup<number>({ ttl: 1_000, staleFor: 60_000, staleWhileRevalidate: false });
+    await cache.get('k', () => 1);
+    await clock.advance(1_001);
+    assert.equal(await cache.get('k', () => Promise.reject(new Error('down'))), 1);
+    assert.deepEqual(cache.stats().staleBy, { revalidate: 0, error: 1, backoff: 0, timeout: 0 });
   });
 
   test('with a shared tier: its reads, hits and the bus', async () => {

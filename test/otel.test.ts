@@ -61,11 +61,14 @@ describe('instrument: what each target exports, read through the real SDK', () =
     assert.equal(c.value('damper.cache.requests', { 'damper.result': 'miss' }), 1);
     assert.equal(c.value('damper.cache.requests', { 'damper.result': 'stale' }), 1);
     assert.equal(c.value('damper.cache.requests', { 'damper.result': 'error' }), 0);
-    assert.equal(c.value('damper.cache.loads', users), 2);
+    assert.equal(c.value('damper.cache.loads', users), 2, 'the read-driven loads (the first point)');
     assert.equal(c.value('damper.cache.load.errors'), 1);
     assert.equal(c.value('damper.cache.entries'), 1);
     assert.equal(c.value('damper.cache.origin_amplification'), 2 / 5);
-    assert.equal(c.value('damper.cache.stale_ratio'), 1 / 5);
+    assert.equal(c.value('damper.cache.stale_ratio'), 0, 'a stale read while revalidating is routine, not the origin failing');
+    assert.equal(c.value('damper.cache.stale', { 'damper.reason': 'revalidate' }), 1);
+    assert.equal(c.value('damper.cache.loads', { 'damper.cause': 'read' }), 2);
+    assert.equal(c.value('damper.cache.loads', { 'damper.cause': 'warm' }), 0);
     const ok = c.histogram('damper.cache.load.duration', { 'damper.result': 'success' });
     assert.equal(ok?.count, 1);
     assert.equal(ok?.sum, 0.04, 'seconds, the unit OpenTelemetry prescribes for durations');

@@ -512,7 +512,7 @@ export class Cache<V> {
   /** One origin load: through the guard (the origin budget), then validated. Rejects on any failure. */
   private async load(key: string, flight: Flight<V>, hard: HardTimeout, loader: Loader<V>, o: ResolvedLoadOptions, stale: V | undefined, wait: boolean, deadline: number): Promise<V> {
     const context = { key, signal: hard.signal, wait, priority: wait || flight.warm ? o.priority : 'background', deadline };
-    const loaded = await this.guard.run((attempt) => this.callLoader(key, loader, attempt, stale), context);
+    const loaded = await this.guard.run((attempt) => this.callLoader(key, flight, loader, attempt, stale), context);
     if (this.check === undefined || loaded === undefined) return loaded;
     const checked = this.check(loaded);
     // The hard timeout covers validation too: an async validator that never settles ends with the load's LoadTimeoutError.
@@ -553,13 +553,14 @@ export class Cache<V> {
    * Calls the loader, turning every way it can misbehave into a rejection with
    * an Error, and giving up when `signal` aborts even if the loader ignores it.
    */
-  private callLoader(key: string, loader: Loader<V>, signal: AbortSignal, stale: V | undefined): Promise<V> {
+  private callLoader(key: string, flight: Flight<V>, loader: Loader<V>, signal: AbortSignal, stale: V | undefined): Promise<V> {
     return new Promise<V>((resolve, reject) => {
       if (signal.aborted) {
         reject(isError(signal.reason) ? signal.reason : new AbortedError(`load of "${key}" aborted`, signal.reason));
         return;
       }
       this.counts.loads++;
+      if (flight.warm) this.counts.warmLoads++;
       let settled = false;
       const settle = (ok: boolean, v: unknown): void => {
         // The first outcome counts: a loader that answers after its abort changes nothing.
@@ -644,7 +645,7 @@ export class Cache<V> {
   }
 
   private serveStale(key: string, entry: Entry<V>, reason: StaleReason, now: number): V {
-    this.counts.stale++;
+    this.counts.stale[reason]++;
     if (this.events.has('stale')) this.events.emit('stale', { key, reason, ageMs: now - entry.freshUntil });
     return entry.value;
   }

@@ -1,3 +1,5 @@
+import { type StaleReason } from './cache.js';
+
 /**
  * What a {@link Cache} has done since it was made, and holds now: what an
  * operator reads to see a loop forming before it is an outage. Each outage in
@@ -14,14 +16,28 @@ export interface CacheStats {
   readonly requests: number;
   /** Fresh values served from memory. */
   readonly hits: number;
-  /** Values past their ttl served (revalidating, on error, in backoff, or because the wait ran out). */
+  /** Values past their ttl served, for any reason: the sum of `staleBy`. */
   readonly stale: number;
+  /**
+   * Stale served by why: `revalidate` is routine (stale-while-revalidate, the
+   * refresh runs behind the read); `error`, `backoff` and `timeout` mean the
+   * origin failed or was slow and the cache covered for it. Only those three
+   * are the stale ratio an operator alerts on: a cache that revalidates every
+   * expired key would otherwise alarm on a healthy day.
+   */
+  readonly staleBy: { readonly [R in StaleReason]: number };
   /** get() calls answered by a load: this process's, one they joined, or the shared tier's copy. */
   readonly misses: number;
   /** get() calls that rejected (no value to serve). */
   readonly errors: number;
-  /** Loader calls: the queries that reached the origin, every attempt of a guard's retries included. */
+  /** Loader calls: the queries that reached the origin, every attempt of a guard's retries included, warm-up's too. */
   readonly loads: number;
+  /**
+   * Of those, the ones `warm()` started. Warm-up loads on purpose before the
+   * reads arrive (principle 7), so they are not read-driven origin load: the
+   * origin amplification counts `loads − warmLoads`.
+   */
+  readonly warmLoads: number;
   /** Loader calls that failed (threw, rejected, or were abandoned at their timeout or abort). */
   readonly loadErrors: number;
   /** get() calls answered from a key's backoff (its stale value or its remembered error) without a load. */
@@ -60,10 +76,11 @@ export interface SharedTierStats {
  */
 export class CacheCounters {
   hits = 0;
-  stale = 0;
+  readonly stale: { [R in StaleReason]: number } = { revalidate: 0, error: 0, backoff: 0, timeout: 0 };
   misses = 0;
   errors = 0;
   loads = 0;
+  warmLoads = 0;
   loadErrors = 0;
   backoffRefusals = 0;
   validationRejections = 0;
@@ -72,14 +89,18 @@ export class CacheCounters {
 
   /** The snapshot, with the levels the cache reads now. */
   snapshot(entries: number, loading: number, shared: SharedTierStats | undefined): CacheStats {
-    const { hits, stale, misses, errors } = this;
+    const { hits, misses, errors } = this;
+    const staleBy = { ...this.stale };
+    const stale = staleBy.revalidate + staleBy.error + staleBy.backoff + staleBy.timeout;
     return {
       requests: hits + stale + misses + errors,
       hits,
       stale,
+      staleBy,
       misses,
       errors,
       loads: this.loads,
+      warmLoads: this.warmLoads,
       loadErrors: this.loadErrors,
       backoffRefusals: this.backoffRefusals,
       validationRejections: this.validationRejections,

@@ -76,7 +76,20 @@ const cache: TargetSpec<Cache<unknown>, CacheStats> = {
       description: 'get() calls by how they ended (damper.result: hit, stale, miss, error). A rising error share: callers are failing with nothing to serve.',
       read: (s) => split('damper.result', { hit: s.hits, stale: s.stale, miss: s.misses, error: s.errors }),
     },
-    { name: 'damper.cache.loads', kind: 'counter', unit: '{load}', description: 'Loader calls: the queries that reached the origin. Rising faster than requests: the cache is not absorbing load.', read: (s) => s.loads },
+    {
+      name: 'damper.cache.loads',
+      kind: 'counter',
+      unit: '{load}',
+      description: 'Loader calls: the queries that reached the origin (damper.cause: read, or warm for warm-up). Read loads rising faster than requests: the cache is not absorbing load.',
+      read: (s) => split('damper.cause', { read: s.loads - s.warmLoads, warm: s.warmLoads }),
+    },
+    {
+      name: 'damper.cache.stale',
+      kind: 'counter',
+      unit: '{request}',
+      description: 'Stale values served, by why (damper.reason: revalidate, error, backoff, timeout). revalidate is routine; the other three rising: the origin fails or is slow and the cache covers for it.',
+      read: (s) => split('damper.reason', s.staleBy),
+    },
     { name: 'damper.cache.load.errors', kind: 'counter', unit: '{load}', description: 'Loader calls that failed. Rising: the origin is failing; the cache serves stale and backs off per key.', read: (s) => s.loadErrors },
     {
       name: 'damper.cache.backoff.refusals',
@@ -108,8 +121,18 @@ const cache: TargetSpec<Cache<unknown>, CacheStats> = {
     { name: 'damper.cache.shared.bus', kind: 'gauge', unit: '1', description: '1 while the invalidation bus is up. 0: values in memory are fresh for at most freshWithoutBus.', read: (s) => (s.shared === undefined ? [] : flag(s.shared.busUp)) },
   ],
   ratios: [
-    { name: 'damper.cache.origin_amplification', description: 'Loads ÷ requests over the ratio window. Rising towards 1 or above: every read is becoming an origin query (the loop of Facebook 2010).', numerator: (s) => s.loads, denominator: (s) => s.requests },
-    { name: 'damper.cache.stale_ratio', description: 'Stale served ÷ requests over the ratio window. Rising: the origin is failing or slow, and the cache is covering for it.', numerator: (s) => s.stale, denominator: (s) => s.requests },
+    {
+      name: 'damper.cache.origin_amplification',
+      description: 'Read-driven loads (not warm-up) ÷ requests over the ratio window. Rising towards 1 or above: every read is becoming an origin query (the loop of Facebook 2010).',
+      numerator: (s) => s.loads - s.warmLoads,
+      denominator: (s) => s.requests,
+    },
+    {
+      name: 'damper.cache.stale_ratio',
+      description: 'Stale served because the origin failed or was slow (error, backoff, timeout; not revalidate) ÷ requests over the ratio window. Rising: the cache is covering for a failing origin.',
+      numerator: (s) => s.staleBy.error + s.staleBy.backoff + s.staleBy.timeout,
+      denominator: (s) => s.requests,
+    },
   ],
   histograms: [
     {
