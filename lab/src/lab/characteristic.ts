@@ -10,12 +10,12 @@
 /**
  * The gauges, by their OpenTelemetry names, what each divides, and whether
  * it is a share (at most 1) or may pass 1: retries per first attempt, or
- * loads per read (a restarted cache's warm-up loads before its first reads
- * come back: missourian-2010's damper shows 450 for a second).
+ * read-driven loads per read (a restarted server's first reads: 2.5 in
+ * missourian-2010's damper).
  */
 export const CHARACTERISTIC_GAUGES = [
-  { gauge: 'damper.cache.origin_amplification', title: 'Origin amplification', ratio: 'loads ÷ requests', of: 'cache', share: false },
-  { gauge: 'damper.cache.stale_ratio', title: 'Stale ratio', ratio: 'stale values served ÷ requests', of: 'cache', share: true },
+  { gauge: 'damper.cache.origin_amplification', title: 'Origin amplification', ratio: 'read-driven loads ÷ requests', of: 'cache', share: false },
+  { gauge: 'damper.cache.stale_ratio', title: 'Stale ratio', ratio: 'stale served on error, backoff or timeout ÷ requests', of: 'cache', share: true },
   { gauge: 'damper.retry.ratio', title: 'Retry ratio', ratio: 'retries ÷ first attempts', of: 'retrying client', share: false },
   { gauge: 'damper.limiter.shed_ratio', title: 'Shed ratio', ratio: 'shed ÷ (admitted + shed)', of: 'concurrency limiter', share: true },
 ] as const;
