@@ -1,14 +1,17 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { RATIO_WINDOW_MS, SAMPLE_MS } from '../src/lab/characteristic.js';
+import { VirtualClock } from 'damper';
 import { LabCounters } from '../src/lab/lab-counters.js';
 
 describe('lab counters: a naive variant’s ratios, Δnumerator ÷ Δdenominator over the window', () => {
-  test('over the counts since the start until a whole window has passed, then over the window alone', () => {
-    const counters = new LabCounters();
+  test('over the counts since the start until a whole window has passed, then over the window alone', async () => {
+    const clock = new VirtualClock({ seed: 1 });
+    const counters = new LabCounters(clock);
     const cache = counters.cache('');
     const windowS = RATIO_WINDOW_MS / SAMPLE_MS;
     for (let s = 0; s <= windowS + 10; s++) {
+      if (s > 0) await clock.advance(SAMPLE_MS);
       counters.sample(s * SAMPLE_MS);
       // Each second: 10 reads; 1 load each in the first window, 5 each after it.
       cache.requests += 10;
@@ -24,12 +27,14 @@ describe('lab counters: a naive variant’s ratios, Δnumerator ÷ Δdenominator
     assert.deepEqual(counters.series()['damper.cache.stale_ratio']?.['']?.slice(0, 3), [0, 0, 0], 'a cache that never serves stale has a stale ratio of 0');
   });
 
-  test('only what a world registers exists: no retries, no retry ratio', () => {
-    const counters = new LabCounters();
+  test('only what a world registers exists: no retries, no retry ratio', async () => {
+    const clock = new VirtualClock({ seed: 1 });
+    const counters = new LabCounters(clock);
     const retry = counters.retry('tier=0');
     counters.sample(0);
     retry.firstAttempts += 4;
     retry.retries += 6;
+    await clock.advance(SAMPLE_MS);
     counters.sample(SAMPLE_MS);
     const series = counters.series();
     assert.deepEqual(Object.keys(series), ['damper.retry.ratio']);
@@ -37,7 +42,8 @@ describe('lab counters: a naive variant’s ratios, Δnumerator ÷ Δdenominator
   });
 
   test('shed ratio: shed ÷ (admitted + shed)', () => {
-    const counters = new LabCounters();
+    const clock = new VirtualClock({ seed: 1 });
+    const counters = new LabCounters(clock);
     const limiter = counters.limiter('');
     limiter.admitted = 3;
     limiter.shed = 1;

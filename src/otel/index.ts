@@ -6,3 +6,4 @@
  */
 export { type CharacteristicAlert, characteristicAlerts, RATIO_WINDOW_MS } from './alerts.js';
 export { instrument, type Instrumentable, type InstrumentOptions } from './instrument.js';
+export { RollingRatio } from './rolling-ratio.js';

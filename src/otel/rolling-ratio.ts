@@ -1,3 +1,4 @@
+import { clockOption, duration } from '../config.js';
 import { type Clock } from '../time/clock.js';
 
 /** One reading of a ratio's two counters. */
@@ -17,18 +18,33 @@ const SAMPLES_PER_WINDOW = 64;
  * Δnumerator ÷ Δdenominator from the newest sample at or before the window's
  * start: a window of at least `windowMs`, longer by up to one collection
  * interval. Nothing runs between reads; a call on the hot path pays nothing.
+ *
+ * Exported so that counters of your own (a system damper does not wrap, or
+ * the lab's naive variants) are read over the same window, by the same rule,
+ * as the characteristic gauges `instrument()` exports.
+ *
+ * @example
+ * const amplification = new RollingRatio(clock, 60_000, queries, reads);
+ * // at each collection:
+ * const now = amplification.read(queries, reads);
  */
 export class RollingRatio {
   private readonly samples: Sample[] = [];
 
-  constructor(
-    private readonly clock: Clock,
-    private readonly windowMs: number,
-    numerator: number,
-    denominator: number,
-  ) {
+  /**
+   * Starts the window at the counters' values now (`numerator`,
+   * `denominator`, default 0: a counter that starts with its object).
+   *
+   * @throws ConfigError for a clock that is not one or a window that is not a positive duration.
+   */
+  constructor(clock: Clock, windowMs: number, numerator = 0, denominator = 0) {
+    this.clock = clockOption('clock', clock);
+    this.windowMs = duration('windowMs', windowMs, { positive: true });
     this.samples.push({ at: clock.now(), numerator, denominator });
   }
+
+  private readonly clock: Clock;
+  private readonly windowMs: number;
 
   /** The ratio over the window ending now, given the counters now; 0 when the denominator has not moved. */
   read(numerator: number, denominator: number): number {

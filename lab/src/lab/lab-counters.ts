@@ -1,3 +1,6 @@
+import assert from 'node:assert/strict';
+import { type Clock } from 'damper';
+import { RollingRatio } from 'damper/otel';
 import { type CharacteristicGauge, type CharacteristicRecorder, type CharacteristicSeries, padded, put, RATIO_WINDOW_MS, SAMPLE_MS } from './characteristic.js';
 
 /**
@@ -33,20 +36,22 @@ export interface LimiterCounts {
   shed: number;
 }
 
-/** One ratio of one counted object: where its numerator and denominator come from, and their values at each tick. */
+/** One ratio of one counted object: where its numerator and denominator come from, read over damper/otel's own window. */
 interface Ratio {
   readonly gauge: CharacteristicGauge;
   readonly name: string;
   readonly numerator: () => number;
   readonly denominator: () => number;
-  /** The counts at the ticks still in the window, oldest first, after the zeros the object started from. */
-  readonly ticks: { at: number; numerator: number; denominator: number }[];
+  readonly window: RollingRatio;
 }
 
 export class LabCounters implements CharacteristicRecorder {
   private readonly ratios: Ratio[] = [];
   private readonly out: Partial<Record<CharacteristicGauge, Record<string, (number | null)[]>>> = {};
   private samples = 0;
+
+  /** `clock`: the run's, which the ratios' window is measured on (as `instrument()`'s is for the damper variant). */
+  constructor(private readonly clock: Clock) {}
 
   /** A cache of the naive system, named `name` ('' when it is the only one): origin amplification and stale ratio. */
   cache(name: string): CacheCounts {
@@ -71,17 +76,10 @@ export class LabCounters implements CharacteristicRecorder {
   }
 
   sample(t: number): void {
+    assert.equal(this.clock.now(), t, 'a sample is read at its own instant of the run');
     const index = Math.round(t / SAMPLE_MS);
     this.samples = index + 1;
-    for (const r of this.ratios) {
-      const now = { at: t, numerator: r.numerator(), denominator: r.denominator() };
-      r.ticks.push(now);
-      // The window's start: the last tick at least RATIO_WINDOW_MS old; until there is one, the zeros the object started from.
-      while (r.ticks.length > 1 && r.ticks[1]!.at <= t - RATIO_WINDOW_MS) r.ticks.shift();
-      const base = r.ticks[0]!;
-      const dd = now.denominator - base.denominator;
-      put(this.out, r.gauge, r.name, index, dd === 0 ? 0 : (now.numerator - base.numerator) / dd);
-    }
+    for (const r of this.ratios) put(this.out, r.gauge, r.name, index, r.window.read(r.numerator(), r.denominator()));
   }
 
   series(): CharacteristicSeries {
@@ -89,6 +87,6 @@ export class LabCounters implements CharacteristicRecorder {
   }
 
   private ratio(gauge: CharacteristicGauge, name: string, numerator: () => number, denominator: () => number): void {
-    this.ratios.push({ gauge, name, numerator, denominator, ticks: [{ at: -Infinity, numerator: 0, denominator: 0 }] });
+    this.ratios.push({ gauge, name, numerator, denominator, window: new RollingRatio(this.clock, RATIO_WINDOW_MS) });
   }
 }

@@ -115,7 +115,7 @@ export async function runCacheAside(scenario: CacheAsideScenario, variant: Varia
   let reader: Reader;
   let characteristics: LabCounters | DamperGauges;
   if (variant === 'naive') {
-    const counters = new LabCounters();
+    const counters = new LabCounters(clock);
     reader = naiveReader(clock, db, scenario, counters.cache(''));
     characteristics = counters;
   } else {

@@ -100,7 +100,7 @@ export async function runCacheCluster(scenario: CacheClusterScenario, variant: V
   const allKeys = [...keysOf.values()].flat();
   const draw = remainingFreshness(seed, scenario.cache.ttlS * 1000);
   const freshness = allKeys.map(() => draw());
-  const characteristics = variant === 'naive' ? new LabCounters() : new DamperGauges(clock);
+  const characteristics = variant === 'naive' ? new LabCounters(clock) : new DamperGauges(clock);
   const reader =
     characteristics instanceof LabCounters
       ? await naiveReader(clock, db, cluster, scenario, allKeys, freshness, characteristics)

@@ -262,7 +262,7 @@ export async function runRetryStorm(scenario: RetryStormScenario, variant: Varia
   let call: (population: Population) => Call;
   let characteristics: LabCounters | DamperGauges;
   if (variant === 'naive') {
-    const counters = new LabCounters();
+    const counters = new LabCounters(clock);
     characteristics = counters;
     const stack = naiveStack(clock, recorder, server, scenario.client, stream(seed, STREAMS.retryJitter), counters);
     call = () => stack;

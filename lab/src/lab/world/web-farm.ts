@@ -88,7 +88,7 @@ export async function runWebFarm(scenario: WebFarmScenario, variant: VariantName
   let door: FrontDoor;
   let characteristics: LabCounters | DamperGauges;
   if (variant === 'naive') {
-    const counters = new LabCounters();
+    const counters = new LabCounters(clock);
     characteristics = counters;
     servers = ids.map((id) => new NaiveServer(id, clock, db, scenario.servers, scenario.cache.ttlS, counters.cache(`server=${id}`)));
     door = new NaiveBalancer(clock, servers, scenario.balancer, keys[0]!);
