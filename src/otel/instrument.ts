@@ -1,6 +1,15 @@
 import { type Attributes, type BatchObservableCallback, type Histogram, type Meter, type MeterProvider, metrics, type Observable } from '@opentelemetry/api';
 import { clockOption, duration, optionsObject, or } from '../config.js';
 import { ArgumentError, ConfigError, describe } from '../errors.js';
+import { type Balancer } from '../balance/balancer.js';
+import { type Cache } from '../cache/cache.js';
+import { type CircuitBreaker } from '../guard/breaker.js';
+import { type RetryBudget } from '../guard/budget.js';
+import { type DeadlineGuard } from '../guard/deadline.js';
+import { type ConcurrencyLimiter } from '../guard/limiter.js';
+import { type RateLimiter } from '../guard/rate.js';
+import { type Retry } from '../guard/retry.js';
+import { type AdaptiveThrottle } from '../guard/throttle.js';
 import { type Clock } from '../time/clock.js';
 import { RATIO_WINDOW_MS } from './alerts.js';
 import { TARGETS, type TargetSpec } from './catalogue.js';
@@ -26,7 +35,7 @@ export interface InstrumentOptions {
 }
 
 /** What {@link instrument} accepts: a cache, a guard, a retry budget or a balancer. */
-export type Instrumentable = object;
+export type Instrumentable<V = unknown, U = unknown> = Cache<V> | CircuitBreaker | ConcurrencyLimiter | RateLimiter | Retry | AdaptiveThrottle | DeadlineGuard | RetryBudget | Balancer<U>;
 
 /** The meter's name: the instrumentation scope every damper instrument is made in. */
 const SCOPE = 'damper';
@@ -47,7 +56,7 @@ const SCOPE = 'damper';
  * @throws ArgumentError when `target` is none of these.
  * @throws ConfigError for bad options.
  */
-export function instrument(target: Instrumentable, options?: InstrumentOptions): () => void {
+export function instrument<V, U>(target: Instrumentable<V, U>, options?: InstrumentOptions): () => void {
   const o = optionsObject('instrument options', options);
   const spec = TARGETS.find((t) => t.matches(target));
   if (spec === undefined) throw new ArgumentError(`instrument() takes a Cache, a guard, a RetryBudget or a Balancer, got ${describe(target)}`);

@@ -13,7 +13,7 @@ import { VirtualMeterProvider } from './virtual-meter.js';
  */
 
 /** Instruments `target` (a `Cache`, a `Retry`, a `ConcurrencyLimiter`), its series named by `attributes`; returns what detaches it (a restarted process's objects are replaced). */
-export type Watch = (target: Instrumentable, attributes: Attributes) => () => void;
+export type Watch = <V>(target: Instrumentable<V>, attributes: Attributes) => () => void;
 
 const GAUGES = new Set<string>(CHARACTERISTIC_GAUGES.map((g) => g.gauge));
 
