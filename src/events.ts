@@ -23,12 +23,14 @@ export class Events<M extends { [K in keyof M]: (event: never) => void }> {
   /**
    * Called with what a listener threw. The default warns through
    * `process.emitWarning` (code `DAMPER_LISTENER_ERROR`): swallowing it would
-   * hide a broken dashboard or alert from the operator who relies on it.
+   * hide a broken dashboard or alert from the operator who relies on it. It
+   * warns once per event name per emitter: a listener that throws on every
+   * cache hit must not turn into a flood of warnings.
    */
   onListenerError: (error: unknown, event: keyof M) => void;
 
   constructor(onListenerError: ((error: unknown, event: keyof M) => void) | undefined = undefined) {
-    this.onListenerError = onListenerError ?? warnListenerError;
+    this.onListenerError = onListenerError ?? warnOncePerEvent();
   }
 
   /** Subscribes; returns a function that unsubscribes (so listeners cannot leak by being forgotten). */
@@ -70,7 +72,16 @@ export class Events<M extends { [K in keyof M]: (event: never) => void }> {
   }
 }
 
-/** The default {@link Events.onListenerError}: a process warning that names the event and carries the error. */
+/** The default {@link Events.onListenerError}: a process warning that names the event and carries the error, the first time each event's listener throws. */
+function warnOncePerEvent(): (error: unknown, event: PropertyKey) => void {
+  const warned = new Set<PropertyKey>();
+  return (error, event) => {
+    if (warned.has(event)) return;
+    warned.add(event);
+    warnListenerError(error, event);
+  };
+}
+
 function warnListenerError(error: unknown, event: PropertyKey): void {
   process.emitWarning(`a listener of "${String(event)}" threw: ${describe(error)}`, { code: 'DAMPER_LISTENER_ERROR', detail: error instanceof Error ? error.stack : undefined });
 }
