@@ -11,6 +11,7 @@ import { MemoryStore } from '../stores/memory.js';
 import { type Clock, preciseNow, type Timer } from '../time/clock.js';
 import { shouldRefreshEarly } from './early-refresh.js';
 import { emptyEntry, type Entry } from './entry.js';
+import { type Flight, type FlightKind, Flights, type Outcome } from './flight.js';
 import { HardTimeout } from './hard-timeout.js';
 import { CacheCounters, type CacheStats } from './stats.js';
 import { type CacheOptions, type LoadOptions, resolveCacheShape, resolveLoadOptions, type ResolvedLoadOptions } from './options.js';
@@ -66,23 +67,6 @@ export interface CacheEvents {
   bus: (e: { readonly up: boolean }) => void;
 }
 
-type Outcome<V> = { readonly ok: true; readonly value: V } | { readonly ok: false; readonly error: unknown };
-
-/** One load in flight for one key, shared by every caller that wants it. */
-interface Flight<V> {
-  promise: Promise<Outcome<V>>;
-  /** Set by `set`/`delete`/`clear`: the result still reaches its waiters but is not stored. */
-  superseded: boolean;
-  /**
-   * Started by a warm-up: it does not queue in the guard (wait: false, so it
-   * only takes spare capacity) yet keeps its own priority, and a refusal by
-   * the guard is not held against the key.
-   */
-  readonly warm: boolean;
-  /** Started by an early (XFetch) refresh of a fresh value. */
-  readonly early: boolean;
-}
-
 /**
  * A read-through cache that cannot turn an error or an invalid value into a
  * flood of origin queries.
@@ -103,7 +87,7 @@ export class Cache<V> {
   /** The clock's `random`, bound: a user's Clock may implement it as a method that uses `this`. */
   private readonly random: () => number;
   private readonly store: MemoryStore<Entry<V>>;
-  private readonly flights = new Map<string, Flight<V>>();
+  private readonly flights = new Flights<V>();
   private readonly defaults: ResolvedLoadOptions;
   private readonly check: ((value: V) => Verdict<V> | Promise<Verdict<V>>) | undefined;
   private readonly backoff: Backoff;
@@ -267,7 +251,7 @@ export class Cache<V> {
       if (!verdict.ok) throw new ValidationError(key, verdict.reason, verdict.issues);
       stored = verdict.value;
     }
-    this.supersede(key);
+    this.flights.supersede(key);
     const fresh = this.freshFor(stored, o);
     this.commit(key, stored, fresh, fresh + o.staleFor, 0, 'set');
     await this.shared?.write(key, stored, fresh, o.staleFor);
@@ -287,7 +271,7 @@ export class Cache<V> {
    */
   async delete(key: string): Promise<boolean> {
     assertKey(key);
-    this.supersede(key);
+    this.flights.supersede(key);
     const had = this.store.delete(key);
     await this.shared?.remove(key);
     return had;
@@ -295,8 +279,7 @@ export class Cache<V> {
 
   /** Removes every key from this process; loads in flight are superseded (their callers still get results). The shared tier is not touched. */
   clear(): void {
-    for (const flight of this.flights.values()) flight.superseded = true;
-    this.flights.clear();
+    this.flights.supersedeAll();
     this.store.clear();
   }
 
@@ -401,7 +384,7 @@ export class Cache<V> {
     let flight = this.flights.get(key);
     if (flight === undefined) {
       if (entry !== undefined && now < entry.retryAt) return entry.failures > 0 ? { status: 'failed', error: entry.error } : { status: 'skipped' };
-      flight = this.start(key, entry, loader, { ...this.defaults, priority }, false, true);
+      flight = this.start(key, entry, loader, { ...this.defaults, priority }, 'warm');
     }
     const outcome = await flight.promise;
     return outcome.ok ? { status: 'loaded' } : { status: 'failed', error: outcome.error };
@@ -427,7 +410,7 @@ export class Cache<V> {
 
     // Queue for the origin budget only if this caller will wait for the result.
     const joined = this.flights.get(key);
-    const flight = joined ?? this.start(key, entry, loader, o, servable === undefined || !o.staleWhileRevalidate);
+    const flight = joined ?? this.start(key, entry, loader, o, servable === undefined || !o.staleWhileRevalidate ? 'read' : 'revalidate');
     if (servable !== undefined && o.staleWhileRevalidate) return this.serveStale(key, servable, 'revalidate', now);
     if (joined !== undefined) this.counts.coalesced++;
     return this.wait(key, flight, o, servable !== undefined);
@@ -436,15 +419,11 @@ export class Cache<V> {
   /** Starts a background refresh of a key that has a value, unless one runs or the key backs off. */
   private refresh(key: string, entry: Entry<V>, loader: Loader<V>, now: number): void {
     if (this.flights.has(key) || now < entry.retryAt) return;
-    this.start(key, entry, loader, this.defaults, false, false, true);
+    this.start(key, entry, loader, this.defaults, 'early');
   }
 
-  private start(key: string, entry: Entry<V> | undefined, loader: Loader<V>, o: ResolvedLoadOptions, wait: boolean, warm = false, early = false): Flight<V> {
-    assert(!this.flights.has(key), 'one load per key in flight');
-    const flight: Flight<V> = { promise: undefined as unknown as Promise<Outcome<V>>, superseded: false, warm, early };
-    this.flights.set(key, flight);
-    flight.promise = this.run(key, flight, loader, o, entry, wait);
-    return flight;
+  private start(key: string, entry: Entry<V> | undefined, loader: Loader<V>, o: ResolvedLoadOptions, kind: FlightKind): Flight<V> {
+    return this.flights.start(key, kind, (flight) => this.run(key, flight, loader, o, entry));
   }
 
   /**
@@ -454,34 +433,34 @@ export class Cache<V> {
    * handed to the guard as the load's deadline, so a retry never starts an
    * attempt that could not finish in time.
    */
-  private async run(key: string, flight: Flight<V>, loader: Loader<V>, o: ResolvedLoadOptions, entry: Entry<V> | undefined, wait: boolean): Promise<Outcome<V>> {
+  private async run(key: string, flight: Flight<V>, loader: Loader<V>, o: ResolvedLoadOptions, entry: Entry<V> | undefined): Promise<Outcome<V>> {
     // Durations read the clock precisely (a load of 0.36 ms is not 0 ms); deadlines read it as every decision does.
     const started = preciseNow(this.clock);
     const deadline = this.clock.now() + o.loadTimeout;
     const accept = this.acceptBy(deadline);
     let first: Lookup<V> | undefined;
-    if (this.shared !== undefined && !flight.early) {
+    if (this.shared !== undefined && flight.kind !== 'early') {
       // The common miss in a cluster: the value is fresh in the shared tier. It
       // needs no signal, no hard-timeout timer and no lease (the store's own time
       // limit bounds the read), so none is made: this is the L2 hit path.
       first = await this.shared.lookup(key, accept);
       if (first.kind === 'hit') {
         const outcome = this.settle(key, flight, first, o, started);
-        if (this.flights.get(key) === flight) this.flights.delete(key);
+        this.flights.land(key, flight);
         return outcome;
       }
     }
     // Armed for what is left of loadTimeout after the first read: the get's one bound, from its start.
     const hard = new HardTimeout(this.clock, key, o.loadTimeout, deadline - this.clock.now());
     const stale = entry !== undefined && entry.hasValue ? entry.value : undefined;
-    const load = (): Promise<V> => this.load(key, flight, hard, loader, o, stale, wait, deadline);
+    const load = (): Promise<V> => this.load(key, flight, hard, loader, o, stale, deadline);
     try {
       if (this.shared !== undefined) {
         const resolution = await this.shared.resolve<V>({
           key,
           hard,
           servable: entry !== undefined && entry.hasValue && started < entry.staleUntil,
-          early: flight.early,
+          early: flight.kind === 'early',
           failures: entry?.failures ?? 0,
           deadline,
           staleFor: o.staleFor,
@@ -501,17 +480,19 @@ export class Cache<V> {
     } catch (thrown) {
       // Past the hard timeout, whatever a guard rejected with, the cause is the timeout.
       const error = hard.expired ?? thrown;
-      if (!flight.superseded && !(flight.warm && error instanceof OverloadedError)) this.fail(key, error, preciseNow(this.clock) - started);
+      if (!flight.superseded && !(flight.kind === 'warm' && error instanceof OverloadedError)) this.fail(key, error, preciseNow(this.clock) - started);
       return { ok: false, error };
     } finally {
       hard.cancel();
-      if (this.flights.get(key) === flight) this.flights.delete(key);
+      this.flights.land(key, flight);
     }
   }
 
   /** One origin load: through the guard (the origin budget), then validated. Rejects on any failure. */
-  private async load(key: string, flight: Flight<V>, hard: HardTimeout, loader: Loader<V>, o: ResolvedLoadOptions, stale: V | undefined, wait: boolean, deadline: number): Promise<V> {
-    const context = { key, signal: hard.signal, wait, priority: wait || flight.warm ? o.priority : 'background', deadline };
+  private async load(key: string, flight: Flight<V>, hard: HardTimeout, loader: Loader<V>, o: ResolvedLoadOptions, stale: V | undefined, deadline: number): Promise<V> {
+    // Only a caller who waits queues for the origin budget; a warm-up keeps its priority, a background refresh has none.
+    const wait = flight.kind === 'read';
+    const context = { key, signal: hard.signal, wait, priority: wait || flight.kind === 'warm' ? o.priority : 'background', deadline };
     const loaded = await this.guard.run((attempt) => this.callLoader(key, flight, loader, attempt, stale), context);
     if (this.check === undefined || loaded === undefined) return loaded;
     const checked = this.check(loaded);
@@ -544,7 +525,7 @@ export class Cache<V> {
         this.defer(key, r.retryInMs);
         return { ok: false, error: r.error };
       case 'failed':
-        if (keep && !(flight.warm && r.error instanceof OverloadedError)) this.fail(key, r.error, preciseNow(this.clock) - started, r.failures, r.retryInMs);
+        if (keep && !(flight.kind === 'warm' && r.error instanceof OverloadedError)) this.fail(key, r.error, preciseNow(this.clock) - started, r.failures, r.retryInMs);
         return { ok: false, error: r.error };
     }
   }
@@ -560,7 +541,7 @@ export class Cache<V> {
         return;
       }
       this.counts.loads++;
-      if (flight.warm) this.counts.warmLoads++;
+      if (flight.kind === 'warm') this.counts.warmLoads++;
       let settled = false;
       const settle = (ok: boolean, v: unknown): void => {
         // The first outcome counts: a loader that answers after its abort changes nothing.
@@ -685,7 +666,7 @@ export class Cache<V> {
   /** Another process changed `key` (through the shared tier's bus). */
   private invalidate(key: string, how: 'drop' | 'expire'): void {
     if (how === 'drop') {
-      this.supersede(key);
+      this.flights.supersede(key);
       this.store.delete(key);
       return;
     }
@@ -738,13 +719,6 @@ export class Cache<V> {
   private evicted(key: string, reason: 'capacity' | 'oversize'): void {
     this.counts.evictions++;
     this.events.emit('evict', { key, reason });
-  }
-
-  private supersede(key: string): void {
-    const flight = this.flights.get(key);
-    if (flight === undefined) return;
-    flight.superseded = true;
-    this.flights.delete(key);
   }
 }
 

@@ -1,0 +1,92 @@
+import assert from 'node:assert/strict';
+
+/** How a load ended: data, never a rejection, so no rejection goes unhandled however many callers leave early. */
+export type Outcome<V> = { readonly ok: true; readonly value: V } | { readonly ok: false; readonly error: unknown };
+
+/**
+ * Why a load was started, which decides how it goes:
+ * - `read`: a caller waits for it (nothing to serve meanwhile); it queues in
+ *   the origin budget at the call's priority.
+ * - `revalidate`: stale-while-revalidate; the caller got the stale value, so
+ *   the load runs at `background` priority and does not queue.
+ * - `warm`: started by `cache.warm`; it does not queue (it takes only spare
+ *   capacity) yet keeps its own priority, and a refusal by the origin budget
+ *   is not held against the key.
+ * - `early`: an early (XFetch) refresh of a value still fresh; a fresh copy in
+ *   the shared tier does not end it.
+ */
+export type FlightKind = 'read' | 'revalidate' | 'warm' | 'early';
+
+/** One load in flight for one key, shared by every caller that wants it. */
+export interface Flight<V> {
+  readonly kind: FlightKind;
+  readonly promise: Promise<Outcome<V>>;
+  /** Set by `set`/`delete`/`clear`: the result still reaches its waiters but is not stored. */
+  readonly superseded: boolean;
+}
+
+/** The mutable side of a flight, held by {@link Flights} alone. */
+interface OwnedFlight<V> extends Flight<V> {
+  promise: Promise<Outcome<V>>;
+  superseded: boolean;
+}
+
+/**
+ * The loads in flight of one cache, at most one per key (principle 2, in
+ * this process; the shared tier's leases are its cluster half). Go's
+ * `singleflight` is the model: a map of calls in flight; a caller that finds
+ * one joins it; `supersede` plays `Forget`: the flight runs to its end for
+ * those waiting on it, but a newer write (set, delete, clear) has taken the
+ * key, so the cache must not store what it brings.
+ */
+export class Flights<V> {
+  private readonly byKey = new Map<string, OwnedFlight<V>>();
+
+  /** Loads in flight now. */
+  get size(): number {
+    return this.byKey.size;
+  }
+
+  /** The flight for `key`, to join, or undefined. */
+  get(key: string): Flight<V> | undefined {
+    return this.byKey.get(key);
+  }
+
+  has(key: string): boolean {
+    return this.byKey.has(key);
+  }
+
+  /**
+   * Starts the one flight for `key`: `run` gets the flight (to read its kind
+   * and whether it was superseded) and returns its outcome; it calls
+   * {@link land} once that outcome is decided, before the promise settles, so
+   * a caller who reads the key on the outcome's heels starts a new load
+   * rather than join the old one.
+   */
+  start(key: string, kind: FlightKind, run: (flight: Flight<V>) => Promise<Outcome<V>>): Flight<V> {
+    assert(!this.byKey.has(key), 'one load per key in flight');
+    const flight: OwnedFlight<V> = { kind, promise: undefined as unknown as Promise<Outcome<V>>, superseded: false };
+    this.byKey.set(key, flight);
+    flight.promise = run(flight);
+    return flight;
+  }
+
+  /** Ends `flight`'s hold on `key` (its outcome is decided), unless a newer flight has taken the key. */
+  land(key: string, flight: Flight<V>): void {
+    if (this.byKey.get(key) === flight) this.byKey.delete(key);
+  }
+
+  /** A newer write took `key`: its flight, if any, still answers its waiters but stores nothing. */
+  supersede(key: string): void {
+    const flight = this.byKey.get(key);
+    if (flight === undefined) return;
+    flight.superseded = true;
+    this.byKey.delete(key);
+  }
+
+  /** Every key at once (`clear`). */
+  supersedeAll(): void {
+    for (const flight of this.byKey.values()) flight.superseded = true;
+    this.byKey.clear();
+  }
+}
