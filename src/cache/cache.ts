@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { clockOption, isInstance, optionalFunction, optionsObject } from '../config.js';
-import { AbortedError, ArgumentError, ConfigError, type DamperError, isError, LoaderError, LoadTimeoutError, OverloadedError, type SharedTierError, ValidationError } from '../errors.js';
+import { AbortedError, ArgumentError, ConfigError, type DamperError, isError, LoaderError, LoadTimeoutError, type SharedTierError, ValidationError } from '../errors.js';
 import { Events } from '../events.js';
 import { Backoff } from '../guard/backoff.js';
 import { onAbort } from '../guard/abort.js';
@@ -12,6 +12,7 @@ import { type Clock, preciseNow, type Timer } from '../time/clock.js';
 import { shouldRefreshEarly } from './early-refresh.js';
 import { emptyEntry, type Entry } from './entry.js';
 import { type Flight, type FlightKind, Flights, type Outcome } from './flight.js';
+import { countsAgainstKey, refusedByBudget } from './refusal.js';
 import { HardTimeout } from './hard-timeout.js';
 import { CacheCounters, type CacheStats } from './stats.js';
 import { type CacheOptions, type LoadOptions, resolveCacheShape, resolveLoadOptions, type ResolvedLoadOptions } from './options.js';
@@ -480,7 +481,7 @@ export class Cache<V> {
     } catch (thrown) {
       // Past the hard timeout, whatever a guard rejected with, the cause is the timeout.
       const error = hard.expired ?? thrown;
-      if (!flight.superseded && !(flight.kind === 'warm' && error instanceof OverloadedError)) this.fail(key, error, preciseNow(this.clock) - started);
+      if (!flight.superseded && countsAgainstKey(flight.kind, error)) this.fail(key, error, preciseNow(this.clock) - started);
       return { ok: false, error };
     } finally {
       hard.cancel();
@@ -525,7 +526,7 @@ export class Cache<V> {
         this.defer(key, r.retryInMs);
         return { ok: false, error: r.error };
       case 'failed':
-        if (keep && !(flight.kind === 'warm' && r.error instanceof OverloadedError)) this.fail(key, r.error, preciseNow(this.clock) - started, r.failures, r.retryInMs);
+        if (keep && countsAgainstKey(flight.kind, r.error)) this.fail(key, r.error, preciseNow(this.clock) - started, r.failures, r.retryInMs);
         return { ok: false, error: r.error };
     }
   }
@@ -706,7 +707,7 @@ export class Cache<V> {
     // queue for refreshes, not an outage, so the retry waits at most
     // REFUSED_RETRY_MAX_MS (an exponential backoff to 30 s would leave the key
     // stale that long for being one of many due at once).
-    if (error instanceof OverloadedError && entry.hasValue) delay = Math.min(delay, REFUSED_RETRY_MAX_MS * (1 - 0.2 * this.clock.random()));
+    if (refusedByBudget(error) && entry.hasValue) delay = Math.min(delay, REFUSED_RETRY_MAX_MS * (1 - 0.2 * this.clock.random()));
     entry.retryAt = now + delay;
     entry.error = error;
     if (error instanceof ValidationError) {

@@ -1,5 +1,5 @@
 import { duration, hasMethods, integer, isInstance, optionsObject, or } from '../config.js';
-import { ConfigError, type DamperError, LeaseBackoffError, OverloadedError, SharedTierError } from '../errors.js';
+import { ConfigError, type DamperError, LeaseBackoffError, SharedTierError } from '../errors.js';
 import { CircuitBreaker, type CircuitBreakerOptions } from '../guard/breaker.js';
 import { type GuardContext } from '../guard/guard.js';
 import { type LeaseGrant, type SharedBackend } from '../stores/backend.js';
@@ -7,6 +7,7 @@ import { type CorruptReason, decodeEnvelope, encodeEnvelope } from '../stores/en
 import { type Clock, preciseNow, type Timer } from '../time/clock.js';
 import { type HardTimeout } from './hard-timeout.js';
 import { LeaseWaiters } from './lease.js';
+import { refusedByBudget } from './refusal.js';
 import { type SharedTierStats } from './stats.js';
 import { type Verdict } from './validate.js';
 
@@ -333,9 +334,8 @@ export class SharedTier {
     try {
       value = await r.load();
     } catch (error) {
-      if (error instanceof OverloadedError) {
-        // Refused by this process's own origin budget: not the key's fault, so no
-        // failure marker; the lease goes back for another process to take.
+      if (refusedByBudget(error)) {
+        // Not the key's fault (refusal.ts): no failure marker; the lease goes back for another process to take.
         await this.call('release', () => this.store.release(this.keyOf(r.key), token));
         return { kind: 'failed', error, failures: r.failures + 1, retryInMs: r.backoff(r.failures + 1) };
       }

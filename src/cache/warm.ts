@@ -1,5 +1,6 @@
 import { integer, optionalFunction, optionalSignal, or, positive } from '../config.js';
-import { ArgumentError, ConfigError, describe, OverloadedError } from '../errors.js';
+import { ArgumentError, ConfigError, describe } from '../errors.js';
+import { refusedByBudget } from './refusal.js';
 import { checkPriority, type Priority } from '../guard/priority.js';
 import { type Clock, sleep } from '../time/clock.js';
 
@@ -138,8 +139,8 @@ export async function warm(target: WarmTarget, keys: Iterable<string> | AsyncIte
         }
         if (abortRequested()) return;
         const result = await target.load(key, o.priority);
-        // The guard had no spare capacity (live traffic has it): try again at a later slot.
-        const refused = result.status === 'failed' && result.error instanceof OverloadedError;
+        // The guard had no spare capacity (live traffic has it): not the key's fault (refusal.ts); try again at a later slot.
+        const refused = result.status === 'failed' && refusedByBudget(result.error);
         if (!refused || tries >= WARM_MAX_TRIES) outcome = result;
       }
       record(key, outcome);

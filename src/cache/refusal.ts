@@ -1,0 +1,25 @@
+import { OverloadedError } from '../errors.js';
+import { type FlightKind } from './flight.js';
+
+/**
+ * The one decision behind "a refusal by the origin budget is not the key's
+ * fault". A load the cache's own guard refused (`OverloadedError`: the
+ * budget was full, the call was shed) says nothing about the key or its
+ * origin: the budget is a queue for loads, not an outage. So the cache never
+ * treats it as the key failing. What each place does with that:
+ *
+ * - a warm-up's refusal is not recorded at all (the warm-up takes only spare
+ *   capacity and tries the key again at a later slot: `warm.ts`);
+ * - a refused refresh of a key that has a value retries within
+ *   `REFUSED_RETRY_MAX_MS`, not on the key's growing backoff (`cache.ts`);
+ * - a lease holder refused by its own budget leaves no failure marker in the
+ *   shared tier: the lease goes back for another process (`shared-tier.ts`).
+ */
+export function refusedByBudget(error: unknown): error is OverloadedError {
+  return error instanceof OverloadedError;
+}
+
+/** Whether a failed flight's error is recorded against its key: all are, but a warm-up's refusal. */
+export function countsAgainstKey(kind: FlightKind, error: unknown): boolean {
+  return !(kind === 'warm' && refusedByBudget(error));
+}
