@@ -1,5 +1,6 @@
 import { between, duration, integer, optionsObject, or } from '../config.js';
 import { ConfigError } from '../errors.js';
+import { startTask } from '../guard/guard.js';
 import { type Clock, type Timer } from '../time/clock.js';
 
 /**
@@ -168,13 +169,8 @@ export class HealthChecker<U> {
       controller.abort(new Error(`health check timed out after ${this.timeout} ms`));
       finish(false, 'timeout');
     }, this.timeout);
-    let pending: Promise<void>;
-    try {
-      pending = this.check(this.targets[i]!, controller.signal);
-    } catch (error) {
-      pending = Promise.reject(error);
-    }
-    Promise.resolve(pending).then(
+    // A check that throws, rejects or returns a plain value is answered all the same.
+    startTask((signal) => this.check(this.targets[i]!, signal), controller.signal).then(
       () => finish(true),
       (error: unknown) => finish(false, error),
     );

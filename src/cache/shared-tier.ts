@@ -1,7 +1,7 @@
 import { duration, hasMethods, integer, isInstance, optionsObject, or } from '../config.js';
 import { ConfigError, type DamperError, LeaseBackoffError, SharedTierError } from '../errors.js';
 import { CircuitBreaker, type CircuitBreakerOptions } from '../guard/breaker.js';
-import { type GuardContext } from '../guard/guard.js';
+import { type GuardContext, startTask } from '../guard/guard.js';
 import { type LeaseGrant, type SharedBackend } from '../stores/backend.js';
 import { type CorruptReason, decodeEnvelope, encodeEnvelope } from '../stores/envelope.js';
 import { type Clock, preciseNow, type Timer } from '../time/clock.js';
@@ -461,13 +461,7 @@ export class SharedTier {
       const call: PendingCall = { deadline: this.clock.now() + this.timeout, operation, reject };
       this.pending.add(call);
       if (this.sweeper === undefined) this.sweeper = this.clock.setTimer(this.sweep, this.timeout / 4);
-      let p: Promise<T>;
-      try {
-        p = fn();
-      } catch (error) {
-        p = Promise.reject(error);
-      }
-      p.then(
+      startTask(fn, NEVER).then(
         (v) => {
           this.pending.delete(call);
           resolve(v);
