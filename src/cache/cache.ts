@@ -700,6 +700,8 @@ export class Cache<V> {
       entry = emptyEntry<V>();
       this.store.set(key, entry);
     }
+    const had = entry.hasValue;
+    const kept = entry.value;
     // With a shared tier, the count and delay are the cluster's: backoff grows per key, not per process.
     entry.failures = failures ?? entry.failures + 1;
     let delay = retryInMs ?? this.backoff.delay(entry.failures, this.random);
@@ -710,6 +712,8 @@ export class Cache<V> {
     if (refusedByBudget(error) && entry.hasValue) delay = Math.min(delay, REFUSED_RETRY_MAX_MS * (1 - 0.2 * this.clock.random()));
     entry.retryAt = now + delay;
     entry.error = error;
+    // Principle 1, the Facebook 2010 loop's first half: a failure is recorded beside the value, never in its place.
+    assert(entry.hasValue === had && entry.value === kept, 'an error is not a value: a failed load leaves the value as it was');
     if (error instanceof ValidationError) {
       this.events.emit('invalid', { key, reason: error.reason, issues: error.issues, failures: entry.failures, retryInMs: delay, ms });
     } else {
