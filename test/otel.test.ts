@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { AggregationTemporality, type DataPoint, type Histogram, MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
 import { AdaptiveThrottle, ArgumentError, Balancer, Cache, CircuitBreaker, ConcurrencyLimiter, ConfigError, DeadlineGuard, RateLimiter, Retry, RetryBudget, VirtualClock } from '../src/index.js';
-import { characteristicAlerts, instrument } from '../src/otel/index.js';
+import { characteristicAlerts, instrument, RollingRatio } from '../src/otel/index.js';
 import { TARGETS } from '../src/otel/catalogue.js';
 import { deferred } from './helpers.js';
 
@@ -227,6 +227,17 @@ describe('instrument: detaching, and what it refuses', () => {
     assert.throws(() => instrument(cache, { ratioWindow: -1 }), ConfigError);
     assert.throws(() => instrument(cache, { clock: {} as never }), ConfigError);
     assert.throws(() => instrument(cache, null as never), ConfigError);
+  });
+
+  test('RollingRatio refuses what would poison its window', () => {
+    const clock = new VirtualClock({ seed: 1 });
+    assert.throws(() => new RollingRatio({} as never, 1_000), ConfigError);
+    assert.throws(() => new RollingRatio(clock, 0), ConfigError);
+    assert.throws(() => new RollingRatio(clock, 1_000, Number.NaN), ArgumentError);
+    const ratio = new RollingRatio(clock, 1_000);
+    assert.throws(() => ratio.read(1, Number.POSITIVE_INFINITY), ArgumentError);
+    assert.throws(() => ratio.read('1' as never, 2), ArgumentError);
+    assert.equal(ratio.read(1, 4), 0.25, 'a refused read leaves the window as it was');
   });
 
   test('without a meter provider it uses the global one, a no-op until an SDK registers', () => {

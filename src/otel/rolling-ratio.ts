@@ -1,4 +1,5 @@
 import { clockOption, duration } from '../config.js';
+import { ArgumentError, describe } from '../errors.js';
 import { type Clock } from '../time/clock.js';
 
 /** One reading of a ratio's two counters. */
@@ -36,18 +37,25 @@ export class RollingRatio {
    * `denominator`, default 0: a counter that starts with its object).
    *
    * @throws ConfigError for a clock that is not one or a window that is not a positive duration.
+   * @throws ArgumentError for counters that are not finite numbers.
    */
   constructor(clock: Clock, windowMs: number, numerator = 0, denominator = 0) {
     this.clock = clockOption('clock', clock);
     this.windowMs = duration('windowMs', windowMs, { positive: true });
-    this.samples.push({ at: clock.now(), numerator, denominator });
+    checkCounters(numerator, denominator);
+    this.samples.push({ at: this.clock.now(), numerator, denominator });
   }
 
   private readonly clock: Clock;
   private readonly windowMs: number;
 
-  /** The ratio over the window ending now, given the counters now; 0 when the denominator has not moved. */
+  /**
+   * The ratio over the window ending now, given the counters now; 0 when the denominator has not moved.
+   *
+   * @throws ArgumentError for counters that are not finite numbers (a NaN kept would poison every later read).
+   */
   read(numerator: number, denominator: number): number {
+    checkCounters(numerator, denominator);
     const now = this.clock.now();
     const start = now - this.windowMs;
     // Keep the newest sample at or before the window's start: it is where the window begins.
@@ -58,4 +66,9 @@ export class RollingRatio {
     const moved = denominator - first.denominator;
     return moved > 0 ? (numerator - first.numerator) / moved : 0;
   }
+}
+
+function checkCounters(numerator: unknown, denominator: unknown): void {
+  if (typeof numerator !== 'number' || !Number.isFinite(numerator)) throw new ArgumentError(`numerator must be a finite number, got ${describe(numerator)}`);
+  if (typeof denominator !== 'number' || !Number.isFinite(denominator)) throw new ArgumentError(`denominator must be a finite number, got ${describe(denominator)}`);
 }
