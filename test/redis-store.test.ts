@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Cluster, Redis } from 'ioredis';
 import { ArgumentError, ConfigError } from '../src/errors.js';
 import { RedisStore } from '../src/stores/redis.js';
+import { systemClock } from '../src/time/system.js';
 import { type RedisCluster, type RedisServer, startRedis, startRedisCluster } from './support/redis-server.js';
 
 /** Polls `check` every `everyMs` until it returns true; fails after `timeoutMs` (a generous bound, not a timing assertion). */
@@ -276,6 +277,92 @@ describe('RedisStore on one redis-server', () => {
     } finally {
       client.disconnect();
     }
+  });
+
+  describe('freshness is read off Redis’s clock, never this process’s', () => {
+    /** Calls of each command Redis has run since the last reset. */
+    const calls = async (): Promise<Record<string, number>> => {
+      const info = await raw.info('commandstats');
+      return Object.fromEntries([...info.matchAll(/cmdstat_(\w+):calls=(\d+)/g)].map((m) => [m[1]!, Number(m[2])]));
+    };
+    /** Waits until the store's estimate of Redis's clock is in (its first read starts the sync). */
+    const synced = async (s: RedisStore, key: string): Promise<void> => {
+      await s.read(key);
+      await sleep(50);
+    };
+
+    test('by default a value is stamped with its expiry on Redis’s clock and read with one GET', async () => {
+      const s = newStore();
+      const key = unique('stamped');
+      await s.write(key, 'd1|0|0|"v"', 60_000);
+      const stored = await raw.get(`damper:{${key}}:v`);
+      const [, at, body] = /^s(\d+)\|(.*)$/.exec(stored ?? '') ?? [];
+      assert.equal(body, 'd1|0|0|"v"');
+      const [seconds, micros] = await raw.time();
+      const redisNow = Number(seconds) * 1000 + Number(micros) / 1000;
+      assert.ok(Math.abs(Number(at) - (redisNow + 60_000)) < 1_000, `stamp ${at} vs Redis now ${redisNow} + 60 s`);
+      await synced(s, key);
+      await raw.config('RESETSTAT');
+      for (let i = 0; i < 10; i++) {
+        const got = await s.read(key);
+        assert.equal(got?.value, 'd1|0|0|"v"');
+        const pttl = await raw.pttl(`damper:{${key}}:v`);
+        assert.ok(got !== undefined && Math.abs(got.ttlMs - pttl) < 25, `ttlMs ${got?.ttlMs} vs PTTL ${pttl}`);
+      }
+      const c = await calls();
+      assert.equal(c.get, 10, JSON.stringify(c));
+      assert.equal(c.evalsha ?? 0, 0, 'no script on the read path');
+    });
+
+    test('a process whose clock is an hour off reads the same remaining lifetime', async () => {
+      const skewed = { now: () => systemClock.now() + 3_600_000, setTimer: systemClock.setTimer, random: systemClock.random };
+      const s = newStore();
+      const off = new RedisStore({ connection: { host: server.host, port: server.port }, clock: skewed });
+      stores.push(off);
+      const key = unique('skew');
+      await off.write(key, 'x', 30_000);
+      await synced(s, key);
+      await synced(off, key);
+      const [a, b] = await Promise.all([s.read(key), off.read(key)]);
+      assert.ok(a !== undefined && b !== undefined && Math.abs(a.ttlMs - b.ttlMs) < 25 && a.ttlMs > 29_000 && a.ttlMs <= 30_000, `${a?.ttlMs} vs ${b?.ttlMs}`);
+    });
+
+    test("'pttl' writes values as before and reads them exactly; either kind of store reads the other's values", async () => {
+      const stamped = newStore();
+      const exact = new RedisStore({ connection: { host: server.host, port: server.port }, freshness: 'pttl' });
+      stores.push(exact);
+      const plain = unique('plain');
+      await exact.write(plain, 'p', 20_000);
+      assert.equal(await raw.get(`damper:{${plain}}:v`), 'p');
+      const fromStamped = unique('from-stamped');
+      await stamped.write(fromStamped, 'q', 20_000);
+      await synced(stamped, plain);
+      for (const [reader, key, value] of [[stamped, plain, 'p'], [exact, fromStamped, 'q'], [exact, plain, 'p'], [stamped, fromStamped, 'q']] as const) {
+        const got = await reader.read(key);
+        assert.ok(got?.value === value && got.ttlMs > 19_000 && got.ttlMs <= 20_000, `${key}: ${JSON.stringify(got)}`);
+      }
+      await raw.config('RESETSTAT');
+      await exact.read(fromStamped);
+      assert.equal((await calls()).evalsha, 1, "'pttl' reads with the script");
+      assert.throws(() => new RedisStore({ client: raw, freshness: 'local' as never }), ConfigError);
+      assert.throws(() => new RedisStore({ client: raw, clock: {} as never }), ConfigError);
+    });
+
+    test('a stamp is untrusted bytes: a malformed one is no stamp, a past one is absent', async () => {
+      const s = newStore();
+      const key = (name: string): string => `damper:{${name}}:v`;
+      const cases: [string, string, string | undefined][] = [
+        [unique('long'), `s${'9'.repeat(16)}|x`, `s${'9'.repeat(16)}|x`],
+        [unique('letters'), 's12a|x', 's12a|x'],
+        [unique('empty'), 's|x', 's|x'],
+        [unique('past'), 's1000|x', undefined],
+      ];
+      for (const [name, value] of cases) await raw.set(key(name), value, 'PX', 60_000);
+      const good = unique('good');
+      await s.write(good, 'x', 60_000);
+      await synced(s, good);
+      for (const [name, , want] of cases) assert.equal((await s.read(name))?.value, want, name);
+    });
   });
 
   describe('pub/sub', () => {

@@ -37,6 +37,17 @@ export interface LoaderContext<V> {
  */
 export type Loader<V> = (context: LoaderContext<V>) => Promise<V> | V;
 
+/** When and how a load began: what `resolve` needs from `run`. */
+interface LoadStart<V> {
+  /** Precise clock reading at the start, for the load's duration. */
+  readonly started: number;
+  /** When the get's `loadTimeout` ends, on the clock. */
+  readonly deadline: number;
+  readonly accept: (value: unknown) => Verdict<V> | Promise<Verdict<V>>;
+  /** The shared tier's first read, when it was made and was no hit. */
+  readonly first: Lookup<V> | undefined;
+}
+
 /** Why a stale value was served. */
 export type StaleReason = 'revalidate' | 'error' | 'backoff' | 'timeout';
 
@@ -197,26 +208,35 @@ export class Cache<V> {
    * @throws the loader's error (a `LoaderError` if it was not an `Error`), `ValidationError`,
    *   `LoadTimeoutError`, `OverloadedError` or `AbortedError` when there is no value to serve.
    */
-  async get(key: string, loader: Loader<V>, options?: LoadOptions): Promise<V> {
-    assertKey(key);
-    if (typeof loader !== 'function') throw new ArgumentError(`loader for key "${key}" must be a function, got ${typeof loader}`);
-    // Per-call options that are not an object are refused at once; their
-    // values are checked where they are read, when a load may start: checking
-    // every field on every hit costs a hit 1.4–1.6× (docs/cache.md, "Bad input").
-    if (options !== undefined && (typeof options !== 'object' || options === null)) throw new ConfigError(`options must be an object, got ${options === null ? 'null' : typeof options}`);
-    // Hit path: one map lookup, one clock read, two comparisons.
-    const entry = this.store.get(key);
-    if (entry !== undefined && entry.hasValue) {
-      const now = this.clock.now();
-      if (now < entry.freshUntil) {
-        if (this.beta > 0 && shouldRefreshEarly(now, entry.freshUntil, entry.loadMs, this.beta, this.random)) {
-          this.refresh(key, entry, loader, now);
+  get(key: string, loader: Loader<V>, options?: LoadOptions): Promise<V> {
+    // Not an async function: a miss hands back its flight's promise as is (an
+    // async get kept a suspended frame and three ticks per miss, a visible
+    // share of an L2 hit under concurrency), and whatever is thrown becomes
+    // the returned promise's rejection, as `async` would make it.
+    try {
+      assertKey(key);
+      if (typeof loader !== 'function') throw new ArgumentError(`loader for key "${key}" must be a function, got ${typeof loader}`);
+      // Per-call options that are not an object are refused at once; their
+      // values are checked where they are read, when a load may start: checking
+      // every field on every hit costs a hit 1.4–1.6× (docs/cache.md, "Bad input").
+      if (options !== undefined && (typeof options !== 'object' || options === null)) throw new ConfigError(`options must be an object, got ${options === null ? 'null' : typeof options}`);
+      // Hit path: one map lookup, one clock read, two comparisons.
+      const entry = this.store.get(key);
+      if (entry !== undefined && entry.hasValue) {
+        const now = this.clock.now();
+        if (now < entry.freshUntil) {
+          if (this.beta > 0 && shouldRefreshEarly(now, entry.freshUntil, entry.loadMs, this.beta, this.random)) {
+            this.refresh(key, entry, loader, now);
+          }
+          this.counts.hits++;
+          return Promise.resolve(entry.value);
         }
-        this.counts.hits++;
-        return entry.value;
       }
+      const answer = this.miss(key, entry, loader, options === undefined ? this.defaults : resolveLoadOptions(options, this.defaults));
+      return answer instanceof Promise ? answer : Promise.resolve(answer);
+    } catch (error) {
+      return Promise.reject(error);
     }
-    return this.miss(key, entry, loader, options === undefined ? this.defaults : resolveLoadOptions(options, this.defaults));
   }
 
   /**
@@ -391,7 +411,8 @@ export class Cache<V> {
     return outcome.ok ? { status: 'loaded' } : { status: 'failed', error: outcome.error };
   }
 
-  private async miss(key: string, entry: Entry<V> | undefined, loader: Loader<V>, o: ResolvedLoadOptions): Promise<V> {
+  /** Everything but a fresh hit. Synchronous up to the wait, so a miss keeps no suspended frame; what it throws rejects `get`. */
+  private miss(key: string, entry: Entry<V> | undefined, loader: Loader<V>, o: ResolvedLoadOptions): V | Promise<V> {
     if (o.signal?.aborted === true) {
       this.counts.errors++;
       throw new AbortedError(`get("${key}") aborted before it started`, o.signal.reason);
@@ -434,23 +455,28 @@ export class Cache<V> {
    * handed to the guard as the load's deadline, so a retry never starts an
    * attempt that could not finish in time.
    */
-  private async run(key: string, flight: Flight<V>, loader: Loader<V>, o: ResolvedLoadOptions, entry: Entry<V> | undefined): Promise<Outcome<V>> {
+  private run(key: string, flight: Flight<V>, loader: Loader<V>, o: ResolvedLoadOptions, entry: Entry<V> | undefined): Promise<Outcome<V>> {
     // Durations read the clock precisely (a load of 0.36 ms is not 0 ms); deadlines read it as every decision does.
     const started = preciseNow(this.clock);
     const deadline = this.clock.now() + o.loadTimeout;
     const accept = this.acceptBy(deadline);
-    let first: Lookup<V> | undefined;
-    if (this.shared !== undefined && flight.kind !== 'early') {
-      // The common miss in a cluster: the value is fresh in the shared tier. It
-      // needs no signal, no hard-timeout timer and no lease (the store's own time
-      // limit bounds the read), so none is made: this is the L2 hit path.
-      first = await this.shared.lookup(key, accept);
-      if (first.kind === 'hit') {
-        const outcome = this.settle(key, flight, first, o, started);
-        this.flights.land(key, flight);
-        return outcome;
-      }
-    }
+    const shared = this.shared;
+    if (shared === undefined || flight.kind === 'early') return this.resolve(key, flight, loader, o, entry, { started, deadline, accept, first: undefined });
+    // The common miss in a cluster: the value is fresh in the shared tier. It
+    // needs no signal, no hard-timeout timer and no lease (the store's own time
+    // limit bounds the read), so none is made: this is the L2 hit path, chained
+    // rather than awaited, so no suspended frame is kept per miss.
+    return shared.lookup(key, accept).then((first) => {
+      if (first.kind !== 'hit') return this.resolve(key, flight, loader, o, entry, { started, deadline, accept, first });
+      const outcome = this.settle(key, flight, first, o, started);
+      this.flights.land(key, flight);
+      return outcome;
+    });
+  }
+
+  /** The rest of a load once the shared tier (if any) has no fresh value: the lease, the origin, the outcome. */
+  private async resolve(key: string, flight: Flight<V>, loader: Loader<V>, o: ResolvedLoadOptions, entry: Entry<V> | undefined, at: LoadStart<V>): Promise<Outcome<V>> {
+    const { started, deadline, accept, first } = at;
     // Armed for what is left of loadTimeout after the first read: the get's one bound, from its start.
     const hard = new HardTimeout(this.clock, key, o.loadTimeout, deadline - this.clock.now());
     const stale = entry !== undefined && entry.hasValue ? entry.value : undefined;

@@ -121,8 +121,27 @@ export type Lookup<V> =
   | { readonly kind: 'unavailable'; readonly error: SharedTierError };
 
 const NEVER = new AbortController().signal;
+
+/** The store's operations (a backend's methods), as the breaker and the error reports name them. */
+const BACKEND_METHODS = ['read', 'acquire', 'fill', 'fail', 'release', 'write', 'remove', 'publish', 'subscribe'] as const;
+type Operation = (typeof BACKEND_METHODS)[number];
+
+/** One breaker context per operation, made once: the read path runs on every L1 miss. */
+const CONTEXTS: Readonly<Record<Operation, GuardContext>> = Object.fromEntries(
+  BACKEND_METHODS.map((operation) => [operation, Object.freeze({ key: operation, signal: NEVER, wait: false })]),
+) as Record<Operation, GuardContext>;
+
+const NONE = Object.freeze({ kind: 'none' }) satisfies Lookup<never>;
+/** The verdict on a value whose validator threw. */
+const THREW = Object.freeze({ ok: false, reason: 'validator threw' }) satisfies Verdict<never>;
+
+/** A shared value, decoded and accepted. */
+interface Decoded<V> {
+  readonly value: V;
+  readonly staleFor: number;
+  readonly loadMs: number;
+}
 /** What a {@link SharedBackend} must answer; checked at construction, so a half-made store fails there, not at its first miss. */
-const BACKEND_METHODS = ['read', 'acquire', 'fill', 'fail', 'release', 'write', 'remove', 'publish', 'subscribe'];
 
 /**
  * The shared tier's logic, apart from any client: leases, the store's breaker
@@ -312,19 +331,27 @@ export class SharedTier {
    * miss of a cluster; the cache calls this first, before it arms anything a
    * load would need.
    */
-  async lookup<V>(key: string, accept: (value: unknown) => Verdict<V> | Promise<Verdict<V>>): Promise<Lookup<V>> {
+  lookup<V>(key: string, accept: (value: unknown) => Verdict<V> | Promise<Verdict<V>>): Promise<Lookup<V>> {
     this.reads++;
-    const read = await this.call('read', () => this.store.read(this.keyOf(key)));
-    if (!read.ok) return { kind: 'unavailable', error: read.error };
-    if (read.value === undefined) return { kind: 'none' };
-    const found = await this.decode(key, accept, read.value.value);
-    if (found === undefined) return { kind: 'none' };
-    const freshMs = read.value.ttlMs - found.staleFor;
+    // Chained, not awaited: this is the L2 hit path, and each async layer costs it a promise and a tick.
+    return this.call('read', () => this.store.read(this.keyOf(key))).then((read) => {
+      if (!read.ok) return { kind: 'unavailable', error: read.error };
+      if (read.value === undefined) return NONE;
+      const { ttlMs } = read.value;
+      const found = this.decode(key, accept, read.value.value);
+      return found instanceof Promise ? found.then((f) => this.judge(f, ttlMs)) : this.judge(found, ttlMs);
+    });
+  }
+
+  /** A decoded shared value is a hit while fresh, else stale; `undefined` (unusable) is none. */
+  private judge<V>(found: Decoded<V> | undefined, ttlMs: number): Lookup<V> {
+    if (found === undefined) return NONE;
+    const freshMs = ttlMs - found.staleFor;
     if (freshMs > 0) {
       this.hits++;
-      return { kind: 'hit', value: found.value, freshMs, servableMs: read.value.ttlMs, loadMs: found.loadMs };
+      return { kind: 'hit', value: found.value, freshMs, servableMs: ttlMs, loadMs: found.loadMs };
     }
-    return { kind: 'stale', value: found.value, servableMs: read.value.ttlMs, loadMs: found.loadMs };
+    return { kind: 'stale', value: found.value, servableMs: ttlMs, loadMs: found.loadMs };
   }
 
   /** This process holds the lease: load, then fill (or leave a failure marker). */
@@ -383,8 +410,12 @@ export class SharedTier {
     return { kind: 'deferred', error: e, retryInMs: retryAfter * (0.5 + this.clock.random()) };
   }
 
-  /** A stored string made into a value, or undefined (reported) when it cannot be used. */
-  private async decode<V>(key: string, accept: (value: unknown) => Verdict<V> | Promise<Verdict<V>>, text: string): Promise<{ value: V; staleFor: number; loadMs: number } | undefined> {
+  /**
+   * A stored string made into a value, or undefined (reported) when it cannot
+   * be used. Synchronous unless the validator is: no validator, or a
+   * synchronous one, costs the L2 hit no promise.
+   */
+  private decode<V>(key: string, accept: (value: unknown) => Verdict<V> | Promise<Verdict<V>>, text: string): Decoded<V> | undefined | Promise<Decoded<V> | undefined> {
     const decoded = decodeEnvelope(text, this.maxValueChars);
     if (!decoded.ok) {
       this.hooks.corrupt(key, decoded.reason);
@@ -392,17 +423,18 @@ export class SharedTier {
     }
     const { value, staleFor, loadMs } = decoded.envelope;
     if (value === undefined) return { value: value as V, staleFor, loadMs };
-    let verdict: Verdict<V>;
+    let verdict: Verdict<V> | Promise<Verdict<V>>;
     try {
-      verdict = await accept(value);
+      verdict = accept(value);
     } catch {
-      verdict = { ok: false, reason: 'validator threw' };
+      verdict = THREW;
     }
-    if (!verdict.ok) {
+    const judged = (v: Verdict<V>): Decoded<V> | undefined => {
+      if (v.ok) return { value: v.value, staleFor, loadMs };
       this.hooks.corrupt(key, 'invalid');
       return undefined;
-    }
-    return { value: verdict.value, staleFor, loadMs };
+    };
+    return verdict instanceof Promise ? verdict.then(judged, () => judged(THREW)) : judged(verdict);
   }
 
   private encode(key: string, value: unknown, staleFor: number, loadMs: number): string | undefined {
@@ -437,16 +469,16 @@ export class SharedTier {
    * One call to the store, through its breaker and time limit. Never rejects:
    * a failure comes back as a `SharedTierError` (already reported).
    */
-  private async call<T>(operation: string, fn: () => Promise<T>): Promise<{ ok: true; value: T } | { ok: false; error: SharedTierError }> {
-    try {
-      const value = await this.breaker.run(() => this.timed(operation, fn), { key: operation, signal: NEVER, wait: false } satisfies GuardContext);
-      return { ok: true, value };
-    } catch (error) {
-      const e = error instanceof SharedTierError ? error : new SharedTierError(operation, error);
-      this.errors++;
-      this.hooks.error(operation, e);
-      return { ok: false, error: e };
-    }
+  private call<T>(operation: Operation, fn: () => Promise<T>): Promise<{ ok: true; value: T } | { ok: false; error: SharedTierError }> {
+    return this.breaker.run(() => this.timed(operation, fn), CONTEXTS[operation]).then(
+      (value) => ({ ok: true, value }),
+      (error: unknown) => {
+        const e = error instanceof SharedTierError ? error : new SharedTierError(operation, error);
+        this.errors++;
+        this.hooks.error(operation, e);
+        return { ok: false, error: e };
+      },
+    );
   }
 
   /**

@@ -1,7 +1,10 @@
 import { Cluster, type ClusterNode, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
-import { hasMethods, optionsObject } from '../config.js';
+import { clockOption, hasMethods, oneOf, optionsObject } from '../config.js';
 import { ArgumentError, ConfigError, DamperError, describe } from '../errors.js';
+import { systemClock } from '../time/system.js';
+import { type Clock } from '../time/clock.js';
 import { type LeaseGrant, type SharedBackend, type SharedRead } from './backend.js';
+import { ServerClock } from './server-clock.js';
 
 /** Options for {@link RedisStore}. Give exactly one of `client` and `connection`. */
 export interface RedisStoreOptions {
@@ -17,6 +20,31 @@ export interface RedisStoreOptions {
   connection?: RedisOptions | { cluster: ClusterNode[]; options?: ClusterOptions | undefined } | undefined;
   /** First segment of every key and channel name, so several apps can share one Redis. Default `'damper'`. Must not contain `{` or `}`. */
   prefix?: string | undefined;
+  /**
+   * How a read learns a value's remaining lifetime. Both read it off Redis's
+   * clock, never this process's, so processes with skewed clocks agree.
+   * - `'server-clock'` (default): each value is written with its expiry
+   *   instant on Redis's clock (`TIME`, inside the write's script), and read
+   *   with a plain `GET`; the store keeps an estimate of Redis's clock
+   *   ({@link ServerClock}, one `TIME` every 10 s) to compare it with. A read
+   *   costs Redis one GET (a script costs it several), and the client one
+   *   command and one reply. What it trades: the remaining lifetime is right
+   *   to within half the round trip of the estimate's best sample (samples
+   *   slower than 100 ms are not trusted), and a step of Redis's clock is
+   *   seen at the next sync. On Redis Cluster the estimate is of whichever
+   *   node answers `TIME`, so it also carries the skew between nodes.
+   * - `'pttl'`: a read is a script (GET and PTTL in one round trip), exact,
+   *   and values are written as earlier versions wrote them. Use it while a
+   *   fleet still runs a version before this option (which reads a stamped
+   *   value as corrupt), or on a Cluster whose nodes' clocks you cannot trust.
+   *
+   * A `'server-clock'` store reads values written either way (an unstamped
+   * one costs the script read), so a fleet moves from `'pttl'` to it one
+   * process at a time.
+   */
+  freshness?: 'server-clock' | 'pttl' | undefined;
+  /** The local clock the estimate of Redis's clock is kept on. Default `systemClock`; it must advance with real time, as Redis's does. */
+  clock?: Clock | undefined;
 }
 
 /**
@@ -29,17 +57,21 @@ const FAILED = '!failed';
 /** The failure count outlives the marker, so the next failure's backoff grows from it; at least a minute. */
 const MIN_FAILURES_TTL_MS = 60_000;
 
+type Freshness = 'server-clock' | 'pttl';
+
+/** A stamped value starts with this, then its expiry in Redis ms and `|`. */
+const STAMP = 's';
+/** Digits of an expiry stamp, at most (ms since 1970 have 13 until the year 2286). */
+const MAX_STAMP_DIGITS = 15;
+
 // One script per atomic operation. Each touches only keys passed in KEYS and
 // all of them share one hash tag, so Redis Cluster runs it on one node.
 const SCRIPTS = {
   /**
-   * KEYS: value. Returns {value, pttl} or nil. A script rather than a
-   * GET+PTTL pipeline: measured on this repo's dev box (ioredis 5.11,
-   * redis 7.0, 50 concurrent reads of a 200-byte hit) it costs ~9 µs of
-   * Node CPU per read against ~19 µs for the pipeline (one command object
-   * and one reply instead of two, and no pipeline bookkeeping), with the same
-   * Redis CPU (~7 µs vs ~8 µs) and the same sequential latency. The read
-   * path is the hot path, so the cheaper client side wins.
+   * KEYS: value. Returns {value, pttl} or nil: the exact read, for the
+   * `'pttl'` freshness and for a value without a stamp. A script rather than
+   * a GET+PTTL pipeline: one command object and one reply instead of two,
+   * and no pipeline bookkeeping (measured in docs/benchmarks.md).
    */
   damperRead: {
     numberOfKeys: 1,
@@ -58,14 +90,6 @@ end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return {1, 0, 0, failures}`,
   },
-  /** KEYS: value, lease, failures. ARGV: token, value, ttl. Returns 1 if stored. */
-  damperFill: {
-    numberOfKeys: 3,
-    lua: `if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-redis.call('DEL', KEYS[2], KEYS[3])
-return 1`,
-  },
   /** KEYS: lease, failures. ARGV: token, backoff, failures, failures ttl. Returns 1 if recorded. */
   damperFail: {
     numberOfKeys: 2,
@@ -80,14 +104,65 @@ return 1`,
     lua: `if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
 return 0`,
   },
-  /** KEYS: value, lease, failures. ARGV: value, ttl. */
-  damperWrite: {
+  damperFill: fillScript('pttl'),
+  damperFillStamped: fillScript('server-clock'),
+  damperWrite: writeScript('pttl'),
+  damperWriteStamped: writeScript('server-clock'),
+} as const;
+
+/** KEYS: value, lease, failures. ARGV: token, value, ttl. Returns 1 if stored. */
+function fillScript(freshness: Freshness): { numberOfKeys: number; lua: string } {
+  return {
     numberOfKeys: 3,
-    lua: `redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+    lua: `if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
+${setValue(freshness, 'ARGV[2]', 'ARGV[3]')}
 redis.call('DEL', KEYS[2], KEYS[3])
 return 1`,
-  },
-} as const;
+  };
+}
+
+/** KEYS: value, lease, failures. ARGV: value, ttl. */
+function writeScript(freshness: Freshness): { numberOfKeys: number; lua: string } {
+  return {
+    numberOfKeys: 3,
+    lua: `${setValue(freshness, 'ARGV[1]', 'ARGV[2]')}
+redis.call('DEL', KEYS[2], KEYS[3])
+return 1`,
+  };
+}
+
+/**
+ * Lua that sets KEYS[1] to `value` for `ttl` ms; with `'server-clock'`,
+ * prefixed with {@link STAMP} and its expiry instant on Redis's own clock, the
+ * same instant PX sets. TIME in a script that writes needs effects
+ * replication: the default since Redis 5, asked for explicitly before it.
+ */
+function setValue(freshness: Freshness, value: string, ttl: string): string {
+  if (freshness === 'pttl') return `redis.call('SET', KEYS[1], ${value}, 'PX', ${ttl})`;
+  return `if redis.replicate_commands then redis.replicate_commands() end
+local t = redis.call('TIME')
+local at = string.format('%.0f', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(${ttl}))
+redis.call('SET', KEYS[1], '${STAMP}' .. at .. '|' .. ${value}, 'PX', ${ttl})`;
+}
+
+/**
+ * The expiry instant and the body of a stamped value, or undefined when it is
+ * not one (written by `'pttl'`, by an earlier version, or not by damper).
+ * Bytes from Redis are untrusted: the stamp is parsed digit by digit and
+ * bounded, and anything else is left for the envelope to judge.
+ */
+function unstamp(raw: string): { expiresAt: number; body: string } | undefined {
+  if (raw.charCodeAt(0) !== 115 /* s */) return undefined;
+  const end = raw.indexOf('|', 1);
+  if (end < 2 || end > MAX_STAMP_DIGITS + 1) return undefined;
+  let at = 0;
+  for (let i = 1; i < end; i++) {
+    const d = raw.charCodeAt(i) - 48;
+    if (d < 0 || d > 9) return undefined;
+    at = at * 10 + d;
+  }
+  return { expiresAt: at, body: raw.slice(end + 1) };
+}
 
 type ScriptName = keyof typeof SCRIPTS;
 type ScriptCall = (...args: (string | number)[]) => Promise<unknown>;
@@ -121,11 +196,16 @@ export class RedisStore implements SharedBackend {
   private readonly ownsClient: boolean;
   private readonly prefix: string;
   private readonly scripts: Record<ScriptName, ScriptCall>;
+  /** The fill and write scripts of this store's freshness. */
+  private readonly fillScript: ScriptCall;
+  private readonly writeScript: ScriptCall;
   /** Lazily created by the first `subscribe`: a connection in subscriber mode can run nothing else. */
   private sub: Redis | Cluster | undefined;
   /** Full channel name → its listeners and the SUBSCRIBE that made it live. */
   private readonly channels = new Map<string, { listeners: Set<(message: string) => void>; live: Promise<unknown> }>();
   private closing: Promise<void> | undefined;
+  /** Redis's clock as this process estimates it; undefined with the `'pttl'` freshness. */
+  private readonly serverClock: ServerClock | undefined;
 
   constructor(storeOptions: RedisStoreOptions) {
     if (storeOptions === undefined) throw new ConfigError('RedisStore needs options: `client` or `connection`');
@@ -141,6 +221,8 @@ export class RedisStore implements SharedBackend {
       throw new ConfigError('RedisStore `prefix` must be a string without `{` or `}` (braces would change the Redis Cluster hash tag)');
     }
     this.prefix = prefix;
+    const freshness = options.freshness === undefined ? 'server-clock' : oneOf('RedisStore `freshness`', options.freshness, ['server-clock', 'pttl'] as const);
+    const clock = options.clock === undefined ? systemClock : clockOption('RedisStore `clock`', options.clock);
     if (client !== undefined) {
       this.client = client;
       this.ownsClient = false;
@@ -165,13 +247,34 @@ export class RedisStore implements SharedBackend {
       scripts[name] = call.bind(this.client);
     }
     this.scripts = scripts as Record<ScriptName, ScriptCall>;
+    this.fillScript = freshness === 'pttl' ? this.scripts.damperFill : this.scripts.damperFillStamped;
+    this.writeScript = freshness === 'pttl' ? this.scripts.damperWrite : this.scripts.damperWriteStamped;
+    this.serverClock = freshness === 'pttl' ? undefined : new ServerClock(clock, () => this.client.time().then(timeReply));
   }
 
+  /**
+   * One `GET` when the value is stamped and Redis's clock is estimated (the
+   * common case with the default freshness); else the exact read script.
+   */
   async read(key: string): Promise<SharedRead | undefined> {
-    const reply = await this.scripts.damperRead(this.keyOf(key, 'v'));
+    const valueKey = this.keyOf(key, 'v');
+    if (this.serverClock === undefined) return this.exactRead(valueKey);
+    const raw = await this.client.get(valueKey);
+    if (raw === null) return undefined;
+    const stamped = unstamp(raw);
+    const serverNow = stamped === undefined ? undefined : this.serverClock.now();
+    if (stamped === undefined || serverNow === undefined) return this.exactRead(valueKey);
+    const ttlMs = stamped.expiresAt - serverNow;
+    return ttlMs > 0 ? { value: stamped.body, ttlMs } : undefined;
+  }
+
+  /** GET and PTTL in one script: exact, whatever the value's format. */
+  private async exactRead(valueKey: string): Promise<SharedRead | undefined> {
+    const reply = await this.scripts.damperRead(valueKey);
     if (!Array.isArray(reply)) return undefined;
-    const [value, pttl] = reply as [unknown, unknown];
-    if (typeof value !== 'string' || typeof pttl !== 'number') return undefined;
+    const [raw, pttl] = reply as [unknown, unknown];
+    if (typeof raw !== 'string' || typeof pttl !== 'number') return undefined;
+    const value = unstamp(raw)?.body ?? raw;
     // -1 (no expiry) cannot happen, damper always sets one; -2 or 0: gone.
     if (pttl === -1) return { value, ttlMs: Number.MAX_SAFE_INTEGER };
     return pttl > 0 ? { value, ttlMs: pttl } : undefined;
@@ -187,7 +290,7 @@ export class RedisStore implements SharedBackend {
 
   async fill(key: string, token: string, value: string, ttlMs: number): Promise<boolean> {
     const base = this.baseOf(key);
-    const reply = await this.scripts.damperFill(`${base}v`, `${base}l`, `${base}f`, checkToken(token), value, duration('ttlMs', ttlMs));
+    const reply = await this.fillScript(`${base}v`, `${base}l`, `${base}f`, checkToken(token), value, duration('ttlMs', ttlMs));
     return reply === 1;
   }
 
@@ -205,7 +308,7 @@ export class RedisStore implements SharedBackend {
 
   async write(key: string, value: string, ttlMs: number): Promise<void> {
     const base = this.baseOf(key);
-    await this.scripts.damperWrite(`${base}v`, `${base}l`, `${base}f`, value, duration('ttlMs', ttlMs));
+    await this.writeScript(`${base}v`, `${base}l`, `${base}f`, value, duration('ttlMs', ttlMs));
   }
 
   async remove(key: string): Promise<void> {
@@ -327,6 +430,15 @@ export class RedisStore implements SharedBackend {
   private channelOf(channel: string): string {
     return `${this.prefix}:bus:${channel}`;
   }
+}
+
+/** Redis `TIME` ([seconds, microseconds], as strings) in ms; a reply of another shape rejects, and the sync is skipped. */
+function timeReply(reply: unknown): number {
+  if (Array.isArray(reply) && reply.length === 2) {
+    const [seconds, micros] = reply.map(Number) as [number, number];
+    if (Number.isSafeInteger(seconds) && Number.isSafeInteger(micros) && seconds > 0 && micros >= 0 && micros < 1e6) return seconds * 1000 + micros / 1000;
+  }
+  throw new Error(`unexpected reply from Redis to TIME: ${JSON.stringify(reply)}`);
 }
 
 /** QUIT, or drop the connection if QUIT itself fails (already closed, or never connected). */
