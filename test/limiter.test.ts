@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { AimdLimit, BreakerOpenError, Cache, CircuitBreaker, ConcurrencyLimiter, type ConcurrencyLimiterEvents, ConfigError, GradientLimit, type Guard, keyed, OverloadedError, pipeline, VirtualClock } from '../src/index.js';
+import { AimdLimit, BreakerOpenError, Cache, CircuitBreaker, ConcurrencyLimiter, type ConcurrencyLimiterEvents, ConfigError, DeadlineExceededError, GradientLimit, type Guard, keyed, OverloadedError, pipeline, VirtualClock } from '../src/index.js';
 import { callContext } from '../src/guard/guard.js';
 import { deferred, track } from './helpers.js';
 
@@ -96,6 +96,33 @@ describe('queue discipline', () => {
     await clock.advance(1000);
     await Promise.all([c, d, e]);
     assert.deepEqual(order, [5, 4, 3], 'LIFO once it has stood past the interval');
+  });
+});
+
+describe('deadlines: nobody waits past theirs (the rest in wait-queue.test.ts, for both limiters)', () => {
+  test("CoDel's target and the deadline: whichever comes first ends the wait", async () => {
+    const clock = new VirtualClock();
+    const limiter = new ConcurrencyLimiter({ limit: 1, clock, queueTimeout: 1000, codel: { target: 50, interval: 100 }, shedDelay: { normal: 10_000 } });
+    void limiter.execute(hold(clock, 10_000));
+    void limiter.execute(async () => 0).catch(() => {}); // starts the queue's clock
+    await clock.advance(150); // the queue stands: newcomers get 50 ms
+    const soon = track(limiter.execute(async () => 1, { deadline: clock.now() + 10 }));
+    const later = track(limiter.execute(async () => 2, { deadline: clock.now() + 500 }));
+    await clock.advance(10);
+    assert.ok(soon.error instanceof DeadlineExceededError);
+    assert.equal(later.settled, false);
+    await clock.advance(40);
+    assert.ok(later.error instanceof OverloadedError && /standing queue/.test(later.error.message));
+    assert.equal(limiter.stats().shed.timeout, 2, 'both ran out of time to wait');
+    await clock.advance(10_000);
+  });
+
+  test('a call that finds a slot free runs at once, whatever its deadline: the admit-at-once path reads none, its task has the signal', async () => {
+    const clock = new VirtualClock();
+    const limiter = new ConcurrencyLimiter({ limit: 1, clock });
+    await clock.advance(100);
+    assert.equal(await limiter.execute(async () => 'ran', { deadline: 50 }), 'ran');
+    assert.equal(limiter.stats().admitted, 1);
   });
 });
 
