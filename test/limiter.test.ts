@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { AimdLimit, BreakerOpenError, Cache, CircuitBreaker, ConcurrencyLimiter, type ConcurrencyLimiterEvents, ConfigError, DeadlineExceededError, GradientLimit, type Guard, keyed, OverloadedError, pipeline, VirtualClock } from '../src/index.js';
+import { AbortedError, AimdLimit, BreakerOpenError, Cache, CircuitBreaker, ConcurrencyLimiter, type ConcurrencyLimiterEvents, ConfigError, DeadlineExceededError, GradientLimit, type Guard, keyed, OverloadedError, pipeline, VirtualClock } from '../src/index.js';
 import { callContext } from '../src/guard/guard.js';
 import { deferred, track } from './helpers.js';
 
@@ -175,7 +175,7 @@ describe('adaptive limits', () => {
 });
 
 describe('limiter invariants (model-based)', () => {
-  test('never more than the limit in flight, nothing lost, no timer or listener left', async () => {
+  test('never more than the limit in flight, nothing lost, every refusal counted once, no timer or listener left', async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.array(
@@ -184,6 +184,7 @@ describe('limiter invariants (model-based)', () => {
             duration: fc.integer({ min: 0, max: 100 }),
             priority: fc.constantFrom('critical' as const, 'normal' as const, 'low' as const, 'background' as const),
             abortAfter: fc.option(fc.integer({ min: 0, max: 50 })),
+            deadlineIn: fc.option(fc.integer({ min: -5, max: 300 })),
             fails: fc.boolean(),
           }),
           { minLength: 1, maxLength: 120 },
@@ -194,6 +195,8 @@ describe('limiter invariants (model-based)', () => {
           const limiter = new ConcurrencyLimiter({ limit, maxQueue: 16, queueTimeout: 200, clock });
           let running = 0;
           let peak = 0;
+          let started = 0;
+          let refused = 0;
           // Abort listeners still attached to signals that never fired (a fired
           // signal drops its `once` listeners by itself).
           const attached = new Map<AbortSignal, number>();
@@ -210,15 +213,19 @@ describe('limiter invariants (model-based)', () => {
               limiter
                 .execute(
                   async () => {
+                    started++;
                     running++;
                     peak = Math.max(peak, running);
                     await hold(clock, c.duration)();
                     running--;
                     if (c.fails) throw new Error('dependency failed');
                   },
-                  { signal: ac.signal, priority: c.priority },
+                  { signal: ac.signal, priority: c.priority, ...(c.deadlineIn === null ? {} : { deadline: clock.now() + c.deadlineIn }) },
                 )
-                .catch(() => undefined),
+                .catch((e: unknown) => {
+                  if (e instanceof OverloadedError || e instanceof DeadlineExceededError) refused++;
+                  else assert.ok(e instanceof AbortedError || (e instanceof Error && e.message === 'dependency failed'), String(e));
+                }),
             );
             await clock.advance(c.gap);
           }
@@ -228,6 +235,9 @@ describe('limiter invariants (model-based)', () => {
           assert.equal(limiter.inFlight, 0);
           assert.equal(limiter.queued, 0);
           assert.equal(clock.pendingTimers, 0);
+          const { admitted, shed } = limiter.stats();
+          assert.equal(admitted, started);
+          assert.equal(Object.values(shed).reduce((a, b) => a + b, 0), refused);
           const left = [...attached].filter(([signal, n]) => !signal.aborted && n > 0).length;
           assert.equal(left, 0, `${left} signals still carry abort listeners`);
         },
