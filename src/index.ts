@@ -20,7 +20,7 @@ export { DeadlineGuard, type DeadlineGuardOptions, type DeadlineGuardStats, dead
 export { callContext, type CallOptions, type Guard, type GuardContext, guarded, pipeline } from './guard/guard.js';
 export { keyed, type KeyedOptions } from './guard/keyed.js';
 export { AimdLimit, type AimdOptions, GradientLimit, type GradientOptions, type LimitAlgorithm } from './guard/limit-algorithms.js';
-export { type QueueAdmission, type QueuedCall } from './guard/lanes.js';
+export { type QueueAdmission, type QueuedCall } from './guard/wait-queue.js';
 export { ConcurrencyLimiter, type ConcurrencyLimiterEvents, type ConcurrencyLimiterOptions, type ConcurrencyLimiterStats, type ShedDelays, type ShedReason } from './guard/limiter.js';
 export { type Priority, priorityRank } from './guard/priority.js';
 export { RateLimiter, type RateLimiterEvents, type RateLimiterOptions, type RateLimiterStats, type RateRefusalReason } from './guard/rate.js';

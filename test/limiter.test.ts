@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { AimdLimit, BreakerOpenError, Cache, CircuitBreaker, ConcurrencyLimiter, type ConcurrencyLimiterEvents, ConfigError, GradientLimit, type Guard, keyed, OverloadedError, pipeline, VirtualClock } from '../src/index.js';
+import { AbortedError, AimdLimit, BreakerOpenError, Cache, CircuitBreaker, ConcurrencyLimiter, type ConcurrencyLimiterEvents, ConfigError, DeadlineExceededError, GradientLimit, type Guard, keyed, OverloadedError, pipeline, VirtualClock } from '../src/index.js';
 import { callContext } from '../src/guard/guard.js';
 import { deferred, track } from './helpers.js';
 
@@ -99,6 +99,33 @@ describe('queue discipline', () => {
   });
 });
 
+describe('deadlines: nobody waits past theirs (the rest in wait-queue.test.ts, for both limiters)', () => {
+  test("CoDel's target and the deadline: whichever comes first ends the wait", async () => {
+    const clock = new VirtualClock();
+    const limiter = new ConcurrencyLimiter({ limit: 1, clock, queueTimeout: 1000, codel: { target: 50, interval: 100 }, shedDelay: { normal: 10_000 } });
+    void limiter.execute(hold(clock, 10_000));
+    void limiter.execute(async () => 0).catch(() => {}); // starts the queue's clock
+    await clock.advance(150); // the queue stands: newcomers get 50 ms
+    const soon = track(limiter.execute(async () => 1, { deadline: clock.now() + 10 }));
+    const later = track(limiter.execute(async () => 2, { deadline: clock.now() + 500 }));
+    await clock.advance(10);
+    assert.ok(soon.error instanceof DeadlineExceededError);
+    assert.equal(later.settled, false);
+    await clock.advance(40);
+    assert.ok(later.error instanceof OverloadedError && /standing queue/.test(later.error.message));
+    assert.equal(limiter.stats().shed.timeout, 2, 'both ran out of time to wait');
+    await clock.advance(10_000);
+  });
+
+  test('a call that finds a slot free runs at once, whatever its deadline: the admit-at-once path reads none, its task has the signal', async () => {
+    const clock = new VirtualClock();
+    const limiter = new ConcurrencyLimiter({ limit: 1, clock });
+    await clock.advance(100);
+    assert.equal(await limiter.execute(async () => 'ran', { deadline: 50 }), 'ran');
+    assert.equal(limiter.stats().admitted, 1);
+  });
+});
+
 describe('adaptive limits', () => {
   test('AIMD grows while calls are fast and the limit is used, shrinks on slowness', () => {
     const aimd = new AimdLimit({ initial: 10, max: 100, latencyThresholdMs: 100 });
@@ -148,7 +175,7 @@ describe('adaptive limits', () => {
 });
 
 describe('limiter invariants (model-based)', () => {
-  test('never more than the limit in flight, nothing lost, no timer or listener left', async () => {
+  test('never more than the limit in flight, nothing lost, every refusal counted once, no timer or listener left', async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.array(
@@ -157,6 +184,7 @@ describe('limiter invariants (model-based)', () => {
             duration: fc.integer({ min: 0, max: 100 }),
             priority: fc.constantFrom('critical' as const, 'normal' as const, 'low' as const, 'background' as const),
             abortAfter: fc.option(fc.integer({ min: 0, max: 50 })),
+            deadlineIn: fc.option(fc.integer({ min: -5, max: 300 })),
             fails: fc.boolean(),
           }),
           { minLength: 1, maxLength: 120 },
@@ -167,6 +195,8 @@ describe('limiter invariants (model-based)', () => {
           const limiter = new ConcurrencyLimiter({ limit, maxQueue: 16, queueTimeout: 200, clock });
           let running = 0;
           let peak = 0;
+          let started = 0;
+          let refused = 0;
           // Abort listeners still attached to signals that never fired (a fired
           // signal drops its `once` listeners by itself).
           const attached = new Map<AbortSignal, number>();
@@ -183,15 +213,19 @@ describe('limiter invariants (model-based)', () => {
               limiter
                 .execute(
                   async () => {
+                    started++;
                     running++;
                     peak = Math.max(peak, running);
                     await hold(clock, c.duration)();
                     running--;
                     if (c.fails) throw new Error('dependency failed');
                   },
-                  { signal: ac.signal, priority: c.priority },
+                  { signal: ac.signal, priority: c.priority, ...(c.deadlineIn === null ? {} : { deadline: clock.now() + c.deadlineIn }) },
                 )
-                .catch(() => undefined),
+                .catch((e: unknown) => {
+                  if (e instanceof OverloadedError || e instanceof DeadlineExceededError) refused++;
+                  else assert.ok(e instanceof AbortedError || (e instanceof Error && e.message === 'dependency failed'), String(e));
+                }),
             );
             await clock.advance(c.gap);
           }
@@ -201,6 +235,9 @@ describe('limiter invariants (model-based)', () => {
           assert.equal(limiter.inFlight, 0);
           assert.equal(limiter.queued, 0);
           assert.equal(clock.pendingTimers, 0);
+          const { admitted, shed } = limiter.stats();
+          assert.equal(admitted, started);
+          assert.equal(Object.values(shed).reduce((a, b) => a + b, 0), refused);
           const left = [...attached].filter(([signal, n]) => !signal.aborted && n > 0).length;
           assert.equal(left, 0, `${left} signals still carry abort listeners`);
         },

@@ -1,24 +1,13 @@
 import assert from 'node:assert/strict';
-import { type Priority } from './priority.js';
-
-/** A call that waited in a queue of a limiter (`ConcurrencyLimiter`, `RateLimiter`), as their events tell of it. */
-export interface QueuedCall {
-  readonly key: string;
-  readonly priority: Priority;
-}
-
-/** A queued call that got what it waited for after `waitedMs`: the queueing delay, which calls admitted at once never pay (they have no event). */
-export interface QueueAdmission extends QueuedCall {
-  readonly waitedMs: number;
-}
 
 /**
  * Callers waiting for a guard, by priority: one lane per rank, highest rank
- * served first, and within a lane oldest first. Shared by the
- * `ConcurrencyLimiter` (waiting for a slot) and the `RateLimiter` (waiting
- * for a token). Lanes are arrays used as deques and exist only while they
- * hold someone, so a queue that never sees a priority pays nothing for it;
- * abandoned waiters (timeout, abort) are removed eagerly.
+ * served first, and within a lane oldest first. The order of a `WaitQueue`
+ * (src/guard/wait-queue.ts), in front of the `ConcurrencyLimiter` (waiting
+ * for a slot) and the `RateLimiter` (waiting for a token). Lanes are arrays
+ * used as deques and exist only while they hold someone, so a queue that
+ * never sees a priority pays nothing for it; abandoned waiters (timeout,
+ * abort) are removed eagerly.
  */
 export class PriorityLanes<W extends { readonly rank: number }> {
   /** Lanes by rank, highest first. */

@@ -1,12 +1,11 @@
-import { type Clock, type Timer } from '../time/clock.js';
+import { type Clock } from '../time/clock.js';
 import { clockOption, duration, hasMethods, integer, oneOf, optionsObject, or, optionalFunction } from '../config.js';
-import { AbortedError, ConfigError, type DamperError, OverloadedError } from '../errors.js';
+import { ConfigError, OverloadedError } from '../errors.js';
 import { Events, type ListenerErrorOption } from '../events.js';
-import { onAbort } from './abort.js';
 import { type CallOptions, type Guard, type GuardContext, guarded, notATask } from './guard.js';
 import { type LimitAlgorithm } from './limit-algorithms.js';
-import { PriorityLanes, type QueueAdmission, type QueuedCall } from './lanes.js';
-import { type Priority, priorityRank } from './priority.js';
+import { priorityRank } from './priority.js';
+import { type QueueAdmission, type QueuedCall, WaitQueue } from './wait-queue.js';
 
 /** Queueing delay (ms) beyond which arrivals of a priority are shed at once. */
 export interface ShedDelays {
@@ -49,15 +48,20 @@ export interface ConcurrencyLimiterOptions extends ListenerErrorOption {
 }
 
 /**
- * Why a {@link ConcurrencyLimiter} refused a call (an `OverloadedError` each):
+ * Why a {@link ConcurrencyLimiter} refused a call (with `OverloadedError`,
+ * or `DeadlineExceededError` when the call's deadline ended its wait):
  * - `busy`: no slot free and the caller would not wait (`wait: false`, a
  *   refresh while a stale value is served): not queued.
  * - `delay`: the queueing delay (the oldest waiter's age) was above the
  *   call's priority's `shedDelay`: refused on arrival.
  * - `full`: the queue held `maxQueue` and the call did not outrank its lowest waiter.
  * - `displaced`: a queued call pushed out of a full queue by one of higher priority.
- * - `timeout`: a queued call that waited `queueTimeout`, or CoDel's shorter
- *   `target` when it joined a standing queue.
+ * - `timeout`: the call's time to wait ran out: it waited `queueTimeout`, or
+ *   CoDel's shorter `target` when it joined a standing queue, or its deadline
+ *   came first (`DeadlineExceededError`; on arrival, when it had passed
+ *   already). To an operator a deadline met in the queue is the same news as
+ *   a timeout, so it has no reason of its own here (the `RateLimiter`, whose
+ *   queue is the same, counts it as `deadline`).
  *
  * A caller's own abort is no shed: it is counted nowhere.
  */
@@ -94,24 +98,29 @@ export interface ConcurrencyLimiterEvents {
   shed: (e: QueuedCall & { readonly reason: ShedReason }) => void;
 }
 
-interface Waiter extends QueuedCall {
-  readonly rank: number;
-  readonly since: number;
-  grant(): void;
-  refuse(error: DamperError): void;
-}
-
 /**
  * A concurrency limit with a bounded, time-limited, priority-ordered queue:
  * the cache's default origin budget, and a guard for any dependency. Beyond
- * the limit, tasks wait; beyond `maxQueue`, `queueTimeout` or their priority's
- * queueing delay they are refused with {@link OverloadedError} instead of piling
- * up until every caller times out (the Discord 2019 herd, where nothing bounded
- * what reached the database).
+ * the limit, tasks wait; beyond `maxQueue`, `queueTimeout`, their deadline or
+ * their priority's queueing delay they are refused with {@link OverloadedError}
+ * (`DeadlineExceededError` for the deadline) instead of piling up until every
+ * caller times out (the Discord 2019 herd, where nothing bounded what reached
+ * the database).
  *
  * Slots go to the highest priority waiting, so critical calls keep their
  * latency while background ones are shed first. The limit is a number or an
  * adaptive algorithm (`AimdLimit`, `GradientLimit`) fed by observed latency.
+ *
+ * A call that finds a slot free and nobody waiting runs at once: no timer,
+ * no allocation, no deadline read (the guard pipeline's hot path). Its
+ * deadline is then its task's to honour, through its signal; unlike a
+ * `RateLimiter`'s token, which is never given back, the slot returns as soon
+ * as the task ends. A call that must wait does so in the `WaitQueue` both
+ * limiters share (src/guard/wait-queue.ts): refused before it queues when its
+ * deadline has passed, and at its deadline while it waits if that comes
+ * before its timeout. This limiter's own policy, on top of that queue:
+ * shedding by queueing delay, and CoDel's shorter timeout and newest-first
+ * order while the queue stands.
  */
 export class ConcurrencyLimiter implements Guard {
   readonly maxQueue: number;
@@ -123,13 +132,10 @@ export class ConcurrencyLimiter implements Guard {
   private readonly shed: Readonly<Record<number, number>>;
   private readonly clock: Clock;
   private readonly events: Events<ConcurrencyLimiterEvents>;
+  private readonly queue: WaitQueue<ShedReason, 'shed'>;
   private running = 0;
-  private admitted = 0;
-  private waited = 0;
-  private readonly sheds: Record<ShedReason, number> = { busy: 0, delay: 0, full: 0, displaced: 0, timeout: 0 };
-  private readonly queue = new PriorityLanes<Waiter>();
-  /** When the queue was last empty: CoDel's "standing queue" test. */
-  private emptySince = 0;
+  /** Calls admitted without queueing; with the queue's `waited`, all admitted. */
+  private atOnce = 0;
 
   constructor(limiterOptions?: ConcurrencyLimiterOptions) {
     const options = optionsObject('ConcurrencyLimiter options', limiterOptions);
@@ -155,7 +161,15 @@ export class ConcurrencyLimiter implements Guard {
       [priorityRank('background')]: duration('shedDelay.background', or(shed.background, 5)),
     };
     this.clock = clockOption('clock', options.clock);
-    this.emptySince = this.clock.now();
+    this.queue = new WaitQueue<ShedReason, 'shed'>({
+      clock: this.clock,
+      maxQueue: this.maxQueue,
+      events: this.events,
+      // No reason of its own for a deadline: it bounded the time to wait, as a timeout does.
+      refusals: { event: 'shed', counts: { busy: 0, delay: 0, full: 0, displaced: 0, timeout: 0 }, deadline: 'timeout' },
+      awaits: 'a slot',
+      reached: () => `limit reached (${this.limit} running)`,
+    });
   }
 
   /** The limit in force now. */
@@ -175,7 +189,8 @@ export class ConcurrencyLimiter implements Guard {
 
   /** What the limiter holds now and what it has admitted and shed since it was made (see {@link ConcurrencyLimiterStats}). */
   stats(): ConcurrencyLimiterStats {
-    return { limit: this.limit, inFlight: this.running, queued: this.queue.size, admitted: this.admitted, waited: this.waited, shed: { ...this.sheds } };
+    const { waited } = this.queue;
+    return { limit: this.limit, inFlight: this.running, queued: this.queue.size, admitted: this.atOnce + waited, waited, shed: this.queue.refusals() };
   }
 
   /** Subscribes to an event; returns a function that unsubscribes. */
@@ -196,7 +211,7 @@ export class ConcurrencyLimiter implements Guard {
     if (typeof task !== 'function') throw notATask('ConcurrencyLimiter', task);
     if (this.running < this.limit && this.queue.size === 0) {
       this.running++;
-      this.admitted++;
+      this.atOnce++;
     } else await this.enqueue(context);
     if (this.algorithm === undefined) {
       try {
@@ -222,100 +237,39 @@ export class ConcurrencyLimiter implements Guard {
 
   private enqueue(context: GuardContext): Promise<void> {
     const rank = priorityRank(context.priority);
-    const now = this.clock.now();
-    const { key, signal } = context;
-    const priority = context.priority ?? 'normal';
-    if (signal.aborted) return Promise.reject(new AbortedError(`call for "${key}" aborted before it was queued`, signal.reason));
-    if (!context.wait) return this.refuse('busy', key, priority, `limit reached (${this.limit} running); "${key}" not queued because a value can be served meanwhile`);
-    // Shed by queueing delay: the oldest waiter's age is the delay this call would see.
-    const delay = now - this.oldestSince(now);
+    // CoDel reads the queue once room is made: a displacement may have emptied it.
+    return this.queue.turnAway(context, rank) ?? this.shedByDelay(context, rank) ?? this.queue.makeRoom(context, rank) ?? this.wait(context, rank);
+  }
+
+  /** Refuses an arrival when the queueing delay it would see (the oldest waiter's age) exceeds what its priority allows. */
+  private shedByDelay(context: GuardContext, rank: number): Promise<never> | undefined {
     const allowed = this.shed[rank];
-    if (allowed !== undefined && delay > allowed) return this.refuse('delay', key, priority, `shed: queueing delay ${Math.round(delay)} ms exceeds ${allowed} ms for this priority ("${key}")`);
-    if (this.queue.size >= this.maxQueue) {
-      // Full: make room by refusing the lowest-ranked waiter, if this call outranks it.
-      const lowest = this.queue.lowest();
-      if (lowest === undefined || lowest.rank >= rank) return this.refuse('full', key, priority, `limit reached (${this.limit} running, ${this.maxQueue} queued); "${key}" refused`);
-      this.count('displaced', lowest.key, lowest.priority);
-      lowest.refuse(new OverloadedError('shed: a higher-priority call needed the queue slot'));
-    }
-    const standing = this.codel !== undefined && this.queue.size > 0 && now - this.emptySince > this.codel.interval;
-    const timeout = standing ? Math.min(this.codel!.target, this.queueTimeout) : this.queueTimeout;
-    return new Promise<void>((resolve, reject) => {
-      const leave = (): void => {
-        this.remove(waiter);
-        timer.cancel();
-        unsubscribe();
-      };
-      const waiter: Waiter = {
-        rank,
-        since: now,
-        key,
-        priority,
-        grant: () => {
-          leave();
-          this.admitted++;
-          this.waited++;
-          if (this.events.has('admitted')) this.events.emit('admitted', { key, priority, waitedMs: this.clock.now() - now });
-          resolve();
-        },
-        refuse: (error) => {
-          leave();
-          reject(error);
-        },
-      };
-      const timer: Timer = this.clock.setTimer(() => {
-        this.count('timeout', key, priority);
-        waiter.refuse(new OverloadedError(`"${key}" waited ${timeout} ms for a slot${standing ? ' (standing queue)' : ''}`));
-      }, timeout);
-      // One listener per signal however many calls share it (a server's shutdown signal, say).
-      const unsubscribe = onAbort(signal, () => waiter.refuse(new AbortedError(`call for "${key}" aborted while queued`, signal.reason)));
-      this.add(waiter);
-    });
+    if (allowed === undefined) return undefined;
+    const now = this.clock.now();
+    const delay = now - this.queue.oldestSince(now);
+    if (delay <= allowed) return undefined;
+    return this.queue.refuse('delay', context.key, context.priority, new OverloadedError(`shed: queueing delay ${Math.round(delay)} ms exceeds ${allowed} ms for this priority ("${context.key}")`));
   }
 
-  /** Counts a shed and tells the listeners. */
-  private count(reason: ShedReason, key: string, priority: Priority): void {
-    this.sheds[reason]++;
-    if (this.events.has('shed')) this.events.emit('shed', { key, priority, reason });
-  }
-
-  /** Refuses an arrival: counted, and rejected with `OverloadedError`. */
-  private refuse(reason: ShedReason, key: string, priority: Priority, message: string): Promise<never> {
-    this.count(reason, key, priority);
-    return Promise.reject(new OverloadedError(message));
+  /** Joins the queue, for CoDel's `target` instead of `queueTimeout` when it stands. */
+  private wait(context: GuardContext, rank: number): Promise<void> {
+    const { codel } = this;
+    if (codel !== undefined && this.queue.size > 0 && this.standing(codel)) return this.queue.join(context, rank, Math.min(codel.target, this.queueTimeout), ' (standing queue)');
+    return this.queue.join(context, rank, this.queueTimeout);
   }
 
   private release(): void {
     this.running--;
-    // Fill every free slot (an adaptive limit may have grown).
+    const lifo = this.order === 'adaptive-lifo' ? this.codel : undefined;
+    // Fill every free slot (an adaptive limit may have grown); newest first once the queue stands.
     while (this.running < this.limit && this.queue.size > 0) {
-      const next = this.next();
       this.running++;
-      next.grant();
+      this.queue.admit(lifo !== undefined && this.standing(lifo) ? 'newest' : 'oldest');
     }
   }
 
-  /** The waiter to serve next: highest priority; within it oldest first, or newest once the queue stands. */
-  private next(): Waiter {
-    const now = this.clock.now();
-    const lifo = this.order === 'adaptive-lifo' && this.codel !== undefined && now - this.emptySince > this.codel.interval;
-    return (lifo ? this.queue.last() : this.queue.first())!;
-  }
-
-  private oldestSince(now: number): number {
-    let oldest = now;
-    for (const first of this.queue.oldestOfEachRank()) if (first.since < oldest) oldest = first.since;
-    return oldest;
-  }
-
-  private add(w: Waiter): void {
-    if (this.queue.size === 0) this.emptySince = this.clock.now();
-    this.queue.add(w);
-  }
-
-  private remove(w: Waiter): void {
-    const before = this.queue.size;
-    this.queue.remove(w);
-    if (this.queue.size < before && this.queue.size === 0) this.emptySince = this.clock.now();
+  /** CoDel's test: someone has been waiting, without the queue emptying, for longer than `interval`. */
+  private standing(codel: { readonly interval: number }): boolean {
+    return this.clock.now() - this.queue.waitingSince > codel.interval;
   }
 }

@@ -1,13 +1,12 @@
 import assert from 'node:assert/strict';
 import { type Clock, MAX_TIMER_MS, type Timer } from '../time/clock.js';
 import { between, clockOption, duration, integer, optionsObject, or, positive, optionalFunction } from '../config.js';
-import { AbortedError, ConfigError, type DamperError, DeadlineExceededError, OverloadedError } from '../errors.js';
+import { ConfigError } from '../errors.js';
 import { Events, type ListenerErrorOption } from '../events.js';
-import { onAbort } from './abort.js';
 import { effectiveDeadline } from './deadline.js';
 import { type CallOptions, type Guard, type GuardContext, guarded, notATask } from './guard.js';
-import { PriorityLanes, type QueueAdmission, type QueuedCall } from './lanes.js';
-import { type Priority, priorityRank } from './priority.js';
+import { priorityRank } from './priority.js';
+import { type QueueAdmission, type QueuedCall, WaitQueue } from './wait-queue.js';
 
 /** Options for {@link RateLimiter}. */
 export interface RateLimiterOptions extends ListenerErrorOption {
@@ -45,7 +44,7 @@ export interface RateLimiterOptions extends ListenerErrorOption {
  * - `displaced`: a queued call pushed out of a full queue by one of higher priority (`OverloadedError`).
  * - `timeout`: a queued call that waited `queueTimeout` for its token (`OverloadedError`).
  * - `deadline`: the call's deadline passed before it got a token, on arrival
- *   or while it waited ({@link DeadlineExceededError}).
+ *   or while it waited (`DeadlineExceededError`).
  *
  * A caller's own abort is no refusal: it is counted nowhere.
  */
@@ -79,12 +78,6 @@ export interface RateLimiterEvents {
   refused: (e: QueuedCall & { readonly reason: RateRefusalReason }) => void;
 }
 
-interface Waiter extends QueuedCall {
-  readonly rank: number;
-  grant(): void;
-  refuse(error: DamperError): void;
-}
-
 // Float slack on token counts: 1000 / 3 ms at 3 per second accrues 0.9999999999999999 of a token.
 const EPSILON = 1e-9;
 const BACKGROUND = priorityRank('background');
@@ -108,20 +101,23 @@ const BACKGROUND = priorityRank('background');
  *   and never given back (a rate, not a concurrency): a failed or aborted task
  *   still counted against the origin.
  * - Otherwise a call with `wait: false` (a background refresh: the cache has a
- *   value to serve) is refused at once with {@link OverloadedError}; the
+ *   value to serve) is refused at once with `OverloadedError`; the
  *   message says when the next token accrues. Others wait in a queue ordered by
  *   priority (higher first, first in first out within one), and each is admitted
  *   when its token accrues. One timer, for the head of the queue, stands at a
  *   time; it is moved when the head changes.
- * - A waiter is refused with `OverloadedError` after `queueTimeout`, with
- *   {@link DeadlineExceededError} at its deadline if that is earlier (the
- *   earlier of `context.deadline` and one carried by its signal), and with
- *   {@link AbortedError} when its signal aborts; it leaves the queue at once.
- *   A call whose deadline has passed, or whose signal has aborted, is refused
- *   before it takes a token.
- * - A full queue (`maxQueue`) makes room for an arrival by refusing the newest
- *   waiter of the lowest priority, if the arrival outranks it; otherwise the
- *   arrival is refused (as in `ConcurrencyLimiter`).
+ * - The queue is the one the `ConcurrencyLimiter` has too (`WaitQueue`,
+ *   src/guard/wait-queue.ts): a waiter is refused with `OverloadedError`
+ *   after `queueTimeout`, with `DeadlineExceededError` at its deadline if
+ *   that is earlier (the earlier of `context.deadline` and one carried by its
+ *   signal), and with `AbortedError` when its signal aborts; it leaves the
+ *   queue at once. A full queue (`maxQueue`) makes room for an arrival by
+ *   refusing the newest waiter of the lowest priority, if the arrival
+ *   outranks it; otherwise the arrival is refused.
+ * - A call whose deadline has passed, or whose signal has aborted, is refused
+ *   before it takes a token, even with one in the bucket: a token is never
+ *   given back, and one spent on a call nobody waits for is lost to the
+ *   origin's budget.
  * - `background` calls (and numeric priorities at or below it) may not take
  *   the `reserve` share of the bucket, so refreshes of values the cache can
  *   still serve never starve first-time misses, which have nothing to serve.
@@ -142,12 +138,13 @@ export class RateLimiter implements Guard {
   private refilledAt: number;
 
   private readonly events: Events<RateLimiterEvents>;
-  private admitted = 0;
-  private waited = 0;
-  private readonly refusals: Record<RateRefusalReason, number> = { busy: 0, full: 0, displaced: 0, timeout: 0, deadline: 0 };
-  private readonly queue = new PriorityLanes<Waiter>();
+  private readonly queue: WaitQueue<RateRefusalReason, 'refused'>;
+  /** Calls admitted without queueing; with the queue's `waited`, all admitted. */
+  private atOnce = 0;
   private wake: Timer | undefined;
   private wakeAt = 0;
+  /** Ends a timeout's message: the rate the waiter's token was to come at. */
+  private readonly timeoutNote: string;
   private readonly onWake = (): void => {
     this.wake = undefined;
     this.drain();
@@ -167,6 +164,18 @@ export class RateLimiter implements Guard {
     this.backgroundNeed = 1 + this.reserve * (this.burst - 1);
     this.level = this.burst;
     this.refilledAt = clock.now();
+    this.timeoutNote = ` (rate ${this.rate}/s)`;
+    this.queue = new WaitQueue<RateRefusalReason, 'refused'>({
+      clock,
+      maxQueue: this.maxQueue,
+      events: this.events,
+      refusals: { event: 'refused', counts: { busy: 0, full: 0, displaced: 0, timeout: 0, deadline: 0 }, deadline: 'deadline' },
+      awaits: 'a token',
+      reached: (rank) => `rate limit reached (${this.rate}/s; next token in ${Math.max(0, Math.ceil(((this.need(rank) - this.level) * 1000) / this.rate))} ms)`,
+      // A late wake-up timer may have left the newcomer's token in the bucket.
+      joined: () => this.drain(),
+      headLeft: () => this.schedule(),
+    });
   }
 
   /** Tokens in the bucket now (fractional: they accrue continuously). */
@@ -182,7 +191,8 @@ export class RateLimiter implements Guard {
 
   /** What the limiter has admitted and refused since it was made, and its queue now (see {@link RateLimiterStats}). */
   stats(): RateLimiterStats {
-    return { admitted: this.admitted, waited: this.waited, queued: this.queue.size, refused: { ...this.refusals } };
+    const { waited } = this.queue;
+    return { admitted: this.atOnce + waited, waited, queued: this.queue.size, refused: this.queue.refusals() };
   }
 
   /** Subscribes to an event; returns a function that unsubscribes. */
@@ -207,7 +217,7 @@ export class RateLimiter implements Guard {
       this.refill();
       if (this.level + EPSILON >= this.need(rank) && !this.expired(context)) {
         this.take();
-        this.admitted++;
+        this.atOnce++;
         try {
           return task(signal);
         } catch (error) {
@@ -219,70 +229,7 @@ export class RateLimiter implements Guard {
   }
 
   private enqueue(context: GuardContext, rank: number): Promise<void> {
-    const { key, signal } = context;
-    const priority = context.priority ?? 'normal';
-    if (signal.aborted) return Promise.reject(new AbortedError(`call for "${key}" aborted before it was admitted`, signal.reason));
-    const now = this.clock.now();
-    const deadline = effectiveDeadline(context);
-    if (deadline !== undefined && deadline <= now) return this.refuse('deadline', key, priority, new DeadlineExceededError(`deadline for "${key}" passed before it was admitted`));
-    if (!context.wait) {
-      const next = Math.ceil(((this.need(rank) - this.level) * 1000) / this.rate);
-      return this.refuse('busy', key, priority, new OverloadedError(`rate limit reached (${this.rate}/s); "${key}" not queued because a value can be served meanwhile; next token in ${Math.max(0, next)} ms`));
-    }
-    if (this.queue.size >= this.maxQueue) {
-      // Full: make room by refusing the newest of the lowest-ranked waiters, if this call outranks them.
-      const lowest = this.queue.lowest();
-      if (lowest === undefined || lowest.rank >= rank) return this.refuse('full', key, priority, new OverloadedError(`rate limit reached (${this.rate}/s, ${this.maxQueue} queued); "${key}" refused`));
-      this.count('displaced', lowest.key, lowest.priority);
-      lowest.refuse(new OverloadedError('shed: a higher-priority call needed the queue slot'));
-    }
-    const byDeadline = deadline !== undefined && deadline - now <= this.queueTimeout;
-    const timeout = byDeadline ? deadline - now : this.queueTimeout;
-    return new Promise<void>((resolve, reject) => {
-      const leave = (): boolean => {
-        timer.cancel();
-        unsubscribe();
-        return this.queue.remove(waiter);
-      };
-      const waiter: Waiter = {
-        rank,
-        key,
-        priority,
-        grant: () => {
-          leave();
-          this.admitted++;
-          this.waited++;
-          if (this.events.has('admitted')) this.events.emit('admitted', { key, priority, waitedMs: this.clock.now() - now });
-          resolve();
-        },
-        refuse: (error) => {
-          // The head leaving moves the wake-up to the next waiter's token.
-          if (leave()) this.schedule();
-          reject(error);
-        },
-      };
-      const timer = this.clock.setTimer(() => {
-        this.count(byDeadline ? 'deadline' : 'timeout', key, priority);
-        waiter.refuse(byDeadline ? new DeadlineExceededError(`deadline for "${key}" passed while it waited for a token`) : new OverloadedError(`"${key}" waited ${timeout} ms for a token (rate ${this.rate}/s)`));
-      }, timeout);
-      // One listener per signal however many calls share it (a server's shutdown signal, say).
-      const unsubscribe = onAbort(signal, () => waiter.refuse(new AbortedError(`call for "${key}" aborted while waiting for a token`, signal.reason)));
-      this.queue.add(waiter);
-      // Admits it at once if it is at the head and its token is there (a late wake-up timer), else moves the wake-up.
-      this.drain();
-    });
-  }
-
-  /** Counts a refusal and tells the listeners. */
-  private count(reason: RateRefusalReason, key: string, priority: Priority): void {
-    this.refusals[reason]++;
-    if (this.events.has('refused')) this.events.emit('refused', { key, priority, reason });
-  }
-
-  /** Refuses an arrival: counted, and rejected with `error`. */
-  private refuse(reason: RateRefusalReason, key: string, priority: Priority, error: DamperError): Promise<never> {
-    this.count(reason, key, priority);
-    return Promise.reject(error);
+    return this.queue.turnAway(context, rank) ?? this.queue.makeRoom(context, rank) ?? this.queue.join(context, rank, this.queueTimeout, this.timeoutNote);
   }
 
   /** Tokens a call of this rank needs in the bucket to be admitted. */
@@ -313,17 +260,17 @@ export class RateLimiter implements Guard {
   /** Admits waiters from the head while their tokens are there, then sets the wake-up for the next. */
   private drain(): void {
     this.refill();
-    for (let head = this.queue.first(); head !== undefined; head = this.queue.first()) {
+    for (let head = this.queue.head; head !== undefined; head = this.queue.head) {
       if (this.level + EPSILON < this.need(head.rank)) break;
       this.take();
-      head.grant();
+      this.queue.admit('oldest');
     }
     this.schedule();
   }
 
   /** One timer, at the instant the head's token accrues; none when nobody waits. */
   private schedule(): void {
-    const head = this.queue.first();
+    const head = this.queue.head;
     if (head === undefined) {
       this.wake?.cancel();
       this.wake = undefined;
