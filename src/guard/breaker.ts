@@ -4,8 +4,9 @@ import { AbortedError, BreakerOpenError, ConfigError, LoadTimeoutError, Validati
 import { Events, type ListenerErrorOption } from '../events.js';
 import { type Clock } from '../time/clock.js';
 import { Backoff } from './backoff.js';
+import { RollingWindow } from './window.js';
 import { isLoadTimeout } from './classify.js';
-import { type CallOptions, callContext, type Guard, type GuardContext, guarded, notATask, startTask } from './guard.js';
+import { type CallOptions, callContext, type Guard, type GuardContext, guarded, NEVER_ABORTS, notATask, startTask } from './guard.js';
 
 /** Where a {@link CircuitBreaker} is. */
 export type BreakerState = 'closed' | 'open' | 'half-open';
@@ -168,7 +169,11 @@ const LEGAL: Readonly<Record<BreakerState, readonly BreakerState[]>> = {
 
 /** The context of a call made without options: its signal never aborts. */
 const NO_OPTIONS = callContext();
-const NEVER = NO_OPTIONS.signal;
+
+// Fields of the window.
+const CALLS = 0;
+const FAILURES = 1;
+const SLOW = 2;
 
 const OUT_SUCCESS = 0;
 const OUT_FAILURE = 1;
@@ -239,19 +244,8 @@ export class CircuitBreaker implements Guard {
   private failed = 0;
   private rejected = 0;
 
-  // The sliding window: a ring of `windowBuckets` buckets of `bucketMs` each,
-  // with running totals, so a rate is two reads and a division.
-  private readonly bucketMs: number;
-  private readonly bucketCalls: Uint32Array;
-  private readonly bucketFailures: Uint32Array;
-  private readonly bucketSlow: Uint32Array;
-  /** Start time of the newest bucket (a multiple of bucketMs); NaN before the first call. */
-  private headStart = Number.NaN;
-  /** Ring slot of the newest bucket. */
-  private headSlot = 0;
-  private calls = 0;
-  private failures = 0;
-  private slow = 0;
+  /** Calls, failures and slow calls in the last `window` ms, in `windowBuckets` buckets (fields CALLS, FAILURES, SLOW). */
+  private readonly counts: RollingWindow;
 
   // Outcome handlers shared by every plain call of the current closed epoch:
   // built once per transition so the hot path allocates no closure.
@@ -266,8 +260,8 @@ export class CircuitBreaker implements Guard {
     this.windowBuckets = integer('windowBuckets', or(options.windowBuckets, 10), 1);
     // Three arrays of this length are allocated here: a typo of 1e9 must be an error, not 12 GB.
     if (this.windowBuckets > 1000) throw new ConfigError(`windowBuckets must be at most 1000, got ${this.windowBuckets}`);
-    this.bucketMs = this.window / this.windowBuckets;
-    if (!Number.isInteger(this.bucketMs) || this.bucketMs < 1) {
+    const bucketMs = this.window / this.windowBuckets;
+    if (!Number.isInteger(bucketMs) || bucketMs < 1) {
       throw new ConfigError(`window (${this.window} ms) must split into windowBuckets (${this.windowBuckets}) buckets of a whole number of ms, at least 1`);
     }
     this.minimumCalls = integer('minimumCalls', or(options.minimumCalls, 20), 1);
@@ -286,9 +280,7 @@ export class CircuitBreaker implements Guard {
     this.backoff = new Backoff({ base: this.openFor, max: this.maxOpenFor, factor: 2, jitter: this.jitter });
     this.trackSlow = this.slowCallRateThreshold < 1;
     this.rateRules = this.trackSlow || this.failureRateThreshold < 1;
-    this.bucketCalls = new Uint32Array(this.windowBuckets);
-    this.bucketFailures = new Uint32Array(this.windowBuckets);
-    this.bucketSlow = new Uint32Array(this.windowBuckets);
+    this.counts = new RollingWindow(this.clock, bucketMs, this.windowBuckets, 3);
     this.bindClosedHandlers();
   }
 
@@ -299,12 +291,11 @@ export class CircuitBreaker implements Guard {
 
   /** What the window holds now and what the breaker has done since it was made (see {@link BreakerStats}). */
   stats(): BreakerStats {
-    if (!Number.isNaN(this.headStart)) this.rotate(this.clock.now());
     return {
       state: this.current.name,
-      calls: this.calls,
-      failures: this.failures,
-      slow: this.slow,
+      calls: this.counts.sum(CALLS),
+      failures: this.counts.sum(FAILURES),
+      slow: this.counts.sum(SLOW),
       consecutiveFailures: this.consecutive,
       trips: this.tripsTotal,
       succeeded: this.succeeded,
@@ -348,7 +339,7 @@ export class CircuitBreaker implements Guard {
       // The outcome is observed by a reaction registered before the caller's,
       // so it is recorded before the caller resumes, and the caller's promise
       // is the task's own (no extra tick, no extra promise on its path).
-      if ((context === NO_OPTIONS || (context.signal === NEVER && context.key === '')) && !this.trackSlow) p.then(this.closedOk, this.closedErr);
+      if ((context === NO_OPTIONS || (context.signal === NEVER_ABORTS && context.key === '')) && !this.trackSlow) p.then(this.closedOk, this.closedErr);
       else this.observe(p, context);
       return p;
     }
@@ -367,7 +358,7 @@ export class CircuitBreaker implements Guard {
     }
     const epoch = this.epoch;
     p.then(this.closedOk, (error: unknown) => {
-      if (epoch === this.epoch) this.recordClosed(this.classify(error, context.signal), this.clock.now(), false, context.key, error);
+      if (epoch === this.epoch) this.recordClosed(this.classify(error, context.signal), false, context.key, error);
     });
   }
 
@@ -379,23 +370,28 @@ export class CircuitBreaker implements Guard {
       () => {
         if (epoch !== this.epoch) return;
         const now = this.clock.now();
-        this.recordClosed(OUT_SUCCESS, now, now - start >= this.slowCallMs, context.key, undefined);
+        this.recordClosed(OUT_SUCCESS, now - start >= this.slowCallMs, context.key, undefined);
       },
       (error: unknown) => {
         if (epoch !== this.epoch) return;
         const now = this.clock.now();
-        this.recordClosed(this.classify(error, context.signal), now, now - start >= this.slowCallMs, context.key, error);
+        this.recordClosed(this.classify(error, context.signal), now - start >= this.slowCallMs, context.key, error);
       },
     );
   }
 
   private bindClosedHandlers(): void {
     const epoch = this.epoch;
+    // The success handler is the hot path, written out rather than through recordClosed: a success can trip
+    // nothing but a rate rule, and only once the window holds a failure or a slow call.
     this.closedOk = () => {
-      if (epoch === this.epoch) this.recordClosed(OUT_SUCCESS, this.rateRules ? this.clock.now() : 0, false, '', undefined);
+      if (epoch !== this.epoch) return;
+      this.consecutive = 0;
+      this.succeeded++;
+      if (this.rateRules) this.countInWindow(OUT_SUCCESS, false);
     };
     this.closedErr = (error: unknown) => {
-      if (epoch === this.epoch) this.recordClosed(this.classify(error, NEVER), this.clock.now(), false, '', error);
+      if (epoch === this.epoch) this.recordClosed(this.classify(error, NEVER_ABORTS), false, '', error);
     };
   }
 
@@ -414,7 +410,7 @@ export class CircuitBreaker implements Guard {
     return failed ? OUT_FAILURE : OUT_SUCCESS;
   }
 
-  private recordClosed(outcome: Outcome, now: number, slow: boolean, key: string, error: unknown): void {
+  private recordClosed(outcome: Outcome, slow: boolean, key: string, error: unknown): void {
     if (outcome === OUT_IGNORED) return;
     if (outcome === OUT_SUCCESS) {
       this.consecutive = 0;
@@ -425,72 +421,29 @@ export class CircuitBreaker implements Guard {
       this.failed++;
       if (this.events.has('failure')) this.events.emit('failure', { key, error, state: 'closed' });
     }
-    if (this.rateRules) {
-      if (!(now >= this.headStart && now < this.headStart + this.bucketMs)) this.rotate(now);
-      const i = this.headSlot;
-      this.bucketCalls[i]!++;
-      this.calls++;
-      if (outcome === OUT_FAILURE) {
-        this.bucketFailures[i]!++;
-        this.failures++;
-      }
-      if (slow) {
-        this.bucketSlow[i]!++;
-        this.slow++;
-      }
-    }
+    if (this.rateRules) this.countInWindow(outcome, slow);
+    else if (outcome === OUT_FAILURE && this.consecutive >= this.consecutiveFailures) this.trip('consecutive-failures');
+  }
+
+  /** Counts a call in the window and applies the rules that can trip on it (see recordClosed). */
+  private countInWindow(outcome: typeof OUT_SUCCESS | typeof OUT_FAILURE, slow: boolean): void {
+    const counts = this.counts;
+    counts.add(CALLS);
+    if (outcome === OUT_FAILURE) counts.add(FAILURES);
+    if (slow) counts.add(SLOW);
     if (outcome === OUT_FAILURE && this.consecutive >= this.consecutiveFailures) {
       this.trip('consecutive-failures');
       return;
     }
     // A rate can only exceed its threshold if something in the window failed
     // or was slow; a success can still bring the count up to minimumCalls.
-    if (this.failures + this.slow > 0 && this.calls >= this.minimumCalls) {
-      if (this.failures > this.failureRateThreshold * this.calls) this.trip('failure-rate');
-      else if (this.slow > this.slowCallRateThreshold * this.calls) this.trip('slow-call-rate');
-    }
-  }
-
-  /**
-   * Moves the window's head to the bucket holding `now`, emptying the buckets
-   * that fell out of the window on the way (at most all of them).
-   */
-  private rotate(now: number): void {
-    const b = Math.floor(now / this.bucketMs);
-    const n = this.windowBuckets;
-    if (Number.isNaN(this.headStart)) {
-      this.headStart = b * this.bucketMs;
-      this.headSlot = ((b % n) + n) % n;
-      return;
-    }
-    const head = this.headStart / this.bucketMs;
-    // A clock that stepped back (it should not) counts into the newest bucket.
-    if (b <= head) return;
-    const steps = Math.min(b - head, n);
-    let i = this.headSlot;
-    for (let k = 0; k < steps; k++) {
-      i = i + 1 === n ? 0 : i + 1;
-      this.calls -= this.bucketCalls[i]!;
-      this.failures -= this.bucketFailures[i]!;
-      this.slow -= this.bucketSlow[i]!;
-      this.bucketCalls[i] = 0;
-      this.bucketFailures[i] = 0;
-      this.bucketSlow[i] = 0;
-    }
-    this.headStart = b * this.bucketMs;
-    this.headSlot = ((b % n) + n) % n;
-  }
-
-  private clearWindow(): void {
-    this.bucketCalls.fill(0);
-    this.bucketFailures.fill(0);
-    this.bucketSlow.fill(0);
-    this.headStart = Number.NaN;
-    this.headSlot = 0;
-    this.calls = 0;
-    this.failures = 0;
-    this.slow = 0;
-    this.consecutive = 0;
+    const failures = counts.total(FAILURES);
+    const slowCalls = counts.total(SLOW);
+    if (failures + slowCalls === 0) return;
+    const calls = counts.total(CALLS);
+    if (calls < this.minimumCalls) return;
+    if (failures > this.failureRateThreshold * calls) this.trip('failure-rate');
+    else if (slowCalls > this.slowCallRateThreshold * calls) this.trip('slow-call-rate');
   }
 
   private trip(reason: BreakerReason): void {
@@ -508,7 +461,8 @@ export class CircuitBreaker implements Guard {
     this.epoch++;
     if (to.name === 'closed') {
       this.trips = 0;
-      this.clearWindow();
+      this.counts.clear();
+      this.consecutive = 0;
       this.bindClosedHandlers();
     }
     if (this.events.has('state')) {

@@ -2,7 +2,7 @@ import { type Clock, MAX_TIMER_MS, type Timer } from '../time/clock.js';
 import { clockOption, duration, optionsObject } from '../config.js';
 import { AbortedError, DeadlineExceededError } from '../errors.js';
 import { abortOwned, onAbort, ownedDeadline, ownedSignal } from './abort.js';
-import { type CallOptions, type Guard, type GuardContext, guarded, notATask, startTask } from './guard.js';
+import { type CallOptions, type Guard, type GuardContext, guarded, NEVER_ABORTS, notATask, startTask } from './guard.js';
 
 /**
  * Deadlines that flow through every attempt, queue wait and loader. A deadline
@@ -99,6 +99,8 @@ export function deadlineOf(signal: AbortSignal): number | undefined {
  * them through the signal.
  */
 export function effectiveDeadline(context: GuardContext): number | undefined {
+  // A call that cannot be abandoned carries no deadline in its signal: no lookup (every Retry call asks).
+  if (context.signal === NEVER_ABORTS) return context.deadline;
   const fromSignal = deadlineOf(context.signal);
   if (context.deadline === undefined) return fromSignal;
   return fromSignal === undefined ? context.deadline : Math.min(context.deadline, fromSignal);

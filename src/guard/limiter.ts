@@ -2,7 +2,7 @@ import { type Clock } from '../time/clock.js';
 import { clockOption, duration, hasMethods, integer, oneOf, optionsObject, or, optionalFunction } from '../config.js';
 import { ConfigError, OverloadedError } from '../errors.js';
 import { Events, type ListenerErrorOption } from '../events.js';
-import { type CallOptions, type Guard, type GuardContext, guarded, notATask } from './guard.js';
+import { type CallOptions, type Guard, type GuardContext, guarded, notATask, startTask } from './guard.js';
 import { type LimitAlgorithm } from './limit-algorithms.js';
 import { priorityRank } from './priority.js';
 import { type QueueAdmission, type QueuedCall, WaitQueue } from './wait-queue.js';
@@ -207,33 +207,43 @@ export class ConcurrencyLimiter implements Guard {
     return guarded(this, fn, options);
   }
 
-  async run<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext): Promise<T> {
-    if (typeof task !== 'function') throw notATask('ConcurrencyLimiter', task);
+  run<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext): Promise<T> {
+    if (typeof task !== 'function') return Promise.reject(notATask('ConcurrencyLimiter', task));
     if (this.running < this.limit && this.queue.size === 0) {
       this.running++;
       this.atOnce++;
-    } else await this.enqueue(context);
-    if (this.algorithm === undefined) {
-      try {
-        return await task(context.signal);
-      } finally {
-        this.release();
-      }
+      return this.started(task, context);
+    }
+    return this.enqueue(context).then(() => this.started(task, context));
+  }
+
+  /**
+   * Runs a task that holds a slot; the slot is released by a reaction on the
+   * task's own promise, registered before the caller's, so it is free again
+   * when the caller resumes, with no async frame on the caller's path.
+   */
+  private started<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext): Promise<T> {
+    const pending = startTask(task, context.signal);
+    const algorithm = this.algorithm;
+    if (algorithm === undefined) {
+      pending.then(this.released, this.released);
+      return pending;
     }
     // Adaptive: time the call and tell the algorithm.
     const started = this.clock.now();
     const inFlight = this.running;
-    let overloaded = false;
-    try {
-      return await task(context.signal);
-    } catch (error) {
-      overloaded = error instanceof OverloadedError;
-      throw error;
-    } finally {
-      this.algorithm.sample(this.clock.now() - started, inFlight, overloaded);
+    const sample = (overloaded: boolean): void => {
+      algorithm.sample(this.clock.now() - started, inFlight, overloaded);
       this.release();
-    }
+    };
+    pending.then(
+      () => sample(false),
+      (error: unknown) => sample(error instanceof OverloadedError),
+    );
+    return pending;
   }
+
+  private readonly released = (): void => this.release();
 
   private enqueue(context: GuardContext): Promise<void> {
     const rank = priorityRank(context.priority);

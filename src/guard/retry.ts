@@ -207,33 +207,33 @@ export class Retry implements Guard {
     return this.clock.random() * ceiling;
   }
 
-  async run<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext): Promise<T> {
-    if (typeof task !== 'function') throw notATask('Retry', task);
+  run<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext): Promise<T> {
+    if (typeof task !== 'function') return Promise.reject(notATask('Retry', task));
     const { signal, key } = context;
     const deadline = effectiveDeadline(context);
     this.calls++;
     this.budget.recordRequest();
-    let lastError: unknown;
-    let failed = false;
-    for (let attempt = 1; ; attempt++) {
-      if (signal.aborted) throw new AbortedError(`call for key "${key}" aborted`, signal.reason);
-      const need = attempt === 1 ? (this.expectedDuration ?? 0) : (this.expectedDuration ?? this.attemptTimeout ?? 0);
-      if (deadline !== undefined) {
-        const now = this.clock.now();
-        if (now >= deadline || now + need > deadline) {
-          if (failed) throw lastError;
-          throw new DeadlineExceededError(`no time left before the deadline of key "${key}" for an attempt`);
-        }
-      }
-      if (attempt > 1) this.retries++;
-      try {
-        return await this.attempt(task, context, deadline, attempt);
-      } catch (error) {
-        lastError = error;
-        failed = true;
-      }
-      if (signal.aborted || !this.retryable(lastError) || attempt >= this.maxAttempts) throw lastError;
+    if (signal.aborted) return Promise.reject(new AbortedError(`call for key "${key}" aborted`, signal.reason));
+    if (this.tooLate(deadline, this.expectedDuration ?? 0)) return Promise.reject(new DeadlineExceededError(`no time left before the deadline of key "${key}" for an attempt`));
+    // The first attempt starts without an async frame, and a success goes
+    // straight back: the loop below is paid for only by a call that failed.
+    return this.attempt(task, context, deadline, 1).then(undefined, (error: unknown) => this.retryAfter(task, context, deadline, error));
+  }
 
+  /** True when an attempt that needs `need` ms cannot finish before `deadline`. */
+  private tooLate(deadline: number | undefined, need: number): boolean {
+    if (deadline === undefined) return false;
+    const now = this.clock.now();
+    return now >= deadline || now + need > deadline;
+  }
+
+  /** Attempt 1 failed with `error`: retry while the rules, the deadline and the budget allow; else reject with the last error. */
+  private async retryAfter<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext, deadline: number | undefined, error: unknown): Promise<T> {
+    const { signal, key } = context;
+    let lastError = error;
+    for (let attempt = 1; ; attempt++) {
+      // Attempt `attempt` failed with lastError.
+      if (signal.aborted || !this.retryable(lastError) || attempt >= this.maxAttempts) throw lastError;
       const retryAfter = retryAfterOf(lastError);
       if (retryAfter !== undefined && retryAfter > this.maxDelay) throw lastError;
       const delay = Math.max(this.delay(attempt), retryAfter ?? 0);
@@ -250,6 +250,14 @@ export class Retry implements Guard {
       if (this.events.has('retry')) this.events.emit('retry', { key, attempt: attempt + 1, delay, error: lastError });
       if (delay > 0) {
         await this.sleep(delay, context);
+      }
+      if (signal.aborted) throw new AbortedError(`call for key "${key}" aborted`, signal.reason);
+      if (this.tooLate(deadline, nextNeed)) throw lastError;
+      this.retries++;
+      try {
+        return await this.attempt(task, context, deadline, attempt + 1);
+      } catch (e) {
+        lastError = e;
       }
     }
   }
@@ -296,7 +304,7 @@ export class Retry implements Guard {
    * task, or by {@link abandon} when the signal aborts first.
    */
   private attempt<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext, deadline: number | undefined, n: number): Promise<T> {
-    if (this.attemptTimeout === undefined && deadline === undefined) return task(context.signal);
+    if (this.attemptTimeout === undefined && deadline === undefined) return startTask(task, context.signal);
     const timeoutAt = this.attemptTimeout === undefined ? Infinity : this.clock.now() + this.attemptTimeout;
     const byDeadline = deadline !== undefined && deadline <= timeoutAt;
     const at = Math.min(timeoutAt, deadline ?? Infinity);

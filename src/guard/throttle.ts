@@ -4,7 +4,7 @@ import { between, clockOption, duration, integer, optionalFunction, optionsObjec
 import { ConfigError, OverloadedError } from '../errors.js';
 import { Events, type ListenerErrorOption } from '../events.js';
 import { isAbort, isLoadTimeout, isOverloadSignal } from './classify.js';
-import { type CallOptions, type Guard, type GuardContext, guarded, notATask } from './guard.js';
+import { type CallOptions, type Guard, type GuardContext, guarded, NEVER_ABORTS, notATask, startTask } from './guard.js';
 import { RollingWindow } from './window.js';
 
 /** Options for {@link AdaptiveThrottle}. */
@@ -178,28 +178,40 @@ export class AdaptiveThrottle implements Guard {
     return guarded(this, fn, options);
   }
 
-  async run<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext): Promise<T> {
-    if (typeof task !== 'function') throw notATask('AdaptiveThrottle', task);
+  run<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext): Promise<T> {
+    if (typeof task !== 'function') return Promise.reject(notATask('AdaptiveThrottle', task));
     this.calls++;
-    const p = this.probability;
+    // Nothing refused in the window (the healthy case): the probability is 0
+    // (accepts are all the requests, and k ≥ 1), known without a clock read
+    // or a sum; a refusal since expired only makes the full formula run.
+    const p = this.counts.total(REJECTED) === 0 ? 0 : this.probability;
     if (p > 0 && this.clock.random() < p) {
       this.counts.add(LOCAL);
       this.rejected++;
       if (this.events.has('throttled')) this.events.emit('throttled', { key: context.key, probability: p });
-      throw new OverloadedError(`adaptive throttle rejected key "${context.key}" locally (p = ${p.toFixed(3)}): the backend is refusing work`);
+      return Promise.reject(new OverloadedError(`adaptive throttle rejected key "${context.key}" locally (p = ${p.toFixed(3)}): the backend is refusing work`));
     }
-    let value: T;
-    try {
-      value = await task(context.signal);
-    } catch (error) {
-      this.settled(context.signal, error);
-      throw error;
-    }
-    // An answer after a load timeout aborted the call came too late for its caller.
-    if (context.signal.aborted) this.settled(context.signal, undefined);
-    else this.counts.add(ACCEPTS);
-    return value;
+    const pending = startTask(task, context.signal);
+    // The outcome is counted by a reaction registered before the caller's, on
+    // the task's own promise (as the breaker does): no async frame, no extra
+    // promise or tick on the caller's path. A call that cannot be abandoned
+    // shares one pair of handlers.
+    const { signal } = context;
+    if (signal === NEVER_ABORTS) pending.then(this.accepted, this.failed);
+    else pending.then(
+      () => (signal.aborted ? this.settled(signal, undefined) : this.counts.add(ACCEPTS)),
+      (error: unknown) => this.settled(signal, error),
+    );
+    return pending;
   }
+
+  private readonly accepted = (): void => {
+    this.counts.add(ACCEPTS);
+  };
+
+  private readonly failed = (error: unknown): void => {
+    this.settled(NEVER_ABORTS, error);
+  };
 
   /**
    * Counts a call that reached the backend and did not simply succeed.
@@ -210,6 +222,7 @@ export class AdaptiveThrottle implements Guard {
   private settled(signal: AbortSignal, error: unknown): void {
     let cause = error;
     if (signal.aborted) {
+      // An answer after a load timeout aborted the call came too late for its caller.
       if (!isLoadTimeout(signal.reason)) return;
       cause = signal.reason;
     } else if (isAbort(error)) return;

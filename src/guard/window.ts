@@ -22,6 +22,8 @@ export class RollingWindow {
   /** Per field, the sum over the whole ring, kept up to date so the common query is O(1) on the hot path. */
   private readonly totals: Float64Array;
   private epoch: number;
+  /** Ring slot of `epoch`, kept so the common add (same bucket as the last) does no modulo. */
+  private head: number;
 
   constructor(
     private readonly clock: Clock,
@@ -35,24 +37,28 @@ export class RollingWindow {
     this.counts = new Float64Array(slots * fields);
     this.totals = new Float64Array(fields);
     this.epoch = bucketOf(clock.now(), width);
+    this.head = this.slotOf(this.epoch);
   }
 
-  /** The index of the current bucket, after zeroing the buckets time has left behind. */
+  /** The ring slot of the current bucket, after zeroing the buckets time has left behind. */
   private current(): number {
     const e = bucketOf(this.clock.now(), this.width);
     // A clock that steps back (it should not: clocks are monotonic) keeps the current bucket.
-    if (e > this.epoch) {
-      const stale = Math.min(e - this.epoch, this.slots);
-      for (let i = 1; i <= stale; i++) {
-        const slot = (((this.epoch + i) % this.slots) + this.slots) % this.slots;
-        for (let f = 0; f < this.fields; f++) {
-          this.totals[f]! -= this.counts[slot * this.fields + f]!;
-          this.counts[slot * this.fields + f] = 0;
-        }
+    if (e > this.epoch) this.advance(e);
+    return this.head;
+  }
+
+  private advance(e: number): void {
+    const stale = Math.min(e - this.epoch, this.slots);
+    for (let i = 1; i <= stale; i++) {
+      const slot = this.slotOf(this.epoch + i);
+      for (let f = 0; f < this.fields; f++) {
+        this.totals[f]! -= this.counts[slot * this.fields + f]!;
+        this.counts[slot * this.fields + f] = 0;
       }
-      this.epoch = e;
     }
-    return this.epoch;
+    this.epoch = e;
+    this.head = this.slotOf(e);
   }
 
   private slotOf(epoch: number): number {
@@ -61,17 +67,32 @@ export class RollingWindow {
 
   /** Adds `delta` to `field` in the current bucket. */
   add(field: number, delta = 1): void {
-    const e = this.current();
-    this.counts[this.slotOf(e) * this.fields + field]! += delta;
+    this.counts[this.current() * this.fields + field]! += delta;
     this.totals[field]! += delta;
+  }
+
+  /**
+   * Sum of `field` over the ring as of the last `add` or `sum`, without
+   * looking at the clock: for a rule checked right after an `add` at the same
+   * instant (the breaker's rates on every call), where a second clock read
+   * and bucket check would buy nothing.
+   */
+  total(field: number): number {
+    return this.totals[field]!;
+  }
+
+  /** Forgets every count (a breaker that closed starts from an empty window). */
+  clear(): void {
+    this.counts.fill(0);
+    this.totals.fill(0);
   }
 
   /** Sum of `field` over the `n` most recent buckets (current included); all of the ring by default. */
   sum(field: number, n = this.slots): number {
-    const e = this.current();
+    this.current();
     if (n >= this.slots) return this.totals[field]!;
     let total = 0;
-    for (let i = 0; i < n; i++) total += this.counts[this.slotOf(e - i) * this.fields + field]!;
+    for (let i = 0; i < n; i++) total += this.counts[this.slotOf(this.epoch - i) * this.fields + field]!;
     return total;
   }
 }
