@@ -318,16 +318,23 @@ describe('active health checks', () => {
     assert.equal(clock.pendingTimers, 0);
   });
 
-  test('an ejected upstream comes back only after its time and a passing check', async () => {
-    const clock = new VirtualClock();
-    let u1Answers = false;
-    const b = make(clock, { n: 3, outliers: { baseEjectionMs: 1_000 }, health: { check: async (t) => (t === 'u1' && !u1Answers ? Promise.reject(new Error('down')) : undefined), interval: 500, jitter: 0, unhealthyThreshold: 100 } });
+  /** Of three upstreams, u1 fails its calls until ejected (for 1 s) and its probes (every 500 ms) until `answer()`; returned 3 s later. */
+  async function ejectedAndDown(clock: VirtualClock, options: { slowStartMs?: number; health: Partial<NonNullable<BalancerOptions<string>['health']>> }) {
+    let answers = false;
+    const check = async (t: string): Promise<void> => (t === 'u1' && !answers ? Promise.reject(new Error('down')) : undefined);
+    const b = make(clock, { n: 3, slowStartMs: options.slowStartMs ?? 0, outliers: { baseEjectionMs: 1_000 }, health: { check, interval: 500, jitter: 0, ...options.health } });
     const restored: string[] = [];
     b.events.on('restore', (e) => restored.push(`${e.id}:${e.via}`));
     await failOn(b, 'u1', 5);
     await clock.advance(3_000);
+    return { b, restored, answer: () => void (answers = true) };
+  }
+
+  test('an ejected upstream comes back only after its time and a passing check', async () => {
+    const clock = new VirtualClock();
+    const { b, restored, answer } = await ejectedAndDown(clock, { health: { unhealthyThreshold: 100 } });
     assert.equal(state(b, 'u1'), 'awaiting-check', 'time is up but checks fail');
-    u1Answers = true;
+    answer();
     await clock.advance(600);
     assert.equal(state(b, 'u1'), 'healthy');
     assert.deepEqual(restored, ['u1:health-check']);
@@ -337,14 +344,9 @@ describe('active health checks', () => {
 
   test('an upstream whose checks failed while it was ejected comes back unhealthy, then ramps once they pass', async () => {
     const clock = new VirtualClock();
-    let u1Answers = false;
-    const b = make(clock, { n: 3, slowStartMs: 10_000, outliers: { baseEjectionMs: 1_000 }, health: { check: async (t) => (t === 'u1' && !u1Answers ? Promise.reject(new Error('down')) : undefined), interval: 500, jitter: 0, unhealthyThreshold: 2, healthyThreshold: 3 } });
-    const restored: string[] = [];
-    b.events.on('restore', (e) => restored.push(`${e.id}:${e.via}`));
-    await failOn(b, 'u1', 5);
-    await clock.advance(3_000);
+    const { b, restored, answer } = await ejectedAndDown(clock, { slowStartMs: 10_000, health: { unhealthyThreshold: 2, healthyThreshold: 3 } });
     assert.equal(state(b, 'u1'), 'awaiting-check', 'ejection is what the snapshot shows, whatever the checks say meanwhile');
-    u1Answers = true;
+    answer();
     await clock.advance(600);
     assert.deepEqual(restored, ['u1:health-check'], 'a passing probe ends the ejection');
     assert.equal(state(b, 'u1'), 'unhealthy', 'but the checker needs healthyThreshold passes');
