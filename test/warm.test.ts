@@ -55,6 +55,38 @@ describe('warm: pacing', () => {
     assert.equal(clock.pendingTimers, 0);
   });
 
+  test('a key is read from the source only when a slot is free for it', async () => {
+    const { clock, cache } = setup<string>();
+    const { loader } = meteredLoader(clock, 1000);
+    const pulls: number[] = [];
+    async function* source(): AsyncGenerator<string> {
+      for (const k of keys(5)) {
+        pulls.push(clock.now());
+        yield k;
+      }
+    }
+    const run = track(cache.warm(source(), loader, { rate: 1000, concurrency: 2 }));
+    await clock.runUntilIdle();
+    assert.equal(run.value?.loaded, 5);
+    // The third key waits for the first load to end, not only for its start.
+    assert.deepEqual(pulls, [0, 0, 1000, 1001, 2000]);
+  });
+
+  test('a key source that fails rejects the warm-up with its error', async () => {
+    const { clock, cache } = setup<string>();
+    const { loader } = meteredLoader(clock, 10);
+    const broken = new Error('source down');
+    async function* source(): AsyncGenerator<string> {
+      yield 'k0';
+      throw broken;
+    }
+    const run = track(cache.warm(source(), loader, { rate: 1000, concurrency: 1 }));
+    await clock.runUntilIdle();
+    assert.equal(run.error, broken);
+    assert.equal(cache.peek('k0'), 'v:k0');
+    assert.equal(clock.pendingTimers, 0);
+  });
+
   test('defaults: concurrency 4, rate 50/s, and an async iterable of keys', async () => {
     const { clock, cache } = setup<string>();
     const { m, loader } = meteredLoader(clock, 1000);
