@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import fc from 'fast-check';
 import { ArgumentError, Cache, type CacheOptions, ConcurrencyLimiter, ConfigError, OverloadedError, type Snapshot, sleep, VirtualClock } from '../src/index.js';
 import { deferred, track } from './helpers.js';
 
@@ -43,6 +44,29 @@ describe('warm: pacing', () => {
     for (const t of m.starts) perSecond.set(Math.floor(t / 1000), (perSecond.get(Math.floor(t / 1000)) ?? 0) + 1);
     assert.deepEqual([...perSecond.values()], [20, 20, 20, 20, 20]);
     assert.equal(clock.pendingTimers, 0);
+  });
+
+  test('property: whatever the rate, concurrency and load times, starts are at least 1000 / rate ms apart and at most `concurrency` loads run', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.double({ min: 0.5, max: 500, noNaN: true }), fc.integer({ min: 1, max: 8 }), fc.array(fc.integer({ min: 0, max: 300 }), { minLength: 1, maxLength: 40 }), async (rate, concurrency, loadMs) => {
+        const { clock, cache } = setup<string>();
+        const m = { starts: [] as number[], inFlight: 0, peak: 0 };
+        const loader = async ({ key }: { key: string }): Promise<string> => {
+          m.starts.push(clock.now());
+          m.peak = Math.max(m.peak, ++m.inFlight);
+          await sleep(clock, loadMs[Number(key.slice(1))]!);
+          m.inFlight--;
+          return key;
+        };
+        const run = track(cache.warm(keys(loadMs.length), loader, { rate, concurrency }));
+        await clock.runUntilIdle();
+        assert.equal(run.value?.loaded, loadMs.length);
+        assert.ok(m.peak <= concurrency, `peak ${m.peak} > ${concurrency}`);
+        for (let i = 1; i < m.starts.length; i++) assert.ok(m.starts[i]! - m.starts[i - 1]! >= 1000 / rate - 1e-6, `starts ${i - 1} and ${i} ${m.starts[i]! - m.starts[i - 1]!} ms apart at ${rate}/s`);
+        assert.equal(clock.pendingTimers, 0);
+      }),
+      { numRuns: 60 },
+    );
   });
 
   test('never more than `concurrency` loads in flight', async () => {
