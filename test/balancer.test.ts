@@ -268,6 +268,41 @@ describe('active health checks', () => {
     assert.equal(clock.pendingTimers, 0, 'close() leaves no timer');
   });
 
+  test('property: ejection and the checks interleaved in any order, an upstream in service is as healthy as its last probe said', async () => {
+    const step = fc.record({ ms: fc.integer({ min: 0, max: 1_500 }), calls: fc.array(fc.boolean(), { maxLength: 12 }), answering: fc.array(fc.boolean(), { minLength: 5, maxLength: 5 }) });
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 2, max: 5 }), fc.array(step, { minLength: 1, maxLength: 25 }), async (n, steps) => {
+        const clock = new VirtualClock({ seed: n });
+        let answering: readonly boolean[] = [];
+        const check = async (t: string): Promise<void> => {
+          if (!answering[Number(t.slice(1))]) throw new Error('down');
+        };
+        const b = make(clock, { n, slowStartMs: 2_000, outliers: { baseEjectionMs: 1_000, consecutiveErrors: 2 }, health: { check, interval: 300, unhealthyThreshold: 2, healthyThreshold: 2 } });
+        const lastVerdict = new Map<string, boolean>();
+        b.events.on('health', (e) => lastVerdict.set(e.id, e.healthy));
+        for (const { ms, calls, answering: now } of steps) {
+          answering = now;
+          for (const good of calls) {
+            await b
+              .run(async (t) => {
+                if (!b.panic) assert.equal(state(b, t), 'healthy', `routed to ${t} outside panic`);
+                if (!good) throw new Error('boom');
+              })
+              .catch(() => {});
+          }
+          await clock.advance(ms);
+          for (const u of b.snapshot().upstreams) {
+            if (u.state === 'ejected' || u.state === 'awaiting-check') continue;
+            assert.equal(u.state, (lastVerdict.get(u.id) ?? true) ? 'healthy' : 'unhealthy', `${u.id} in service`);
+          }
+        }
+        b.close();
+        assert.equal(clock.pendingTimers, 0);
+      }),
+      { numRuns: 40 },
+    );
+  });
+
   test('jitter: probes of a fleet do not run in step', async () => {
     const clock = new VirtualClock({ seed: 7 });
     const times: number[] = [];
@@ -283,19 +318,42 @@ describe('active health checks', () => {
     assert.equal(clock.pendingTimers, 0);
   });
 
-  test('an ejected upstream comes back only after its time and a passing check', async () => {
-    const clock = new VirtualClock();
-    let u1Answers = false;
-    const b = make(clock, { n: 3, outliers: { baseEjectionMs: 1_000 }, health: { check: async (t) => (t === 'u1' && !u1Answers ? Promise.reject(new Error('down')) : undefined), interval: 500, jitter: 0, unhealthyThreshold: 100 } });
+  /** Of three upstreams, u1 fails its calls until ejected (for 1 s) and its probes (every 500 ms) until `answer()`; returned 3 s later. */
+  async function ejectedAndDown(clock: VirtualClock, options: { slowStartMs?: number; health: Partial<NonNullable<BalancerOptions<string>['health']>> }) {
+    let answers = false;
+    const check = async (t: string): Promise<void> => (t === 'u1' && !answers ? Promise.reject(new Error('down')) : undefined);
+    const b = make(clock, { n: 3, slowStartMs: options.slowStartMs ?? 0, outliers: { baseEjectionMs: 1_000 }, health: { check, interval: 500, jitter: 0, ...options.health } });
     const restored: string[] = [];
     b.events.on('restore', (e) => restored.push(`${e.id}:${e.via}`));
     await failOn(b, 'u1', 5);
     await clock.advance(3_000);
+    return { b, restored, answer: () => void (answers = true) };
+  }
+
+  test('an ejected upstream comes back only after its time and a passing check', async () => {
+    const clock = new VirtualClock();
+    const { b, restored, answer } = await ejectedAndDown(clock, { health: { unhealthyThreshold: 100 } });
     assert.equal(state(b, 'u1'), 'awaiting-check', 'time is up but checks fail');
-    u1Answers = true;
+    answer();
     await clock.advance(600);
     assert.equal(state(b, 'u1'), 'healthy');
     assert.deepEqual(restored, ['u1:health-check']);
+    b.close();
+    assert.equal(clock.pendingTimers, 0);
+  });
+
+  test('an upstream whose checks failed while it was ejected comes back unhealthy, then ramps once they pass', async () => {
+    const clock = new VirtualClock();
+    const { b, restored, answer } = await ejectedAndDown(clock, { slowStartMs: 10_000, health: { unhealthyThreshold: 2, healthyThreshold: 3 } });
+    assert.equal(state(b, 'u1'), 'awaiting-check', 'ejection is what the snapshot shows, whatever the checks say meanwhile');
+    answer();
+    await clock.advance(600);
+    assert.deepEqual(restored, ['u1:health-check'], 'a passing probe ends the ejection');
+    assert.equal(state(b, 'u1'), 'unhealthy', 'but the checker needs healthyThreshold passes');
+    await clock.advance(1_000);
+    const back = b.snapshot().upstreams[1]!;
+    assert.equal(back.state, 'healthy');
+    assert.ok(back.share < 0.2, `ramps from its return to health, share ${back.share}`);
     b.close();
     assert.equal(clock.pendingTimers, 0);
   });

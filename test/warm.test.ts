@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import fc from 'fast-check';
 import { ArgumentError, Cache, type CacheOptions, ConcurrencyLimiter, ConfigError, OverloadedError, type Snapshot, sleep, VirtualClock } from '../src/index.js';
 import { deferred, track } from './helpers.js';
 
@@ -45,6 +46,29 @@ describe('warm: pacing', () => {
     assert.equal(clock.pendingTimers, 0);
   });
 
+  test('property: whatever the rate, concurrency and load times, starts are at least 1000 / rate ms apart and at most `concurrency` loads run', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.double({ min: 0.5, max: 500, noNaN: true }), fc.integer({ min: 1, max: 8 }), fc.array(fc.integer({ min: 0, max: 300 }), { minLength: 1, maxLength: 40 }), async (rate, concurrency, loadMs) => {
+        const { clock, cache } = setup<string>();
+        const m = { starts: [] as number[], inFlight: 0, peak: 0 };
+        const loader = async ({ key }: { key: string }): Promise<string> => {
+          m.starts.push(clock.now());
+          m.peak = Math.max(m.peak, ++m.inFlight);
+          await sleep(clock, loadMs[Number(key.slice(1))]!);
+          m.inFlight--;
+          return key;
+        };
+        const run = track(cache.warm(keys(loadMs.length), loader, { rate, concurrency }));
+        await clock.runUntilIdle();
+        assert.equal(run.value?.loaded, loadMs.length);
+        assert.ok(m.peak <= concurrency, `peak ${m.peak} > ${concurrency}`);
+        for (let i = 1; i < m.starts.length; i++) assert.ok(m.starts[i]! - m.starts[i - 1]! >= 1000 / rate - 1e-6, `starts ${i - 1} and ${i} ${m.starts[i]! - m.starts[i - 1]!} ms apart at ${rate}/s`);
+        assert.equal(clock.pendingTimers, 0);
+      }),
+      { numRuns: 60 },
+    );
+  });
+
   test('never more than `concurrency` loads in flight', async () => {
     const { clock, cache } = setup<string>();
     const { m, loader } = meteredLoader(clock, 500);
@@ -52,6 +76,38 @@ describe('warm: pacing', () => {
     await clock.runUntilIdle();
     assert.equal(run.value?.loaded, 30);
     assert.equal(m.peak, 3);
+    assert.equal(clock.pendingTimers, 0);
+  });
+
+  test('a key is read from the source only when a slot is free for it', async () => {
+    const { clock, cache } = setup<string>();
+    const { loader } = meteredLoader(clock, 1000);
+    const pulls: number[] = [];
+    async function* source(): AsyncGenerator<string> {
+      for (const k of keys(5)) {
+        pulls.push(clock.now());
+        yield k;
+      }
+    }
+    const run = track(cache.warm(source(), loader, { rate: 1000, concurrency: 2 }));
+    await clock.runUntilIdle();
+    assert.equal(run.value?.loaded, 5);
+    // The third key waits for the first load to end, not only for its start.
+    assert.deepEqual(pulls, [0, 0, 1000, 1001, 2000]);
+  });
+
+  test('a key source that fails rejects the warm-up with its error', async () => {
+    const { clock, cache } = setup<string>();
+    const { loader } = meteredLoader(clock, 10);
+    const broken = new Error('source down');
+    async function* source(): AsyncGenerator<string> {
+      yield 'k0';
+      throw broken;
+    }
+    const run = track(cache.warm(source(), loader, { rate: 1000, concurrency: 1 }));
+    await clock.runUntilIdle();
+    assert.equal(run.error, broken);
+    assert.equal(cache.peek('k0'), 'v:k0');
     assert.equal(clock.pendingTimers, 0);
   });
 

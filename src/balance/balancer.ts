@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { arrayOption, between, clockOption, duration, integer, optionalFunction, optionsObject, or } from '../config.js';
 import { ConfigError, describe, OverloadedError } from '../errors.js';
 import { Events, type ListenerErrorOption } from '../events.js';
@@ -133,11 +134,27 @@ export interface BalancerStats {
   }[];
 }
 
+type UpstreamState = UpstreamSnapshot['state'];
+
+/**
+ * The moves an upstream's state may make; {@link Balancer} asserts each one.
+ * Ejection dominates: while ejected, the checker's verdict is read only when
+ * the upstream comes back, so an ejected upstream whose probes crossed
+ * `unhealthyThreshold` meanwhile returns `unhealthy`.
+ */
+const LEGAL: Readonly<Record<UpstreamState, readonly UpstreamState[]>> = {
+  healthy: ['ejected', 'unhealthy'],
+  // Routed to in panic, an upstream failing its checks can fail calls too.
+  unhealthy: ['healthy', 'ejected'],
+  // Without active checks its time is enough; with them it waits for a passing probe.
+  ejected: ['healthy', 'awaiting-check'],
+  'awaiting-check': ['healthy', 'unhealthy'],
+};
+
 /** Internal, mutable state of one upstream. Exposed to callers only as {@link PickedUpstream}. */
 class Slot<U> implements PickedUpstream<U> {
   outstanding = 0;
-  ejected = false;
-  awaitingCheck = false;
+  state: UpstreamState = 'healthy';
   /** The ejection backoff's multiplier: decays while the upstream stays in. */
   ejections = 0;
   /** Ejections since the balancer was made. */
@@ -148,8 +165,6 @@ class Slot<U> implements PickedUpstream<U> {
   slowStartFrom = 0;
   slowStartUntil = 0;
   consecutiveErrors = 0;
-  /** Passing active health checks (always true without them). */
-  passing = true;
   successes = 0;
   volume = 0;
   constructor(
@@ -166,6 +181,11 @@ const NO_OPTIONS = callContext();
 const MAX_DRAWS = 16;
 const NORMAL = priorityRank('normal');
 const defaultIsFailure = (): boolean => true;
+
+/** Out by outlier detection: its time not up, or up and awaiting a passing probe. */
+function isEjected(s: Slot<unknown>): boolean {
+  return s.state === 'ejected' || s.state === 'awaiting-check';
+}
 
 /**
  * Client-side load balancing over a set of upstreams that answers principle 5
@@ -206,9 +226,12 @@ export class Balancer<U> {
   private alias = new Uint32Array(0);
   private uniform = true;
   private panicking = false;
-  /** Upstreams in slow start; the pick reads the clock only when this is > 0. */
-  private slowStarting = 0;
-  private readonly slowStartTimers = new Set<Timer>();
+  /**
+   * When the last routable upstream's slow start ends; 0 when none ramps, and
+   * then a pick reads no clock. Derived with the alias table; the first pick
+   * past it zeroes it, so no timer has to.
+   */
+  private rampingUntil = 0;
   private windowStart: number;
   private closed = false;
   private picks = 0;
@@ -324,12 +347,12 @@ export class Balancer<U> {
       unavailable: this.unavailable,
       upstreams: this.slots.map((s) => {
         const { id, outstanding, state, share } = this.upstreamSnapshot(s, now);
-        return { id, inFlight: outstanding, ejected: state === 'ejected' || state === 'awaiting-check', slowStart: share < 1, ejections: s.timesEjected, state, share };
+        return { id, inFlight: outstanding, ejected: isEjected(s), slowStart: share < 1, ejections: s.timesEjected, state, share };
       }),
     };
   }
 
-  /** Stops health checks and cancels every timer (ejections, slow start). Calls still route. Idempotent. */
+  /** Stops health checks and cancels every timer (ejections, probes). Calls still route, as they stand, at full share. Idempotent. */
   close(): void {
     this.closed = true;
     this.health?.close();
@@ -337,20 +360,19 @@ export class Balancer<U> {
       s.ejectionTimer?.cancel();
       s.ejectionTimer = undefined;
     }
-    for (const t of this.slowStartTimers) t.cancel();
-    this.slowStartTimers.clear();
-    this.slowStarting = 0;
+    // Nothing changes state after close, so rebuild never derives this again.
+    this.rampingUntil = 0;
   }
 
   private upstreamSnapshot(s: Slot<U>, now: number): UpstreamSnapshot {
     return {
       id: s.id,
       weight: s.weight,
-      state: s.ejected ? (s.awaitingCheck ? 'awaiting-check' : 'ejected') : s.passing ? 'healthy' : 'unhealthy',
+      state: s.state,
       outstanding: s.outstanding,
       maxOutstanding: s.maxOutstanding,
       ejections: s.ejections,
-      ejectedUntil: s.ejected ? s.ejectedUntil : undefined,
+      ejectedUntil: isEjected(s) ? s.ejectedUntil : undefined,
       share: this.share(s, now),
       consecutiveErrors: s.consecutiveErrors,
       slow: this.health?.slow(s.index) ?? false,
@@ -391,7 +413,7 @@ export class Balancer<U> {
       if (!this.uniform && u - i >= this.aliasProb[i]!) i = this.alias[i]!;
       slot = routable[i]!;
       // Slow start by rejection: accepted with probability = its share.
-      if (this.slowStarting === 0 || now >= slot.slowStartUntil || clock.random() < this.share(slot, now)) return slot;
+      if (this.rampingUntil === 0 || now >= slot.slowStartUntil || clock.random() < this.share(slot, now)) return slot;
     }
     return slot;
   }
@@ -399,7 +421,7 @@ export class Balancer<U> {
   /** Power of two choices, then saturation and priority: undefined means shed. */
   private choose(rank: number): Slot<U> | undefined {
     const routable = this.routable;
-    const now = this.slowStarting === 0 ? 0 : this.clock.now();
+    const now = this.rampingUntil === 0 ? 0 : this.rampingNow();
     if (routable.length === 1) return this.available(routable[0]!, rank) ? routable[0] : this.scan(rank);
     const a = this.draw(now);
     const b = this.draw(now);
@@ -426,16 +448,27 @@ export class Balancer<U> {
     return best;
   }
 
-  private isOut(s: Slot<U>): boolean {
-    return s.ejected || !s.passing;
+  /** The clock, and zeroes {@link rampingUntil} once every ramp is over. */
+  private rampingNow(): number {
+    const now = this.clock.now();
+    if (now >= this.rampingUntil) this.rampingUntil = 0;
+    return now;
   }
 
-  /** Recomputes the routable set and its weights after any change of state. Not on the pick path. */
+  /** Moves `s` to `to`, asserting the move is one {@link LEGAL} allows. */
+  private transition(s: Slot<U>, to: UpstreamState): void {
+    assert.ok(LEGAL[s.state].includes(to), `illegal upstream transition ${s.state} → ${to} (${s.id})`);
+    s.state = to;
+  }
+
+  /** Recomputes the routable set, its weights and when its ramps end, after any change of state or slow start. Not on the pick path. */
   private rebuild(): void {
-    const healthy = this.slots.filter((s) => !this.isOut(s));
+    const healthy = this.slots.filter((s) => s.state === 'healthy');
     const panic = healthy.length === 0 || healthy.length < this.panicThreshold * this.slots.length;
     this.routable = panic ? this.slots.slice() : healthy;
     this.buildAlias();
+    this.rampingUntil = 0;
+    for (const s of this.routable) this.rampingUntil = Math.max(this.rampingUntil, s.slowStartUntil);
     if (panic !== this.panicking) {
       this.panicking = panic;
       this.events.emit('panic', { active: panic, healthy: healthy.length, total: this.slots.length });
@@ -486,7 +519,7 @@ export class Balancer<U> {
     }
     s.consecutiveErrors++;
     const limit = this.outliers.consecutiveErrors;
-    if (limit > 0 && s.consecutiveErrors >= limit && !s.ejected) this.eject(s, 'consecutive-errors');
+    if (limit > 0 && s.consecutiveErrors >= limit && !isEjected(s)) this.eject(s, 'consecutive-errors');
   }
 
   /** Closes one success-rate interval: ejects the outliers, starts a new interval. Lazily, at the first outcome after it ends. */
@@ -495,7 +528,7 @@ export class Balancer<U> {
     const slots = this.slots;
     const outliers = successRateOutliers(
       slots.map((s) => s.successes),
-      slots.map((s) => (s.ejected ? 0 : s.volume)),
+      slots.map((s) => (isEjected(s) ? 0 : s.volume)),
       sr,
     );
     // Worst first, so the share cap keeps the most useful upstreams in.
@@ -505,15 +538,15 @@ export class Balancer<U> {
       s.volume = 0;
     }
     this.windowStart = now;
-    for (const i of outliers) if (!slots[i]!.ejected) this.eject(slots[i]!, 'success-rate');
+    for (const i of outliers) if (!isEjected(slots[i]!)) this.eject(slots[i]!, 'success-rate');
   }
 
   private eject(s: Slot<U>, reason: 'consecutive-errors' | 'success-rate'): void {
     if (this.closed) return;
     let out = 0;
-    for (const x of this.slots) if (this.isOut(x)) out++;
+    for (const x of this.slots) if (x.state !== 'healthy') out++;
     // An upstream already failing its health checks counts as out: ejecting it too takes nothing more away.
-    if (!this.isOut(s) && !mayEject(out, this.slots.length, this.outliers.maxEjectionShare)) {
+    if (s.state === 'healthy' && !mayEject(out, this.slots.length, this.outliers.maxEjectionShare)) {
       this.events.emit('ejectRefused', { id: s.id, reason });
       return;
     }
@@ -523,15 +556,14 @@ export class Balancer<U> {
     s.ejections = Math.max(0, s.ejections - forgiven) + 1;
     s.timesEjected++;
     const ms = ejectionMs(s.ejections, this.outliers);
-    s.ejected = true;
-    s.awaitingCheck = false;
+    this.transition(s, 'ejected');
     s.ejectedUntil = now + ms;
     s.consecutiveErrors = 0;
     this.endSlowStart(s);
     s.ejectionTimer = this.clock.setTimer(() => {
       s.ejectionTimer = undefined;
       if (this.health === undefined) this.restore(s, 'time');
-      else s.awaitingCheck = true;
+      else this.transition(s, 'awaiting-check');
     }, ms);
     this.rebuild();
     this.events.emit('eject', { id: s.id, reason, durationMs: ms, ejections: s.ejections });
@@ -539,8 +571,8 @@ export class Balancer<U> {
 
   private restore(s: Slot<U>, via: 'time' | 'health-check'): void {
     if (this.closed) return;
-    s.ejected = false;
-    s.awaitingCheck = false;
+    // As healthy as the checker's thresholds say: a passing probe ends an ejection, not a run of failed checks.
+    this.transition(s, this.health === undefined || this.health.healthy(s.index) ? 'healthy' : 'unhealthy');
     s.restoredAt = this.clock.now();
     s.consecutiveErrors = 0;
     this.beginSlowStart(s);
@@ -548,37 +580,29 @@ export class Balancer<U> {
     this.events.emit('restore', { id: s.id, via });
   }
 
+  /** Every caller rebuilds after it, which derives {@link rampingUntil} anew. */
   private beginSlowStart(s: Slot<U>): void {
     if (this.slowStartMs === 0 || this.closed) return;
     const now = this.clock.now();
-    if (s.slowStartUntil <= now) this.slowStarting++;
     s.slowStartFrom = now;
     s.slowStartUntil = now + this.slowStartMs;
-    const timer = this.clock.setTimer(() => {
-      this.slowStartTimers.delete(timer);
-      // A later slow start of the same upstream owns the count now.
-      if (s.slowStartUntil === now + this.slowStartMs && this.slowStarting > 0) this.slowStarting--;
-    }, this.slowStartMs);
-    this.slowStartTimers.add(timer);
   }
 
   private endSlowStart(s: Slot<U>): void {
-    const now = this.clock.now();
-    if (s.slowStartUntil > now && this.slowStarting > 0) this.slowStarting--;
     s.slowStartUntil = 0;
   }
 
   private onProbe(i: number, r: ProbeResult): void {
     const s = this.slots[i]!;
     if (this.closed) return;
-    if (r.healthy !== s.passing) {
-      // The checker's thresholds were crossed: an upstream back from failing checks warms up like one back from ejection.
-      s.passing = r.healthy;
-      if (r.healthy && !s.ejected) this.beginSlowStart(s);
-      if (!r.healthy) this.endSlowStart(s);
+    if (s.state === (r.healthy ? 'unhealthy' : 'healthy')) {
+      // The checker's thresholds were crossed (an ejected upstream is judged when it comes back): one back from failing checks warms up like one back from ejection.
+      this.transition(s, r.healthy ? 'healthy' : 'unhealthy');
+      if (r.healthy) this.beginSlowStart(s);
+      else this.endSlowStart(s);
       this.rebuild();
     }
-    if (r.ok && s.awaitingCheck) this.restore(s, 'health-check');
+    if (r.ok && s.state === 'awaiting-check') this.restore(s, 'health-check');
     this.events.emit('health', { id: s.id, ...r });
   }
 }

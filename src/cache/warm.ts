@@ -1,8 +1,12 @@
 import { integer, optionalFunction, optionalSignal, or, positive } from '../config.js';
 import { ArgumentError, ConfigError, describe } from '../errors.js';
+import { onAbort } from '../guard/abort.js';
+import { callContext } from '../guard/guard.js';
+import { ConcurrencyLimiter } from '../guard/limiter.js';
+import { RateLimiter } from '../guard/rate.js';
 import { refusedByBudget } from './refusal.js';
 import { checkPriority, type Priority } from '../guard/priority.js';
-import { type Clock, sleep } from '../time/clock.js';
+import { type Clock, MAX_TIMER_MS } from '../time/clock.js';
 
 /** Options of `cache.warm(keys, loader, options)`. */
 export interface WarmOptions {
@@ -16,7 +20,7 @@ export interface WarmOptions {
    * sheds counts as `failed` and is not held against its key.
    */
   priority?: Priority;
-  /** Stops the warm-up: no new load starts, the pacing timer is cancelled, `warm` resolves with `aborted: true`. */
+  /** Stops the warm-up: no new load starts, keys waiting for a slot or a start leave (their timers cancelled), `warm` resolves with `aborted: true`. */
   signal?: AbortSignal;
   /** Called once per key with its outcome, as soon as it is known. What it throws is ignored. */
   onKey?: (key: string, outcome: WarmKeyOutcome) => void;
@@ -41,7 +45,7 @@ export interface WarmSummary {
   readonly aborted: boolean;
 }
 
-/** The narrow view of a cache a warm-up needs (so pacing lives here, loading stays in the cache). */
+/** The narrow view of a cache a warm-up needs (so the warm-up's own budget lives here, loading stays in the cache). */
 export interface WarmTarget {
   readonly clock: Clock;
   /** True when `key` holds a fresh value. */
@@ -51,121 +55,131 @@ export interface WarmTarget {
 }
 
 const MAX_FAILURES_KEPT = 100;
-/** Times one key is tried when the guard refuses it for lack of capacity (each try waits for a rate slot). */
+const NEVER_ABORTS = callContext().signal;
+/** Times one key is tried when the guard refuses it for lack of capacity (each try waits for a start of its own). */
 export const WARM_MAX_TRIES = 20;
 
+interface ResolvedWarmOptions {
+  readonly concurrency: number;
+  readonly rate: number;
+  readonly priority: Priority;
+  /** The caller's, or one that never aborts. */
+  readonly signal: AbortSignal;
+  readonly onKey: WarmOptions['onKey'];
+}
+
 /** Checks warm-up options; throws ConfigError naming the bad one. */
-export function resolveWarmOptions(o: WarmOptions | undefined): { concurrency: number; interval: number; priority: Priority; signal: AbortSignal | undefined; onKey: WarmOptions['onKey'] } {
+export function resolveWarmOptions(o: WarmOptions | undefined): ResolvedWarmOptions {
   if (o !== undefined && (typeof o !== 'object' || o === null)) throw new ConfigError(`warm options must be an object, got ${o === null ? 'null' : typeof o}`);
   const opts = o ?? {};
   const concurrency = integer('concurrency', or(opts.concurrency, 4), 1);
   const rate = positive('rate (loads per second)', or(opts.rate, 50));
   const priority = checkPriority('priority', or<Priority>(opts.priority, 'background'));
-  return { concurrency, interval: 1000 / rate, priority, signal: optionalSignal('signal', opts.signal), onKey: optionalFunction('onKey', opts.onKey) };
+  return { concurrency, rate, priority, signal: optionalSignal('signal', opts.signal) ?? NEVER_ABORTS, onKey: optionalFunction('onKey', opts.onKey) };
 }
 
 /**
  * Loads `keys` into a cache at a bounded origin rate: at most `concurrency`
- * loads in flight and load starts spaced `1000 / rate` ms apart on the
- * cache's clock (a late start never earns a burst). Fresh keys are skipped
- * without using the rate. One key's failure is recorded and the rest go on.
+ * keys at a time ({@link ConcurrencyLimiter}) and load starts spaced
+ * `1000 / rate` ms apart on the cache's clock ({@link RateLimiter}, burst 1:
+ * a late start never earns a burst). A key is read when a slot is free; fresh
+ * keys are then skipped without using the rate; one key's failure is recorded
+ * and the rest go on. The loop is the slots' only waiter, and at most
+ * `concurrency` keys wait for a start: neither queue needs a timeout.
  */
 export async function warm(target: WarmTarget, keys: Iterable<string> | AsyncIterable<string>, options: WarmOptions | undefined): Promise<WarmSummary> {
   const o = resolveWarmOptions(options);
   const iterator = openKeys(keys);
   const { clock } = target;
   const started = clock.now();
-  let nextStart = started;
-  let loaded = 0;
-  let skipped = 0;
-  let failed = 0;
-  const failures: { key: string; error: unknown }[] = [];
-  let done = false;
-  let aborted = false;
+  const tally = new Tally(o.onKey);
+  const slots = new ConcurrencyLimiter({ limit: o.concurrency, maxQueue: 1, queueTimeout: MAX_TIMER_MS, codel: false, clock });
+  const starts = new RateLimiter({ rate: o.rate, burst: 1, maxQueue: o.concurrency, queueTimeout: MAX_TIMER_MS, clock });
+  const call = { signal: o.signal };
+  const turns = new Set<Promise<unknown>>();
+  let seenAll = false;
 
-  // One reader at a time: an arbitrary async iterator need not support concurrent next() calls.
-  let reading: Promise<unknown> = Promise.resolve();
-  const nextKey = (): Promise<IteratorResult<unknown>> => {
-    const r = reading.then(() => iterator.next());
-    reading = r.catch(() => undefined);
-    return r;
+  const feed = async (): Promise<void> => {
+    while (!o.signal.aborted) {
+      let handOver = (_: IteratorResult<unknown>): void => {};
+      const read = new Promise<IteratorResult<unknown>>((resolve) => (handOver = resolve));
+      // A slot first, then a key: a key is read only when its turn can come, and one at a time.
+      const turn = slots.execute(async () => {
+        const next = await iterator.next();
+        handOver(next);
+        if (next.done !== true && !o.signal.aborted) await keyTurn(target, starts, next.value, o, tally);
+        return next;
+      }, call);
+      turns.add(turn);
+      const leave = (): boolean => turns.delete(turn);
+      turn.then(leave, leave);
+      // `turn` settles first only when the signal stopped it waiting for its slot, or the key source failed.
+      if ((await Promise.race([read, turn])).done === true) {
+        seenAll = true;
+        await Promise.all(turns);
+        return;
+      }
+    }
   };
 
-  const record = (key: string, outcome: WarmKeyOutcome): void => {
-    if (outcome.status === 'loaded') loaded++;
-    else if (outcome.status === 'skipped') skipped++;
+  // Resolve at once on abort; loads already started finish in the cache (bounded by its loadTimeout).
+  const { signal } = o;
+  let unsubscribe = (): void => {};
+  const abort = new Promise<void>((resolve) => (signal.aborted ? resolve() : (unsubscribe = onAbort(signal, resolve))));
+  const fed = feed();
+  fed.catch(() => undefined); // a key source failing after the abort has no one left to tell
+  try {
+    await Promise.race([fed, abort]);
+  } catch (error) {
+    if (!signal.aborted) throw error;
+  } finally {
+    unsubscribe();
+  }
+  const aborted = signal.aborted && !seenAll;
+  if (aborted) void closeKeys(iterator);
+  return { ...tally.summary(), durationMs: clock.now() - started, aborted };
+}
+
+/** One key's turn, in its slot: skipped, or loaded at a start of its own, again while the guard refuses it for lack of capacity. */
+async function keyTurn(target: WarmTarget, starts: RateLimiter, key: unknown, o: ResolvedWarmOptions, tally: Tally): Promise<void> {
+  if (typeof key !== 'string' || key.length === 0) {
+    tally.record(typeof key === 'string' ? key : describe(key), { status: 'failed', error: new ArgumentError(`warm-up key must be a non-empty string, got ${key === '' ? 'an empty string' : typeof key}`) });
+    return;
+  }
+  if (target.isFresh(key)) return tally.record(key, { status: 'skipped' });
+  for (let tries = 1; ; tries++) {
+    // Rejects only when the signal stops the warm-up: a load in the cache never rejects.
+    const outcome = await starts.execute(() => target.load(key, o.priority), { signal: o.signal });
+    // The guard had no spare capacity (live traffic has it): not the key's fault (refusal.ts); try again at a later start.
+    if (outcome.status !== 'failed' || !refusedByBudget(outcome.error) || tries >= WARM_MAX_TRIES) return tally.record(key, outcome);
+  }
+}
+
+/** The warm-up's counts, its first failures, and `onKey`. */
+class Tally {
+  private loaded = 0;
+  private skipped = 0;
+  private failed = 0;
+  private readonly failures: { key: string; error: unknown }[] = [];
+  constructor(private readonly onKey: WarmOptions['onKey']) {}
+
+  record(key: string, outcome: WarmKeyOutcome): void {
+    if (outcome.status === 'loaded') this.loaded++;
+    else if (outcome.status === 'skipped') this.skipped++;
     else {
-      failed++;
-      if (failures.length < MAX_FAILURES_KEPT) failures.push({ key, error: outcome.error });
+      this.failed++;
+      if (this.failures.length < MAX_FAILURES_KEPT) this.failures.push({ key, error: outcome.error });
     }
     try {
-      o.onKey?.(key, outcome);
+      this.onKey?.(key, outcome);
     } catch {
       // An observer must not stop the warm-up.
     }
-  };
-
-  const abortRequested = (): boolean => o.signal?.aborted === true;
-
-  const worker = async (): Promise<void> => {
-    while (!done && !abortRequested()) {
-      const next = await nextKey();
-      if (next.done === true) {
-        done = true;
-        return;
-      }
-      if (abortRequested()) return;
-      const key = next.value;
-      if (typeof key !== 'string' || key.length === 0) {
-        record(typeof key === 'string' ? key : describe(key), { status: 'failed', error: new ArgumentError(`warm-up key must be a non-empty string, got ${key === '' ? 'an empty string' : typeof key}`) });
-        continue;
-      }
-      if (target.isFresh(key)) {
-        record(key, { status: 'skipped' });
-        continue;
-      }
-      let outcome: WarmKeyOutcome | undefined;
-      for (let tries = 1; outcome === undefined; tries++) {
-        // Reserve the next start slot, then wait for it.
-        const now = clock.now();
-        const slot = Math.max(now, nextStart);
-        nextStart = slot + o.interval;
-        if (slot > now) {
-          try {
-            await sleep(clock, slot - now, o.signal);
-          } catch {
-            return; // aborted: the sleep's timer is cancelled
-          }
-        }
-        if (abortRequested()) return;
-        const result = await target.load(key, o.priority);
-        // The guard had no spare capacity (live traffic has it): not the key's fault (refusal.ts); try again at a later slot.
-        const refused = result.status === 'failed' && refusedByBudget(result.error);
-        if (!refused || tries >= WARM_MAX_TRIES) outcome = result;
-      }
-      record(key, outcome);
-    }
-  };
-
-  const workers = Promise.all(Array.from({ length: o.concurrency }, () => worker()));
-  const signal = o.signal;
-  if (signal === undefined) {
-    await workers;
-  } else {
-    // Resolve at once on abort; loads already started finish in the cache (bounded by its loadTimeout).
-    let onAbort = (): void => {};
-    const abortedP = new Promise<void>((resolve) => {
-      onAbort = () => resolve();
-      if (signal.aborted) resolve();
-      else signal.addEventListener('abort', onAbort, { once: true });
-    });
-    workers.catch(() => undefined); // a key source failing after the abort has no one left to tell
-    await Promise.race([workers, abortedP]);
-    signal.removeEventListener('abort', onAbort);
   }
-  aborted = signal?.aborted === true && !done;
-  if (aborted) void closeKeys(iterator);
-  return { loaded, skipped, failed, failures, durationMs: clock.now() - started, aborted };
+
+  summary(): Pick<WarmSummary, 'loaded' | 'skipped' | 'failed' | 'failures'> {
+    return { loaded: this.loaded, skipped: this.skipped, failed: this.failed, failures: this.failures };
+  }
 }
 
 function openKeys(keys: Iterable<string> | AsyncIterable<string>): Iterator<unknown> | AsyncIterator<unknown> {
