@@ -282,9 +282,23 @@ describe('options of the wrong type are ConfigErrors at construction, naming the
       ['pipeline: guard 1', () => pipeline(42 as never)],
       ['windowBuckets', () => new CircuitBreaker({ window: 1e12, windowBuckets: 1e9 })],
       ['maxEntries', () => new Cache({ maxEntries: 2e9 })],
+      // null is not "absent": these four once fell through `??` to the default.
+      ['priority', () => new Cache({ priority: null as never })],
+      ['softTimeout', () => new Cache({ softTimeout: null as never })],
     ];
     for (const [name, make] of cases) {
       assert.throws(make, (e: unknown) => e instanceof ConfigError && e.message.includes(name), `${name}: ${make.toString()}`);
+    }
+  });
+
+  test('a null per-call option is a ConfigError naming it, not the default', async () => {
+    const cache = new Cache<number>({ clock: new VirtualClock() });
+    for (const name of ['priority', 'softTimeout', 'waitTimeout', 'signal'] as const) {
+      await assert.rejects(
+        cache.get(`k-${name}`, async () => 1, { [name]: null as never }),
+        (e: unknown) => e instanceof ConfigError && e.message.includes(name),
+        name,
+      );
     }
   });
 

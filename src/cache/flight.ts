@@ -33,7 +33,7 @@ interface OwnedFlight<V> extends Flight<V> {
 
 /**
  * The loads in flight of one cache, at most one per key (principle 2, in
- * this process; the shared tier's leases are its cluster half). Go's
+ * this process; `ClusterFlight`, cluster-flight.ts, is its cluster half). Go's
  * `singleflight` is the model: a map of calls in flight; a caller that finds
  * one joins it; `supersede` plays `Forget`: the flight runs to its end for
  * those waiting on it, but a newer write (set, delete, clear) has taken the

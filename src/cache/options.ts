@@ -128,10 +128,11 @@ export function resolveLoadOptions(o: LoadOptions, base?: ResolvedLoadOptions): 
 
 function resolve(o: LoadOptions, base: ResolvedLoadOptions | undefined): ResolvedLoadOptions {
   const ttl = duration('ttl', or(o.ttl, base?.ttl ?? 60_000));
-  const softTimeout = o.softTimeout ?? base?.softTimeout;
-  const waitTimeout = o.waitTimeout ?? base?.waitTimeout;
-  const signal = optionalSignal('signal', o.signal ?? base?.signal);
-  const priority = checkPriority('priority', o.priority ?? base?.priority);
+  // `or`, not `??`: a null is a bad option, not an absent one (`??` took it for the default).
+  const softTimeout = or(o.softTimeout, base?.softTimeout);
+  const waitTimeout = or(o.waitTimeout, base?.waitTimeout);
+  const signal = optionalSignal('signal', or(o.signal, base?.signal));
+  const priority = checkPriority('priority', or(o.priority, base?.priority));
   const swr = boolean('staleWhileRevalidate', or(o.staleWhileRevalidate, base?.staleWhileRevalidate ?? true));
   return {
     ttl,

@@ -13,7 +13,7 @@ import { type FlightKind } from './flight.js';
  * - a refused refresh of a key that has a value retries within
  *   `REFUSED_RETRY_MAX_MS`, not on the key's growing backoff (`cache.ts`);
  * - a lease holder refused by its own budget leaves no failure marker in the
- *   shared tier: the lease goes back for another process (`shared-tier.ts`).
+ *   shared tier: the lease goes back for another process (`cluster-flight.ts`).
  */
 export function refusedByBudget(error: unknown): error is OverloadedError {
   return error instanceof OverloadedError;

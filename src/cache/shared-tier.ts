@@ -1,13 +1,11 @@
 import { duration, hasMethods, integer, isInstance, optionsObject, or } from '../config.js';
-import { ConfigError, type DamperError, LeaseBackoffError, SharedTierError } from '../errors.js';
+import { ConfigError, SharedTierError } from '../errors.js';
 import { CircuitBreaker, type CircuitBreakerOptions } from '../guard/breaker.js';
 import { type GuardContext, startTask } from '../guard/guard.js';
-import { type LeaseGrant, type SharedBackend } from '../stores/backend.js';
+import { type SharedBackend } from '../stores/backend.js';
 import { type CorruptReason, decodeEnvelope, encodeEnvelope } from '../stores/envelope.js';
-import { type Clock, preciseNow, type Timer } from '../time/clock.js';
-import { type HardTimeout } from './hard-timeout.js';
-import { LeaseWaiters } from './lease.js';
-import { refusedByBudget } from './refusal.js';
+import { type Clock, type Timer } from '../time/clock.js';
+import { ClusterFlight, type LeaseStore, type ResolveRequest, type Resolution } from './cluster-flight.js';
 import { type SharedTierStats } from './stats.js';
 import { type Verdict } from './validate.js';
 
@@ -69,42 +67,8 @@ export interface SharedTierHooks {
   error(operation: string, error: SharedTierError): void;
 }
 
-/** What one process asks of the shared tier for one key in flight. */
-export interface ResolveRequest<V> {
-  readonly key: string;
-  /** The load's hard timeout: read its `signal` only to wait or load (it is made when first read), `expired` otherwise. */
-  readonly hard: HardTimeout;
-  /** This process holds a value it may serve (within its stale window). */
-  readonly servable: boolean;
-  /** An early (XFetch) refresh: a fresh shared value does not end it, a lease attempt is made. */
-  readonly early: boolean;
-  /** Consecutive failures this process has seen for the key. */
-  readonly failures: number;
-  /** When the load must end, on the clock: bounds the lease and every wait. */
-  readonly deadline: number;
-  readonly staleFor: number;
-  /** Freshness to give a value loaded now, ms (jittered by the cache). */
-  freshFor(value: V): number;
-  /** Delay before the next load after `failures` consecutive failures. */
-  backoff(failures: number): number;
-  /** Validates a value read from the store (untrusted bytes). */
-  accept(value: unknown): Verdict<V> | Promise<Verdict<V>>;
-  /** Loads from the origin, through the cache's guard, validated. Rejects on failure. */
-  load(): Promise<V>;
-}
-
-/** How a key in flight was resolved. */
-export type Resolution<V> =
-  /** Fresh in the shared tier; no origin load. Windows are durations from now. */
-  | { readonly kind: 'hit'; readonly value: V; readonly freshMs: number; readonly servableMs: number; readonly loadMs: number }
-  /** Loaded from the origin by this process. `keep` is false when a newer write or delete overtook the load. */
-  | { readonly kind: 'loaded'; readonly value: V; readonly freshMs: number; readonly loadMs: number; readonly keep: boolean }
-  /** Another process holds the lease; here is the shared tier's stale value to serve meanwhile. */
-  | { readonly kind: 'stale'; readonly value: V; readonly servableMs: number; readonly loadMs: number; readonly retryInMs: number }
-  /** Nothing to do now: serve this process's stale value and look again in `retryInMs` (lease held elsewhere, or the store unavailable). */
-  | { readonly kind: 'deferred'; readonly error: DamperError; readonly retryInMs: number }
-  /** The load failed, here or in the cluster; the key backs off for `retryInMs`. */
-  | { readonly kind: 'failed'; readonly error: unknown; readonly failures: number; readonly retryInMs: number };
+/** How one call to the store ended: never a rejection; a failure is already reported. */
+export type Called<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: SharedTierError };
 
 /** A store call in flight, with when it gives up. */
 interface PendingCall {
@@ -122,7 +86,7 @@ export type Lookup<V> =
 
 const NEVER = new AbortController().signal;
 
-/** The store's operations (a backend's methods), as the breaker and the error reports name them. */
+/** The store's operations (a backend's methods), as the breaker and the error reports name them; checked at construction, so a half-made store fails there, not at its first miss. */
 const BACKEND_METHODS = ['read', 'acquire', 'fill', 'fail', 'release', 'write', 'remove', 'publish', 'subscribe'] as const;
 type Operation = (typeof BACKEND_METHODS)[number];
 
@@ -141,27 +105,23 @@ interface Decoded<V> {
   readonly staleFor: number;
   readonly loadMs: number;
 }
-/** What a {@link SharedBackend} must answer; checked at construction, so a half-made store fails there, not at its first miss. */
 
 /**
- * The shared tier's logic, apart from any client: leases, the store's breaker
- * and timeouts, the invalidation bus and the fail-closed rules. It runs over a
+ * The shared tier's logic, apart from any client: the store's breaker and
+ * time limit, the read path, the envelope, the invalidation bus, and the
+ * leases ({@link ClusterFlight}, src/cache/cluster-flight.ts). It runs over a
  * {@link SharedBackend}, so the lab replays the very same code over simulated
  * cache nodes.
  *
  * The rule it exists for (Discord 2019, principle 4): a degraded or dead
  * shared cache is never a reason to hit the database harder. Every peer we
  * studied fails open: when the cache or its lock is unavailable, every process
- * loads from the database. Here:
- * - one process in the cluster holds a key's lease and loads; the others wait
- *   for its fill (woken by the bus) or serve stale (memcache's leases);
- * - a failed load leaves a failure marker in place of the lease for the
- *   backoff delay, so a bad key is loaded once per backoff step cluster-wide;
- * - when the store is unavailable, a process with a value serves it and
- *   defers the refresh (fail closed: no lease, no load); only a key with
- *   nothing to serve is loaded, coalesced in this process, within the cache's
- *   origin budget. The origin then sees at most one load per key per process,
- *   at the rate the budget allows, and never more than that.
+ * loads from the database. Here every call to the store is bounded by its time
+ * limit and its breaker, so a hung or dead store is a fast "unavailable", and
+ * an unavailable store fails closed: no lease, so no load for a key this
+ * process can serve ({@link ClusterFlight} says the rest). The origin then
+ * sees at most one load per key per process, at the rate the cache's origin
+ * budget allows, and never more than that.
  */
 export class SharedTier {
   readonly namespace: string;
@@ -172,14 +132,12 @@ export class SharedTier {
   private readonly heartbeatMs: number;
   private readonly busTimeout: number;
   readonly freshWithoutBus: number;
-  private readonly leasePoll: number;
-  private readonly leaseMargin: number;
   private readonly maxValueChars: number;
   private readonly hooks: SharedTierHooks;
-  private readonly waiters = new LeaseWaiters();
   /** This process's name on the bus, and the prefix of its lease tokens. */
   private readonly id: string;
-  private tokens = 0;
+  /** The leases: one load per key in flight across the cluster. */
+  private readonly cluster: ClusterFlight;
   private up = false;
   private lastHeard = Number.NEGATIVE_INFINITY;
   private unsubscribe: (() => Promise<void>) | undefined;
@@ -193,7 +151,6 @@ export class SharedTier {
   private reads = 0;
   private hits = 0;
   private errors = 0;
-  private leaseWaits = 0;
 
   constructor(sharedOptions: SharedTierOptions, clock: Clock, hooks: SharedTierHooks) {
     if (sharedOptions === undefined) throw new ConfigError('shared must be an object with a `store`');
@@ -215,14 +172,15 @@ export class SharedTier {
     this.heartbeatMs = duration('shared.heartbeat', or(options.heartbeat, 1_000), { positive: true, timer: true });
     this.busTimeout = duration('shared.busTimeout', or(options.busTimeout, 3_000), { positive: true, timer: true });
     this.freshWithoutBus = duration('shared.freshWithoutBus', or(options.freshWithoutBus, 1_000));
-    this.leasePoll = duration('shared.leasePoll', or(options.leasePoll, 200), { positive: true, timer: true });
-    this.leaseMargin = duration('shared.leaseMargin', or(options.leaseMargin, 1_000));
+    const leasePoll = duration('shared.leasePoll', or(options.leasePoll, 200), { positive: true, timer: true });
+    const leaseMargin = duration('shared.leaseMargin', or(options.leaseMargin, 1_000));
     this.maxValueChars = integer('shared.maxValueChars', or(options.maxValueChars, 1_048_576), 16);
     this.breaker =
       isInstance(options.breaker, CircuitBreaker)
         ? options.breaker
         : new CircuitBreaker({ consecutiveFailures: 3, openFor: 500, maxOpenFor: 3_000, probeTimeout: this.timeout * 2, clock, ...optionsObject('shared.breaker', options.breaker) });
     this.id = Math.floor(clock.random() * 2 ** 32).toString(36) + Math.floor(clock.random() * 2 ** 32).toString(36);
+    this.cluster = new ClusterFlight(this.leaseStore(), clock, { id: this.id, leasePoll, leaseMargin });
     this.tick();
   }
 
@@ -233,7 +191,7 @@ export class SharedTier {
 
   /** What this tier has done, and its bus now (a cache's `stats().shared`). */
   stats(): SharedTierStats {
-    return { reads: this.reads, hits: this.hits, errors: this.errors, leaseWaits: this.leaseWaits, busUp: this.up };
+    return { reads: this.reads, hits: this.hits, errors: this.errors, leaseWaits: this.cluster.leaseWaits, busUp: this.up };
   }
 
   /** Stops the heartbeat and leaves the bus. The store itself is the caller's to close. */
@@ -242,57 +200,15 @@ export class SharedTier {
     this.ticker?.cancel();
     this.sweeper?.cancel();
     this.sweeper = undefined;
-    this.waiters.wakeAll();
+    this.cluster.wakeAll();
     const unsubscribe = this.unsubscribe;
     this.unsubscribe = undefined;
     if (unsubscribe !== undefined) await unsubscribe().catch(() => {});
   }
 
-  /**
-   * Resolves one key in flight: the store's value if fresh, else the lease
-   * protocol. Never rejects: every outcome is data.
-   */
-  async resolve<V>(r: ResolveRequest<V>, first?: Lookup<V>): Promise<Resolution<V>> {
-    let poll = Math.min(25, this.leasePoll);
-    let seen = first;
-    for (;;) {
-      const timedOut = r.hard.expired;
-      if (timedOut !== undefined) {
-        // The load's hard timeout passed while waiting on another process's lease: for a
-        // caller with nothing to serve that is a timed-out load, as without a shared tier.
-        if (r.servable) return this.deferred(timedOut);
-        return { kind: 'failed', error: timedOut, failures: r.failures + 1, retryInMs: r.backoff(r.failures + 1) };
-      }
-      seen ??= await this.lookup(r.key, r.accept);
-      if (seen.kind === 'unavailable') return this.unavailable(r, seen.error);
-      if (seen.kind === 'hit' && !r.early) return seen;
-      const token = this.token();
-      const grant = await this.call('acquire', () => this.store.acquire(this.keyOf(r.key), token, this.leaseTtl(r)));
-      if (!grant.ok) return seen.kind === 'hit' ? seen : this.unavailable(r, grant.error);
-      if (grant.value.granted) {
-        if (seen.kind === 'hit') return this.holdLease(r, token, grant.value.failures); // an early refresh
-        // Read and lease are two steps: a holder may have filled and dropped its lease
-        // between them, so look once more before loading (else two loads for one miss).
-        const again = await this.lookup(r.key, r.accept);
-        if (again.kind === 'hit') {
-          await this.call('release', () => this.store.release(this.keyOf(r.key), token));
-          return again;
-        }
-        return this.holdLease(r, token, grant.value.failures);
-      }
-      if (seen.kind === 'hit') return seen; // an early refresh someone else is already doing
-      const held: Extract<LeaseGrant, { granted: false }> = grant.value;
-      const retryInMs = Math.min(held.ttlMs, this.leasePoll);
-      // Someone else loads (or the key backs off cluster-wide): serve stale if there is any.
-      if (seen.kind === 'stale') return { ...seen, retryInMs };
-      if (r.servable) return { kind: 'deferred', error: new LeaseBackoffError(r.key, held.ttlMs, held.failures), retryInMs };
-      if (held.holder === 'failed') return { kind: 'failed', error: new LeaseBackoffError(r.key, held.ttlMs, held.failures), failures: held.failures, retryInMs: held.ttlMs };
-      // Nothing to serve: wait for the holder's fill (the bus wakes us) or a bounded poll.
-      this.leaseWaits++;
-      await this.waiters.wait(r.key, Math.min(poll, held.ttlMs, Math.max(0, r.deadline - this.clock.now())), r.hard.signal, this.clock);
-      poll = Math.min(poll * 2, this.leasePoll);
-      seen = undefined;
-    }
+  /** Resolves one key in flight: the store's value if fresh, else its lease ({@link ClusterFlight}). Never rejects. */
+  resolve<V>(r: ResolveRequest<V>, first?: Lookup<V>): Promise<Resolution<V>> {
+    return this.cluster.resolve(r, first);
   }
 
   /**
@@ -354,62 +270,6 @@ export class SharedTier {
     return { kind: 'stale', value: found.value, servableMs: ttlMs, loadMs: found.loadMs };
   }
 
-  /** This process holds the lease: load, then fill (or leave a failure marker). */
-  private async holdLease<V>(r: ResolveRequest<V>, token: string, clusterFailures: number): Promise<Resolution<V>> {
-    const started = preciseNow(this.clock);
-    let value: V;
-    try {
-      value = await r.load();
-    } catch (error) {
-      if (refusedByBudget(error)) {
-        // Not the key's fault (refusal.ts): no failure marker; the lease goes back for another process to take.
-        await this.call('release', () => this.store.release(this.keyOf(r.key), token));
-        return { kind: 'failed', error, failures: r.failures + 1, retryInMs: r.backoff(r.failures + 1) };
-      }
-      const failures = Math.max(r.failures, clusterFailures) + 1;
-      const retryInMs = r.backoff(failures);
-      const marked = await this.call('fail', () => this.store.fail(this.keyOf(r.key), token, failures, retryInMs));
-      if (marked.ok && marked.value) await this.announce('x', r.key);
-      return { kind: 'failed', error, failures, retryInMs };
-    }
-    const loadMs = preciseNow(this.clock) - started;
-    const freshMs = r.freshFor(value);
-    const text = this.encode(r.key, value, r.staleFor, loadMs);
-    if (text === undefined) {
-      // Cannot be shared (too large, or not JSON): free the lease so waiters do not sit out its ttl.
-      await this.call('release', () => this.store.release(this.keyOf(r.key), token));
-      return { kind: 'loaded', value, freshMs, loadMs, keep: true };
-    }
-    const filled = await this.call('fill', () => this.store.fill(this.keyOf(r.key), token, text, freshMs + r.staleFor));
-    if (filled.ok && filled.value) await this.announce('f', r.key);
-    // Refused: a write or delete came after the lease was granted; this value may be older than it.
-    return { kind: 'loaded', value, freshMs, loadMs, keep: !filled.ok || filled.value };
-  }
-
-  /**
-   * The store could not be asked. Fail closed: a process with a value serves
-   * it and looks again later; only a key with nothing to serve is loaded here
-   * (coalesced by the cache's flight, within its origin budget).
-   */
-  private async unavailable<V>(r: ResolveRequest<V>, error: DamperError): Promise<Resolution<V>> {
-    if (r.servable) return this.deferred(error);
-    const started = preciseNow(this.clock);
-    try {
-      const value = await r.load();
-      return { kind: 'loaded', value, freshMs: r.freshFor(value), loadMs: preciseNow(this.clock) - started, keep: true };
-    } catch (loadError) {
-      const failures = r.failures + 1;
-      return { kind: 'failed', error: loadError, failures, retryInMs: r.backoff(failures) };
-    }
-  }
-
-  private deferred(error: unknown): Resolution<never> {
-    const e = error instanceof SharedTierError || error instanceof LeaseBackoffError ? error : new SharedTierError('lookup', error);
-    // Look again when the breaker may admit a probe, spread so processes do not come back together.
-    const retryAfter = this.breaker.state === 'open' ? this.breaker.openFor : this.leasePoll;
-    return { kind: 'deferred', error: e, retryInMs: retryAfter * (0.5 + this.clock.random()) };
-  }
-
   /**
    * A stored string made into a value, or undefined (reported) when it cannot
    * be used. Synchronous unless the validator is: no validator, or a
@@ -457,19 +317,25 @@ export class SharedTier {
     return `${this.namespace}:${key}`;
   }
 
-  private leaseTtl(r: ResolveRequest<unknown>): number {
-    return Math.max(1, r.deadline - this.clock.now()) + this.leaseMargin;
-  }
-
-  private token(): string {
-    return `${this.id}.${++this.tokens}`;
+  /** The store as the leases see it: this namespace, every call through the breaker and the time limit. */
+  private leaseStore(): LeaseStore {
+    return {
+      lookup: (key, accept) => this.lookup(key, accept),
+      acquire: (key, token, ttlMs) => this.call('acquire', () => this.store.acquire(this.keyOf(key), token, ttlMs)),
+      fill: (key, token, text, ttlMs) => this.call('fill', () => this.store.fill(this.keyOf(key), token, text, ttlMs)),
+      fail: (key, token, failures, backoffMs) => this.call('fail', () => this.store.fail(this.keyOf(key), token, failures, backoffMs)),
+      release: (key, token) => this.call('release', () => this.store.release(this.keyOf(key), token)),
+      encode: (key, value, staleFor, loadMs) => this.encode(key, value, staleFor, loadMs),
+      announce: (kind, key) => this.announce(kind, key),
+      breaker: this.breaker,
+    };
   }
 
   /**
    * One call to the store, through its breaker and time limit. Never rejects:
    * a failure comes back as a `SharedTierError` (already reported).
    */
-  private call<T>(operation: Operation, fn: () => Promise<T>): Promise<{ ok: true; value: T } | { ok: false; error: SharedTierError }> {
+  private call<T>(operation: Operation, fn: () => Promise<T>): Promise<Called<T>> {
     return this.breaker.run(() => this.timed(operation, fn), CONTEXTS[operation]).then(
       (value) => ({ ok: true, value }),
       (error: unknown) => {
@@ -542,7 +408,7 @@ export class SharedTier {
     if (origin === this.id) return;
     const key = message.slice(bar + 1);
     if (key.length === 0) return;
-    this.waiters.wake(key);
+    this.cluster.wake(key);
     if (kind === 'f') this.hooks.invalidate(key, 'expire');
     else if (kind === 's' || kind === 'd') this.hooks.invalidate(key, 'drop');
   }

@@ -1,7 +1,8 @@
 /**
  * The shared tier's backend: the few atomic operations damper's shared-tier
- * logic (leases, fail-closed rules, invalidation bus; `src/cache/shared-tier.ts`)
- * needs from a store that every process sees. `RedisStore` implements it over
+ * logic (leases and fail-closed rules, `src/cache/cluster-flight.ts`; breaker,
+ * time limit and invalidation bus, `src/cache/shared-tier.ts`) needs from a
+ * store that every process sees. `RedisStore` implements it over
  * Redis or Redis Cluster; the incident lab implements it over simulated cache
  * nodes, so the same lease and breaker code runs in both.
  *
