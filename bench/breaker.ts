@@ -2,7 +2,7 @@
  * Measurement 4: the circuit breaker's success path. Every contender wraps the
  * same always-succeeding `async () => 1` and stays closed; each timed call
  * runs it once through the breaker and awaits the promise. The figure that
- * matters is the ratio to the bare call (target: damper ≤ 1.3×), taken within
+ * matters is the ratio to the bare call (target: damper ≤ 1.5×, the full pipeline ≤ 4×; issue 16), taken within
  * each round and reported as the median over rounds, like the hit path.
  *
  * Rows:
@@ -102,7 +102,7 @@ export async function breakerBench(log: (line: string) => void, options: { round
       roundsNs,
     };
   });
-  return { rounds, minCpuTimeMs, target: 'damper execute ≤ 1.3 × bare async call', rows };
+  return { rounds, minCpuTimeMs, target: 'damper execute ≤ 1.5 × bare async call; full pipeline ≤ 4 ×', rows };
 }
 
 export function breakerTable(result: BreakerResult): string {
