@@ -3,7 +3,7 @@ import { clockOption, isInstance, optionalFunction, optionsObject } from '../con
 import { AbortedError, ArgumentError, ConfigError, type DamperError, isError, LoaderError, LoadTimeoutError, type SharedTierError, ValidationError } from '../errors.js';
 import { Events } from '../events.js';
 import { Backoff } from '../guard/backoff.js';
-import { onAbort } from '../guard/abort.js';
+import { runAbandonable } from '../guard/abandon.js';
 import { checkGuard, type Guard } from '../guard/guard.js';
 import { ConcurrencyLimiter } from '../guard/limiter.js';
 import { type Priority } from '../guard/priority.js';
@@ -563,35 +563,30 @@ export class Cache<V> {
    * an Error, and giving up when `signal` aborts even if the loader ignores it.
    */
   private callLoader(key: string, flight: Flight<V>, loader: Loader<V>, signal: AbortSignal, stale: V | undefined): Promise<V> {
-    return new Promise<V>((resolve, reject) => {
-      if (signal.aborted) {
-        reject(isError(signal.reason) ? signal.reason : new AbortedError(`load of "${key}" aborted`, signal.reason));
-        return;
-      }
-      this.counts.loads++;
-      if (flight.kind === 'warm') this.counts.warmLoads++;
-      let settled = false;
-      const settle = (ok: boolean, v: unknown): void => {
-        // The first outcome counts: a loader that answers after its abort changes nothing.
-        if (settled) return;
-        settled = true;
-        unsubscribe();
-        if (!ok) this.counts.loadErrors++;
-        if (ok) resolve(v as V);
-        // Whatever the loader threw, the load settles: a value that is no Error (or will not say) becomes a LoaderError.
-        else reject(isError(v) ? v : new LoaderError(key, v));
-      };
-      const unsubscribe = onAbort(signal, () => settle(false, isError(signal.reason) ? signal.reason : new AbortedError(`load of "${key}" aborted`, signal.reason)));
-      try {
-        Promise.resolve(loader({ key, signal, stale })).then(
-          (v) => settle(true, v),
-          (e: unknown) => settle(false, e),
-        );
-      } catch (error) {
-        settle(false, error);
-      }
+    const abortedLoad = (reason: unknown): Error => (isError(reason) ? reason : new AbortedError(`load of "${key}" aborted`, reason));
+    if (signal.aborted) return Promise.reject(abortedLoad(signal.reason));
+    this.counts.loads++;
+    if (flight.kind === 'warm') this.counts.warmLoads++;
+    // The load's time limit is the signal's (the hard timeout, or a guard's attempt): no limit of its own.
+    // A loader may return a plain value: runAbandonable starts it through startTask, which makes it a promise.
+    return runAbandonable((s) => loader({ key, signal: s, stale }) as Promise<V>, {
+      clock: this.clock,
+      parent: signal,
+      at: undefined,
+      timeout: () => abortedLoad(signal.reason),
+      aborted: abortedLoad,
+      // Whatever the loader threw, the load settles: a value that is no Error (or will not say) becomes a LoaderError.
+      failure: (error) => {
+        this.counts.loadErrors++;
+        return isError(error) ? error : new LoaderError(key, error);
+      },
+      onAbandon: this.countLoadError,
     });
   }
+
+  private readonly countLoadError = (): void => {
+    this.counts.loadErrors++;
+  };
 
   /** Waits for a flight on behalf of one caller, who may leave early (signal, wait or soft timeout). */
   private wait(key: string, flight: Flight<V>, o: ResolvedLoadOptions, hasStale: boolean): Promise<V> {

@@ -5,6 +5,7 @@ import { Events, type ListenerErrorOption } from '../events.js';
 import { type Clock } from '../time/clock.js';
 import { Backoff } from './backoff.js';
 import { RollingWindow } from './window.js';
+import { runAbandonable } from './abandon.js';
 import { isLoadTimeout } from './classify.js';
 import { type CallOptions, callContext, type Guard, type GuardContext, guarded, NEVER_ABORTS, notATask, startTask } from './guard.js';
 
@@ -492,48 +493,40 @@ export class CircuitBreaker implements Guard {
   }
 
   /**
-   * One half-open probe: its own signal (aborted with the caller's, or at
-   * `probeTimeout`), its own timer, both released however the probe ends.
+   * One half-open probe, under `probeTimeout`: its signal aborts at the limit
+   * or with the caller, and the probe is walked away from then (through
+   * {@link runAbandonable}), so a probe whose task never settles cannot hold
+   * the breaker half-open (resilience4j #935), nor one whose caller left.
    */
   private probe<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext, s: { admitted: number }): Promise<T> {
     s.admitted++;
     const epoch = this.epoch;
-    const caller = context.signal;
-    const controller = new AbortController();
+    const { key } = context;
     const start = this.clock.now();
-    return new Promise<T>((resolve, reject) => {
-      let done = false;
-      const finish = (): boolean => {
-        if (done) return false;
-        done = true;
-        timer.cancel();
-        caller.removeEventListener('abort', onAbort);
-        return true;
-      };
-      const onAbort = (): void => controller.abort(caller.reason);
-      const timer = this.clock.setTimer(() => {
-        if (!finish()) return;
-        const error = new LoadTimeoutError(context.key, this.probeTimeout, 'load');
-        controller.abort(error);
-        this.probeOutcome(epoch, caller.aborted ? OUT_IGNORED : OUT_FAILURE, 'probe-timeout', context.key, error);
-        reject(error);
-      }, this.probeTimeout);
-      caller.addEventListener('abort', onAbort, { once: true });
-      const p = startTask(task, controller.signal);
-      p.then(
-        (value) => {
-          if (!finish()) return;
-          const slow = this.trackSlow && this.clock.now() - start >= this.slowCallMs;
-          this.probeOutcome(epoch, slow ? OUT_FAILURE : OUT_SUCCESS, 'probe-failed', context.key, undefined);
-          resolve(value);
-        },
-        (error: unknown) => {
-          if (!finish()) return;
-          this.probeOutcome(epoch, this.classify(error, caller), 'probe-failed', context.key, error);
-          reject(error);
-        },
-      );
+    let left = false;
+    const probe = runAbandonable(task, {
+      clock: this.clock,
+      parent: context.signal,
+      at: start + this.probeTimeout,
+      timeout: () => new LoadTimeoutError(key, this.probeTimeout, 'load'),
+      aborted: (reason) => new AbortedError(`probe for key "${key}" left by its caller`, reason),
+      // Past the limit the dependency did not answer (a failure); a caller who left says nothing of it, and its slot goes to the next.
+      onAbandon: (error, timedOut) => {
+        left = true;
+        this.probeOutcome(epoch, timedOut && !context.signal.aborted ? OUT_FAILURE : OUT_IGNORED, 'probe-timeout', key, error);
+      },
     });
+    probe.then(
+      () => {
+        const slow = this.trackSlow && this.clock.now() - start >= this.slowCallMs;
+        this.probeOutcome(epoch, slow ? OUT_FAILURE : OUT_SUCCESS, 'probe-failed', key, undefined);
+      },
+      (error: unknown) => {
+        // A probe walked away from was judged when it was left (onAbandon).
+        if (!left) this.probeOutcome(epoch, this.classify(error, context.signal), 'probe-failed', key, error);
+      },
+    );
+    return probe;
   }
 
   private probeOutcome(epoch: number, outcome: Outcome, reason: BreakerReason, key: string, error: unknown): void {

@@ -6,7 +6,8 @@ import { Events, type ListenerErrorOption } from '../events.js';
 import { onAbort } from './abort.js';
 import { RetryBudget } from './budget.js';
 import { isNeverRetried, retryAfterOf } from './classify.js';
-import { effectiveDeadline, scopedSignal } from './deadline.js';
+import { runAbandonable } from './abandon.js';
+import { effectiveDeadline } from './deadline.js';
 import { type CallOptions, type Guard, type GuardContext, guarded, notATask, startTask } from './guard.js';
 
 /** Options for {@link Retry}. */
@@ -91,7 +92,6 @@ export interface RetryStats {
   readonly abandonedRunning: number;
 }
 
-const NOOP = (): void => {};
 
 /**
  * Retries a failed call with capped exponential backoff and full jitter, under
@@ -307,49 +307,23 @@ export class Retry implements Guard {
     if (this.attemptTimeout === undefined && deadline === undefined) return startTask(task, context.signal);
     const timeoutAt = this.attemptTimeout === undefined ? Infinity : this.clock.now() + this.attemptTimeout;
     const byDeadline = deadline !== undefined && deadline <= timeoutAt;
-    const at = Math.min(timeoutAt, deadline ?? Infinity);
-    return new Promise<T>((resolve, reject) => {
-      // Once the task settles, the timer is cancelled and the listeners removed: walkAway runs at most once, and only before.
-      let abandoned = false;
-      const walkAway = (): void => {
-        abandoned = true;
-        // The timer's reason, or the caller's abort (a hard timeout, a deadline signal, a user who left).
-        const reason = scoped.timedOut ? scoped.signal.reason : new AbortedError(`attempt for key "${context.key}" aborted`, context.signal.reason);
-        this.abandon(context.key, n, reason);
-        reject(reason);
-      };
-      const scoped = scopedSignal(
-        this.clock,
-        context.signal,
-        at,
-        () => (byDeadline ? new DeadlineExceededError(`attempt for key "${context.key}" passed the deadline`) : new LoadTimeoutError(context.key, this.attemptTimeout ?? 0, 'load')),
-        walkAway,
-      );
-      // `run` checked the signal and the deadline just before, with no await between.
-      assert(!scoped.signal.aborted, 'an attempt starts with time left and its caller still there');
-      // An outer deadline signal that stands for this one is used as is (see scopedSignal), and never calls walkAway: watch it here.
-      const unsubscribe = scoped.signal === context.signal ? onAbort(context.signal, walkAway) : NOOP;
-      const settled = (): void => {
-        scoped.dispose();
-        unsubscribe();
-        if (abandoned) this.abandonedRunning--;
-        assert(this.abandonedRunning >= 0, 'an abandoned task settles once');
-      };
-      const pending = startTask(task, scoped.signal);
-      // After walkAway these settle nothing (the promise has settled): a late answer or failure is swallowed here.
-      pending.then(
-        (value) => {
-          settled();
-          resolve(value);
-        },
-        (error: unknown) => {
-          settled();
-          // The timer's reason, not whatever the task made of its abort (a DOM AbortError, a fetch failure).
-          reject(scoped.timedOut ? scoped.signal.reason : error);
-        },
-      );
+    const { key } = context;
+    return runAbandonable(task, {
+      clock: this.clock,
+      parent: context.signal,
+      at: Math.min(timeoutAt, deadline ?? Infinity),
+      timeout: () => (byDeadline ? new DeadlineExceededError(`attempt for key "${key}" passed the deadline`) : new LoadTimeoutError(key, this.attemptTimeout ?? 0, 'load')),
+      // The caller's abort (a hard timeout, a deadline signal, a user who left).
+      aborted: (reason) => new AbortedError(`attempt for key "${key}" aborted`, reason),
+      onAbandon: (reason) => this.abandon(key, n, reason),
+      onLateSettle: this.abandonedSettled,
     });
   }
+
+  private readonly abandonedSettled = (): void => {
+    this.abandonedRunning--;
+    assert(this.abandonedRunning >= 0, 'an abandoned task settles once');
+  };
 
   private abandon(key: string, attempt: number, reason: unknown): void {
     this.abandonedTotal++;

@@ -4,7 +4,7 @@ import { Cache } from '../cache/cache.js';
 import { type CacheStats } from '../cache/stats.js';
 import { type BreakerStats, CircuitBreaker } from '../guard/breaker.js';
 import { RetryBudget, type RetryBudgetStats } from '../guard/budget.js';
-import { DeadlineGuard, type DeadlineGuardStats } from '../guard/deadline.js';
+import { DeadlineGuard, type DeadlineGuardStats } from '../guard/deadline-guard.js';
 import { ConcurrencyLimiter, type ConcurrencyLimiterStats } from '../guard/limiter.js';
 import { RateLimiter, type RateLimiterStats } from '../guard/rate.js';
 import { Retry, type RetryStats } from '../guard/retry.js';

@@ -5,7 +5,7 @@ import { type Balancer } from '../balance/balancer.js';
 import { type Cache } from '../cache/cache.js';
 import { type CircuitBreaker } from '../guard/breaker.js';
 import { type RetryBudget } from '../guard/budget.js';
-import { type DeadlineGuard } from '../guard/deadline.js';
+import { type DeadlineGuard } from '../guard/deadline-guard.js';
 import { type ConcurrencyLimiter } from '../guard/limiter.js';
 import { type RateLimiter } from '../guard/rate.js';
 import { type Retry } from '../guard/retry.js';
