@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { arrayOption, between, clockOption, duration, integer, optionalFunction, optionsObject, or } from '../config.js';
 import { ConfigError, describe, OverloadedError } from '../errors.js';
 import { Events, type ListenerErrorOption } from '../events.js';
-import { type CallOptions, callContext, notATask } from '../guard/guard.js';
+import { type CallOptions, callContext, NO_OPTIONS, notATask } from '../guard/guard.js';
 import { priorityRank } from '../guard/priority.js';
 import { type Clock, type Timer } from '../time/clock.js';
 import { HealthChecker, type HealthCheckOptions, type ProbeResult } from './health.js';
@@ -176,8 +176,6 @@ class Slot<U> implements PickedUpstream<U> {
   ) {}
 }
 
-/** The context of a call made without options: its signal never aborts. */
-const NO_OPTIONS = callContext();
 const MAX_DRAWS = 16;
 const NORMAL = priorityRank('normal');
 const defaultIsFailure = (): boolean => true;

@@ -7,7 +7,7 @@ import { Backoff } from './backoff.js';
 import { RollingWindow } from './window.js';
 import { runAbandonable } from './abandon.js';
 import { isLoadTimeout } from './classify.js';
-import { type CallOptions, callContext, type Guard, type GuardContext, guarded, NEVER_ABORTS, notATask, startTask } from './guard.js';
+import { type CallOptions, GATE, type Gate, type GuardContext, guarded, NEVER_ABORTS, NO_OPTIONS, NOT_NOW, notATask, startTask } from './guard.js';
 
 /** Where a {@link CircuitBreaker} is. */
 export type BreakerState = 'closed' | 'open' | 'half-open';
@@ -168,8 +168,6 @@ const LEGAL: Readonly<Record<BreakerState, readonly BreakerState[]>> = {
   'half-open': ['open', 'closed'],
 };
 
-/** The context of a call made without options: its signal never aborts. */
-const NO_OPTIONS = callContext();
 
 // Fields of the window.
 const CALLS = 0;
@@ -213,7 +211,9 @@ function defaultIsFailure(error: unknown): boolean {
  * when the call has no abortable signal and the slow-call rule is off, no
  * timer, one clock read when the outcome is recorded.
  */
-export class CircuitBreaker implements Guard {
+export class CircuitBreaker implements Gate {
+  /** @internal */
+  readonly [GATE] = true as const;
   readonly consecutiveFailures: number;
   readonly window: number;
   readonly windowBuckets: number;
@@ -381,15 +381,37 @@ export class CircuitBreaker implements Guard {
     );
   }
 
+  private closedSuccess(): void {
+    this.consecutive = 0;
+    this.succeeded++;
+    if (this.rateRules) this.countInWindow(OUT_SUCCESS, false);
+  }
+
+  /**
+   * Admits a call at once while closed; its token is the epoch, so an outcome
+   * from before a transition is dropped, as on the nested path (`pipeline`
+   * uses this; see `Gate`). Slow-call tracking needs the start time too: not
+   * a token's worth, so the call takes `run`.
+   *
+   * @internal
+   */
+  enter(_context: GuardContext): number {
+    return this.current === CLOSED && !this.trackSlow ? this.epoch : NOT_NOW;
+  }
+
+  /** @internal */
+  leave(token: number, context: GuardContext, ok: boolean, error: unknown): void {
+    if (token !== this.epoch) return;
+    if (ok) this.closedSuccess();
+    else this.recordClosed(this.classify(error, context.signal), false, context.key, error);
+  }
+
   private bindClosedHandlers(): void {
     const epoch = this.epoch;
     // The success handler is the hot path, written out rather than through recordClosed: a success can trip
     // nothing but a rate rule, and only once the window holds a failure or a slow call.
     this.closedOk = () => {
-      if (epoch !== this.epoch) return;
-      this.consecutive = 0;
-      this.succeeded++;
-      if (this.rateRules) this.countInWindow(OUT_SUCCESS, false);
+      if (epoch === this.epoch) this.closedSuccess();
     };
     this.closedErr = (error: unknown) => {
       if (epoch === this.epoch) this.recordClosed(this.classify(error, NEVER_ABORTS), false, '', error);

@@ -92,6 +92,9 @@ export function callContext(options: CallOptions = {}): GuardContext {
   return { key, signal, wait: boolean('wait', wait), priority: checkPriority('priority', priority as Priority | undefined), deadline };
 }
 
+/** The context of a call made without options (the default key, a signal that never aborts): one object for all of them. @internal */
+export const NO_OPTIONS: GuardContext = Object.freeze(callContext());
+
 /**
  * Runs `fn` through `guard` outside the cache: `guarded(breaker, (signal) => fetch(url, { signal }))`.
  * Bad call options reject (they never throw), as every guard's `execute` does through this.
@@ -99,11 +102,74 @@ export function callContext(options: CallOptions = {}): GuardContext {
 export function guarded<T>(guard: Guard, fn: (signal: AbortSignal) => Promise<T>, options?: CallOptions): Promise<T> {
   let context: GuardContext;
   try {
-    context = callContext(options);
+    // A call without options shares one context: nothing to check, nothing to allocate.
+    context = options === undefined ? NO_OPTIONS : callContext(options);
   } catch (error) {
     return Promise.reject(error);
   }
   return guard.run(fn, context);
+}
+
+/**
+ * A guard that can admit a call synchronously in the common case (a closed
+ * breaker, a limiter with a free slot, a throttle that refused nothing),
+ * with no promise of its own: `pipeline` then admits a call through all its
+ * leading gates at once and observes the task's promise once for all of
+ * them, where nested `run`s cost each guard a closure, a reaction and a
+ * promise per call. A gate's `run` is itself `enter`, the task, `leave`, so
+ * the two paths are one logic.
+ *
+ * @internal
+ */
+export interface Gate extends Guard {
+  /** Brands a gate, so a user's guard with methods of these names is never taken for one. */
+  readonly [GATE]: true;
+  /**
+   * Admits the call now and returns its token (≥ 0) for `leave`, or
+   * {@link NOT_NOW}, with nothing changed, when it cannot be admitted at once
+   * (it may have to wait, be refused, or need more than a token to observe):
+   * `run` then decides, exactly as it always would.
+   */
+  enter(context: GuardContext): number;
+  /** An admitted call ended: `ok` with its value, or not with `error`. Never throws. */
+  leave(token: number, context: GuardContext, ok: boolean, error: unknown): void;
+}
+
+/** How a {@link Reporting} guard tells the final outcome of a call: `ok`, or not with `error`. Never throws. @internal */
+export type Report = (ok: boolean, error: unknown) => void;
+
+/**
+ * A guard that tells a call's final outcome from inside the reaction that
+ * settles its own promise (`Retry`, whose promise is one derived from the
+ * attempts anyway): the gates of a `pipeline` in front of it let go through
+ * that report, and the call pays for one reaction, not two.
+ *
+ * @internal
+ */
+export interface Reporting extends Guard {
+  readonly [REPORTS]: true;
+  runReporting<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext, report: Report | undefined): Promise<T>;
+}
+
+/** The brand of a {@link Reporting} guard. @internal */
+export const REPORTS: unique symbol = Symbol('damper.reports');
+
+function isReporting(guard: Guard | undefined): guard is Reporting {
+  return guard !== undefined && (guard as Partial<Reporting>)[REPORTS] === true;
+}
+
+/** The brand of a {@link Gate}. @internal */
+export const GATE: unique symbol = Symbol('damper.gate');
+/** What {@link Gate.enter} returns when the call cannot be admitted at once. @internal */
+export const NOT_NOW = -1;
+
+/** Lets go of the gates a call entered (one token each), innermost first, as nested guards' reactions would run. */
+function leaveAll(gates: readonly Gate[], tokens: readonly number[], entered: number, context: GuardContext, ok: boolean, error: unknown): void {
+  for (let i = entered - 1; i >= 0; i--) gates[i]!.leave(tokens[i]!, context, ok, error);
+}
+
+function isGate(guard: Guard): guard is Gate {
+  return (guard as Partial<Gate>)[GATE] === true;
 }
 
 /**
@@ -114,16 +180,53 @@ export function guarded<T>(guard: Guard, fn: (signal: AbortSignal) => Promise<T>
  */
 export function pipeline(...guards: Guard[]): Guard {
   guards.forEach((g, i) => checkGuard(`pipeline: guard ${i + 1}`, g));
+  // The leading gates (see Gate): admitted at once when they can, observed once.
+  let leading = 0;
+  while (leading < guards.length && isGate(guards[leading]!)) leading++;
+  const gates = guards.slice(0, leading) as Gate[];
+  /** Runs guards[from..] nested around `task`, each inside the one before; the innermost is given `task` itself. */
+  const nested = <T>(from: number, task: (signal: AbortSignal) => Promise<T>, context: GuardContext): Promise<T> => {
+    if (from === guards.length) return startTask(task, context.signal);
+    let inner = task;
+    for (let i = guards.length - 1; i > from; i--) {
+      const guard = guards[i]!;
+      const next = inner;
+      inner = (signal) => guard.run(next, signal === context.signal ? context : { ...context, signal });
+    }
+    return guards[from]!.run(inner, context);
+  };
   return {
     run<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext): Promise<T> {
       if (typeof task !== 'function') return Promise.reject(notATask('pipeline', task));
-      let inner = task;
-      for (let i = guards.length - 1; i >= 0; i--) {
-        const guard = guards[i]!;
-        const next = inner;
-        inner = (signal) => guard.run(next, signal === context.signal ? context : { ...context, signal });
+      if (leading === 0) return nested(0, task, context);
+      const tokens = new Array<number>(leading);
+      let entered = 0;
+      while (entered < leading) {
+        const token = gates[entered]!.enter(context);
+        if (token === NOT_NOW) break;
+        tokens[entered++] = token;
       }
-      return inner(context.signal);
+      if (entered === 0) return nested(0, task, context);
+      const next = guards[entered];
+      if (entered === leading && isReporting(next)) {
+        // The guard after the gates reports the outcome from its own reaction: the gates let go there.
+        const inner = entered + 1 === guards.length ? task : (signal: AbortSignal) => nested(entered + 1, task, signal === context.signal ? context : { ...context, signal });
+        return next.runReporting(inner, context, (ok, error) => leaveAll(gates, tokens, entered, context, ok, error));
+      }
+      let rest: Promise<T>;
+      try {
+        rest = nested(entered, task, context);
+      } catch (error) {
+        // A guard of the user's that threw instead of rejecting: the gates it passed still let go.
+        leaveAll(gates, tokens, entered, context, false, error);
+        return Promise.reject(error);
+      }
+      // Registered before the caller's reaction: the gates have let go when the caller resumes.
+      rest.then(
+        () => leaveAll(gates, tokens, entered, context, true, undefined),
+        (error: unknown) => leaveAll(gates, tokens, entered, context, false, error),
+      );
+      return rest;
     },
   };
 }

@@ -2,7 +2,7 @@ import { type Clock } from '../time/clock.js';
 import { clockOption, duration, hasMethods, integer, oneOf, optionsObject, or, optionalFunction } from '../config.js';
 import { ConfigError, OverloadedError } from '../errors.js';
 import { Events, type ListenerErrorOption } from '../events.js';
-import { type CallOptions, type Guard, type GuardContext, guarded, notATask, startTask } from './guard.js';
+import { type CallOptions, GATE, type Gate, type GuardContext, guarded, NOT_NOW, notATask, startTask } from './guard.js';
 import { type LimitAlgorithm } from './limit-algorithms.js';
 import { priorityRank } from './priority.js';
 import { type QueueAdmission, type QueuedCall, WaitQueue } from './wait-queue.js';
@@ -122,7 +122,9 @@ export interface ConcurrencyLimiterEvents {
  * shedding by queueing delay, and CoDel's shorter timeout and newest-first
  * order while the queue stands.
  */
-export class ConcurrencyLimiter implements Guard {
+export class ConcurrencyLimiter implements Gate {
+  /** @internal */
+  readonly [GATE] = true as const;
   readonly maxQueue: number;
   readonly queueTimeout: number;
   private readonly algorithm: LimitAlgorithm | undefined;
@@ -209,12 +211,31 @@ export class ConcurrencyLimiter implements Guard {
 
   run<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext): Promise<T> {
     if (typeof task !== 'function') return Promise.reject(notATask('ConcurrencyLimiter', task));
-    if (this.running < this.limit && this.queue.size === 0) {
-      this.running++;
-      this.atOnce++;
-      return this.started(task, context);
-    }
+    if (this.admitAtOnce()) return this.started(task, context);
     return this.enqueue(context).then(() => this.started(task, context));
+  }
+
+  /** Takes a slot if one is free and nobody queues for it (a queue is served first). */
+  private admitAtOnce(): boolean {
+    if (this.running >= this.limit || this.queue.size > 0) return false;
+    this.running++;
+    this.atOnce++;
+    return true;
+  }
+
+  /**
+   * Takes a free slot at once (`pipeline` uses this; see `Gate`). An adaptive
+   * limit must time the call: not a token's worth, so the call takes `run`.
+   *
+   * @internal
+   */
+  enter(_context: GuardContext): number {
+    return this.algorithm === undefined && this.admitAtOnce() ? 0 : NOT_NOW;
+  }
+
+  /** @internal */
+  leave(_token: number, _context: GuardContext, _ok: boolean, _error: unknown): void {
+    this.release();
   }
 
   /**

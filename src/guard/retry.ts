@@ -8,7 +8,7 @@ import { RetryBudget } from './budget.js';
 import { isNeverRetried, retryAfterOf } from './classify.js';
 import { runAbandonable } from './abandon.js';
 import { effectiveDeadline } from './deadline.js';
-import { type CallOptions, type Guard, type GuardContext, guarded, notATask, startTask } from './guard.js';
+import { type CallOptions, type GuardContext, guarded, notATask, type Report, REPORTS, type Reporting, startTask } from './guard.js';
 
 /** Options for {@link Retry}. */
 export interface RetryOptions extends ListenerErrorOption {
@@ -150,7 +150,9 @@ export interface RetryStats {
  * allocation, and a caller who must not wait on a task that ignores an abort
  * gives the call a deadline.
  */
-export class Retry implements Guard {
+export class Retry implements Reporting {
+  /** @internal */
+  readonly [REPORTS] = true as const;
   readonly maxAttempts: number;
   readonly baseDelay: number;
   readonly maxDelay: number;
@@ -208,16 +210,45 @@ export class Retry implements Guard {
   }
 
   run<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext): Promise<T> {
-    if (typeof task !== 'function') return Promise.reject(notATask('Retry', task));
+    return this.runReporting(task, context, undefined);
+  }
+
+  /**
+   * `run`, telling `report` the call's final outcome (after every retry) from
+   * inside the reaction that settles the returned promise: `pipeline`'s gates
+   * let go through it, with no reaction of their own (see `Reporting`).
+   *
+   * @internal
+   */
+  runReporting<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext, report: Report | undefined): Promise<T> {
+    if (typeof task !== 'function') return refused(report, notATask('Retry', task));
     const { signal, key } = context;
     const deadline = effectiveDeadline(context);
     this.calls++;
     this.budget.recordRequest();
-    if (signal.aborted) return Promise.reject(new AbortedError(`call for key "${key}" aborted`, signal.reason));
-    if (this.tooLate(deadline, this.expectedDuration ?? 0)) return Promise.reject(new DeadlineExceededError(`no time left before the deadline of key "${key}" for an attempt`));
+    if (signal.aborted) return refused(report, new AbortedError(`call for key "${key}" aborted`, signal.reason));
+    if (this.tooLate(deadline, this.expectedDuration ?? 0)) return refused(report, new DeadlineExceededError(`no time left before the deadline of key "${key}" for an attempt`));
     // The first attempt starts without an async frame, and a success goes
     // straight back: the loop below is paid for only by a call that failed.
-    return this.attempt(task, context, deadline, 1).then(undefined, (error: unknown) => this.retryAfter(task, context, deadline, error));
+    const first = this.attempt(task, context, deadline, 1);
+    if (report === undefined) return first.then(undefined, (error: unknown) => this.retryAfter(task, context, deadline, error));
+    return first.then(
+      (value) => {
+        report(true, undefined);
+        return value;
+      },
+      (error: unknown) =>
+        this.retryAfter(task, context, deadline, error).then(
+          (value) => {
+            report(true, undefined);
+            return value;
+          },
+          (last: unknown) => {
+            report(false, last);
+            throw last;
+          },
+        ),
+    );
   }
 
   /** True when an attempt that needs `need` ms cannot finish before `deadline`. */
@@ -330,4 +361,10 @@ export class Retry implements Guard {
     this.abandonedRunning++;
     if (this.events.has('abandoned')) this.events.emit('abandoned', { key, attempt, reason });
   }
+}
+
+/** A call refused before its first attempt: reported, then rejected. */
+function refused(report: Report | undefined, error: unknown): Promise<never> {
+  report?.(false, error);
+  return Promise.reject(error);
 }

@@ -4,7 +4,7 @@ import { between, clockOption, duration, integer, optionalFunction, optionsObjec
 import { ConfigError, OverloadedError } from '../errors.js';
 import { Events, type ListenerErrorOption } from '../events.js';
 import { isAbort, isLoadTimeout, isOverloadSignal } from './classify.js';
-import { type CallOptions, type Guard, type GuardContext, guarded, NEVER_ABORTS, notATask, startTask } from './guard.js';
+import { type CallOptions, GATE, type Gate, type GuardContext, guarded, NEVER_ABORTS, NOT_NOW, notATask, startTask } from './guard.js';
 import { RollingWindow } from './window.js';
 
 /** Options for {@link AdaptiveThrottle}. */
@@ -115,7 +115,9 @@ const REJECTED = 2;
  * A call the caller aborted counts for nothing, whenever it settles: it says
  * nothing about the backend. Randomness is drawn from the clock (principle 8).
  */
-export class AdaptiveThrottle implements Guard {
+export class AdaptiveThrottle implements Gate {
+  /** @internal */
+  readonly [GATE] = true as const;
   readonly k: number;
   readonly window: number;
   readonly buckets: number;
@@ -180,16 +182,16 @@ export class AdaptiveThrottle implements Guard {
 
   run<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext): Promise<T> {
     if (typeof task !== 'function') return Promise.reject(notATask('AdaptiveThrottle', task));
-    this.calls++;
-    // Nothing refused in the window (the healthy case): the probability is 0
-    // (accepts are all the requests, and k ≥ 1), known without a clock read
-    // or a sum; a refusal since expired only makes the full formula run.
-    const p = this.counts.total(REJECTED) === 0 ? 0 : this.probability;
-    if (p > 0 && this.clock.random() < p) {
-      this.counts.add(LOCAL);
-      this.rejected++;
-      if (this.events.has('throttled')) this.events.emit('throttled', { key: context.key, probability: p });
-      return Promise.reject(new OverloadedError(`adaptive throttle rejected key "${context.key}" locally (p = ${p.toFixed(3)}): the backend is refusing work`));
+    if (this.enter(context) === NOT_NOW) {
+      // Something was refused in the window: the probability decides.
+      this.calls++;
+      const p = this.probability;
+      if (p > 0 && this.clock.random() < p) {
+        this.counts.add(LOCAL);
+        this.rejected++;
+        if (this.events.has('throttled')) this.events.emit('throttled', { key: context.key, probability: p });
+        return Promise.reject(new OverloadedError(`adaptive throttle rejected key "${context.key}" locally (p = ${p.toFixed(3)}): the backend is refusing work`));
+      }
     }
     const pending = startTask(task, context.signal);
     // The outcome is counted by a reaction registered before the caller's, on
@@ -199,10 +201,36 @@ export class AdaptiveThrottle implements Guard {
     const { signal } = context;
     if (signal === NEVER_ABORTS) pending.then(this.accepted, this.failed);
     else pending.then(
-      () => (signal.aborted ? this.settled(signal, undefined) : this.counts.add(ACCEPTS)),
+      () => this.answered(signal),
       (error: unknown) => this.settled(signal, error),
     );
     return pending;
+  }
+
+  /**
+   * Admits a call at once when nothing was refused in the window (the
+   * probability is then 0: accepts are all the requests, and k ≥ 1), known
+   * without a clock read or a sum; a refusal since expired only sends the
+   * call through the full formula in `run` (`pipeline` uses this; see `Gate`).
+   *
+   * @internal
+   */
+  enter(_context: GuardContext): number {
+    if (this.counts.total(REJECTED) !== 0) return NOT_NOW;
+    this.calls++;
+    return 0;
+  }
+
+  /** @internal */
+  leave(_token: number, context: GuardContext, ok: boolean, error: unknown): void {
+    if (ok) this.answered(context.signal);
+    else this.settled(context.signal, error);
+  }
+
+  /** The backend answered; after a load timeout aborted the call, too late for its caller. */
+  private answered(signal: AbortSignal): void {
+    if (signal.aborted) this.settled(signal, undefined);
+    else this.counts.add(ACCEPTS);
   }
 
   private readonly accepted = (): void => {

@@ -24,6 +24,8 @@ export class RollingWindow {
   private epoch: number;
   /** Ring slot of `epoch`, kept so the common add (same bucket as the last) does no modulo. */
   private head: number;
+  /** Below this instant `epoch` is still the current bucket: the common add compares, with no division. */
+  private headEnd: number;
 
   constructor(
     private readonly clock: Clock,
@@ -38,11 +40,14 @@ export class RollingWindow {
     this.totals = new Float64Array(fields);
     this.epoch = bucketOf(clock.now(), width);
     this.head = this.slotOf(this.epoch);
+    this.headEnd = endOf(this.epoch, width);
   }
 
   /** The ring slot of the current bucket, after zeroing the buckets time has left behind. */
   private current(): number {
-    const e = bucketOf(this.clock.now(), this.width);
+    const now = this.clock.now();
+    if (now < this.headEnd) return this.head;
+    const e = bucketOf(now, this.width);
     // A clock that steps back (it should not: clocks are monotonic) keeps the current bucket.
     if (e > this.epoch) this.advance(e);
     return this.head;
@@ -59,6 +64,7 @@ export class RollingWindow {
     }
     this.epoch = e;
     this.head = this.slotOf(e);
+    this.headEnd = endOf(e, this.width);
   }
 
   private slotOf(epoch: number): number {
@@ -105,4 +111,13 @@ export class RollingWindow {
  */
 function bucketOf(t: number, width: number): number {
   return Math.floor(t / width + 1e-9);
+}
+
+/**
+ * An instant before which bucket `e` is surely still current: a hair before
+ * its end, so rounding can only send an instant to {@link bucketOf}, which
+ * decides, never keep one in a bucket it has left.
+ */
+function endOf(e: number, width: number): number {
+  return (e + 1 - 2e-9) * width;
 }
