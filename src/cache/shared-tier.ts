@@ -1,8 +1,8 @@
 import { duration, hasMethods, integer, isInstance, optionsObject, or } from '../config.js';
 import { ConfigError, SharedTierError } from '../errors.js';
 import { CircuitBreaker, type CircuitBreakerOptions } from '../guard/breaker.js';
-import { type GuardContext, startTask } from '../guard/guard.js';
-import { type SharedBackend } from '../stores/backend.js';
+import { type GuardContext, NOT_NOW, startTask } from '../guard/guard.js';
+import { type SharedBackend, type SharedRead } from '../stores/backend.js';
 import { type CorruptReason, decodeEnvelope, encodeEnvelope } from '../stores/envelope.js';
 import { type Clock, type Timer } from '../time/clock.js';
 import { ClusterFlight, type LeaseStore, type ResolveRequest, type Resolution } from './cluster-flight.js';
@@ -73,8 +73,9 @@ export type Called<T> = { readonly ok: true; readonly value: T } | { readonly ok
 /** A store call in flight, with when it gives up. */
 interface PendingCall {
   readonly deadline: number;
-  readonly operation: string;
-  readonly reject: (error: SharedTierError) => void;
+  readonly operation: Operation;
+  /** Ends the call with a failure: the store's, or the sweep's timeout. Called once, by whoever took it out of `pending`. */
+  readonly fail: (error: unknown) => void;
 }
 
 /** What one look at the shared tier found. */
@@ -96,6 +97,9 @@ const CONTEXTS: Readonly<Record<Operation, GuardContext>> = Object.fromEntries(
 ) as Record<Operation, GuardContext>;
 
 const NONE = Object.freeze({ kind: 'none' }) satisfies Lookup<never>;
+const UNAVAILABLE = (error: SharedTierError): Lookup<never> => ({ kind: 'unavailable', error });
+const CALLED = <T>(value: T): Called<T> => ({ ok: true, value });
+const NOT_CALLED = (error: SharedTierError): Called<never> => ({ ok: false, error });
 /** The verdict on a value whose validator threw. */
 const THREW = Object.freeze({ ok: false, reason: 'validator threw' }) satisfies Verdict<never>;
 
@@ -250,13 +254,15 @@ export class SharedTier {
   lookup<V>(key: string, accept: (value: unknown) => Verdict<V> | Promise<Verdict<V>>): Promise<Lookup<V>> {
     this.reads++;
     // Chained, not awaited: this is the L2 hit path, and each async layer costs it a promise and a tick.
-    return this.call('read', () => this.store.read(this.keyOf(key))).then((read) => {
-      if (!read.ok) return { kind: 'unavailable', error: read.error };
-      if (read.value === undefined) return NONE;
-      const { ttlMs } = read.value;
-      const found = this.decode(key, accept, read.value.value);
-      return found instanceof Promise ? found.then((f) => this.judge(f, ttlMs)) : this.judge(found, ttlMs);
-    });
+    return this.ask('read', () => this.store.read(this.keyOf(key)), (read) => this.found(key, accept, read), UNAVAILABLE);
+  }
+
+  /** What a read brought: none, or the decoded value judged by its remaining lifetime. */
+  private found<V>(key: string, accept: (value: unknown) => Verdict<V> | Promise<Verdict<V>>, read: SharedRead | undefined): Lookup<V> | Promise<Lookup<V>> {
+    if (read === undefined) return NONE;
+    const { ttlMs } = read;
+    const decoded = this.decode(key, accept, read.value);
+    return decoded instanceof Promise ? decoded.then((d) => this.judge(d, ttlMs)) : this.judge(decoded, ttlMs);
   }
 
   /** A decoded shared value is a hit while fresh, else stale; `undefined` (unusable) is none. */
@@ -336,40 +342,93 @@ export class SharedTier {
    * a failure comes back as a `SharedTierError` (already reported).
    */
   private call<T>(operation: Operation, fn: () => Promise<T>): Promise<Called<T>> {
-    return this.breaker.run(() => this.timed(operation, fn), CONTEXTS[operation]).then(
-      (value) => ({ ok: true, value }),
-      (error: unknown) => {
-        const e = error instanceof SharedTierError ? error : new SharedTierError(operation, error);
-        this.errors++;
-        this.hooks.error(operation, e);
-        return { ok: false, error: e };
-      },
-    );
+    return this.ask(operation, fn, CALLED, NOT_CALLED);
   }
 
   /**
-   * Runs `fn` with the store's time limit. One sweep timer serves every call
-   * in flight (armed while any is pending, every `timeout / 4`) rather than a
-   * timer per call: the read path runs this on every L1 miss, and arming and
-   * clearing a timer per call was a visible share of an L2 hit. A call thus
-   * gives up between `timeout` and `1.25 × timeout` after it started.
+   * One call to the store, through its breaker and time limit, turned into
+   * `answered(value)` or `failed(error)` (the error already reported). While
+   * the breaker is closed (nearly always) the call is one promise: the
+   * breaker admits it at once and is told the outcome where the time limit
+   * settles, and the answer is mapped in the same step, where a nested
+   * breaker, time limit and result would cost the L2 hit three promises and
+   * a closure each. Otherwise the breaker decides, as for any task.
    */
-  private timed<T>(operation: string, fn: () => Promise<T>): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const call: PendingCall = { deadline: this.clock.now() + this.timeout, operation, reject };
-      this.pending.add(call);
-      if (this.sweeper === undefined) this.sweeper = this.clock.setTimer(this.sweep, this.timeout / 4);
-      startTask(fn, NEVER).then(
-        (v) => {
-          this.pending.delete(call);
-          resolve(v);
+  private ask<T, R>(operation: Operation, fn: () => Promise<T>, answered: (value: T) => R | PromiseLike<R>, failed: (error: SharedTierError) => R): Promise<R> {
+    const context = CONTEXTS[operation];
+    const token = this.breaker.enter(context);
+    if (token === NOT_NOW) {
+      return this.breaker.run(() => this.timed(operation, fn), context).then(answered, (error: unknown) => failed(this.reported(operation, error)));
+    }
+    return new Promise<R>((resolve, reject) => {
+      // A mapping that throws (it should not) rejects the call rather than leave it unsettled.
+      const call: PendingCall = {
+        deadline: this.clock.now() + this.timeout,
+        operation,
+        fail: (error) => {
+          this.breaker.leave(token, context, false, error);
+          try {
+            resolve(failed(this.reported(operation, error)));
+          } catch (thrown) {
+            reject(thrown);
+          }
         },
-        (e: unknown) => {
-          this.pending.delete(call);
-          reject(e);
+      };
+      this.track(call);
+      startTask(fn, NEVER).then(
+        (value) => {
+          if (!this.pending.delete(call)) return; // the sweep ended it
+          this.breaker.leave(token, context, true, undefined);
+          try {
+            resolve(answered(value));
+          } catch (thrown) {
+            reject(thrown);
+          }
+        },
+        (error: unknown) => {
+          if (this.pending.delete(call)) call.fail(error);
         },
       );
     });
+  }
+
+  /** A failed call, as a `SharedTierError`, counted and told to the hooks. */
+  private reported(operation: Operation, error: unknown): SharedTierError {
+    const e = error instanceof SharedTierError ? error : new SharedTierError(operation, error);
+    this.errors++;
+    this.hooks.error(operation, e);
+    return e;
+  }
+
+  /**
+   * Runs `fn` with the store's time limit (for a call the breaker runs
+   * itself: open or half-open). See {@link track}.
+   */
+  private timed<T>(operation: Operation, fn: () => Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const call: PendingCall = { deadline: this.clock.now() + this.timeout, operation, fail: reject };
+      this.track(call);
+      startTask(fn, NEVER).then(
+        (v) => {
+          if (this.pending.delete(call)) resolve(v);
+        },
+        (e: unknown) => {
+          if (this.pending.delete(call)) reject(e);
+        },
+      );
+    });
+  }
+
+  /**
+   * Bounds a call with the store's time limit. One sweep timer serves every
+   * call in flight (armed while any is pending, every `timeout / 4`) rather
+   * than a timer per call: the read path runs this on every L1 miss, and
+   * arming and clearing a timer per call was a visible share of an L2 hit. A
+   * call thus gives up between `timeout` and `1.25 × timeout` after it started.
+   */
+  private track(call: PendingCall): void {
+    this.pending.add(call);
+    if (this.sweeper === undefined) this.sweeper = this.clock.setTimer(this.sweep, this.timeout / 4);
   }
 
   private readonly sweep = (): void => {
@@ -378,7 +437,7 @@ export class SharedTier {
     for (const call of this.pending) {
       if (now < call.deadline) continue;
       this.pending.delete(call);
-      call.reject(new SharedTierError(call.operation, new Error(`no answer within ${this.timeout} ms`)));
+      call.fail(new SharedTierError(call.operation, new Error(`no answer within ${this.timeout} ms`)));
     }
     if (this.pending.size > 0) this.sweeper = this.clock.setTimer(this.sweep, this.timeout / 4);
   };
