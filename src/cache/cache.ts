@@ -209,35 +209,29 @@ export class Cache<V> {
    * @throws the loader's error (a `LoaderError` if it was not an `Error`), `ValidationError`,
    *   `LoadTimeoutError`, `OverloadedError` or `AbortedError` when there is no value to serve.
    */
-  get(key: string, loader: Loader<V>, options?: LoadOptions): Promise<V> {
-    // Not an async function: a miss hands back its flight's promise as is (an
-    // async get kept a suspended frame and three ticks per miss, a visible
-    // share of an L2 hit under concurrency), and whatever is thrown becomes
-    // the returned promise's rejection, as `async` would make it.
-    try {
-      assertKey(key);
-      if (typeof loader !== 'function') throw new ArgumentError(`loader for key "${key}" must be a function, got ${typeof loader}`);
-      // Per-call options that are not an object are refused at once; their
-      // values are checked where they are read, when a load may start: checking
-      // every field on every hit costs a hit 1.4–1.6× (docs/cache.md, "Bad input").
-      if (options !== undefined && (typeof options !== 'object' || options === null)) throw new ConfigError(`options must be an object, got ${options === null ? 'null' : typeof options}`);
-      // Hit path: one map lookup, one clock read, two comparisons.
-      const entry = this.store.get(key);
-      if (entry !== undefined && entry.hasValue) {
-        const now = this.clock.now();
-        if (now < entry.freshUntil) {
-          if (this.beta > 0 && shouldRefreshEarly(now, entry.freshUntil, entry.loadMs, this.beta, this.random)) {
-            this.refresh(key, entry, loader, now);
-          }
-          this.counts.hits++;
-          return Promise.resolve(entry.value);
+  async get(key: string, loader: Loader<V>, options?: LoadOptions): Promise<V> {
+    assertKey(key);
+    if (typeof loader !== 'function') throw new ArgumentError(`loader for key "${key}" must be a function, got ${typeof loader}`);
+    // Per-call options that are not an object are refused at once; their
+    // values are checked where they are read, when a load may start: checking
+    // every field on every hit costs a hit 1.4–1.6× (docs/cache.md, "Bad input").
+    if (options !== undefined && (typeof options !== 'object' || options === null)) throw new ConfigError(`options must be an object, got ${options === null ? 'null' : typeof options}`);
+    // Hit path: one map lookup, one clock read, two comparisons. An async
+    // function: returning a value from one is cheaper than Promise.resolve
+    // from a plain function (measured, bench/hot-paths-ab.ts); a miss hands
+    // back its flight's promise (`miss` keeps no async frame of its own).
+    const entry = this.store.get(key);
+    if (entry !== undefined && entry.hasValue) {
+      const now = this.clock.now();
+      if (now < entry.freshUntil) {
+        if (this.beta > 0 && shouldRefreshEarly(now, entry.freshUntil, entry.loadMs, this.beta, this.random)) {
+          this.refresh(key, entry, loader, now);
         }
+        this.counts.hits++;
+        return entry.value;
       }
-      const answer = this.miss(key, entry, loader, options === undefined ? this.defaults : resolveLoadOptions(options, this.defaults));
-      return answer instanceof Promise ? answer : Promise.resolve(answer);
-    } catch (error) {
-      return Promise.reject(error);
     }
+    return this.miss(key, entry, loader, options === undefined ? this.defaults : resolveLoadOptions(options, this.defaults));
   }
 
   /**
