@@ -168,7 +168,6 @@ const LEGAL: Readonly<Record<BreakerState, readonly BreakerState[]>> = {
   'half-open': ['open', 'closed'],
 };
 
-
 // Fields of the window.
 const CALLS = 0;
 const FAILURES = 1;
@@ -259,7 +258,7 @@ export class CircuitBreaker implements Gate {
     this.consecutiveFailures = integer('consecutiveFailures', or(options.consecutiveFailures, 5), 1);
     this.window = duration('window', or(options.window, 10_000), { positive: true });
     this.windowBuckets = integer('windowBuckets', or(options.windowBuckets, 10), 1);
-    // Three arrays of this length are allocated here: a typo of 1e9 must be an error, not 12 GB.
+    // A window of three counts per bucket is allocated here: a typo of 1e9 must be an error, not 24 GB.
     if (this.windowBuckets > 1000) throw new ConfigError(`windowBuckets must be at most 1000, got ${this.windowBuckets}`);
     const bucketMs = this.window / this.windowBuckets;
     if (!Number.isInteger(bucketMs) || bucketMs < 1) {
