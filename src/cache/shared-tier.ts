@@ -362,33 +362,15 @@ export class SharedTier {
     }
     return new Promise<R>((resolve, reject) => {
       // A mapping that throws (it should not) rejects the call rather than leave it unsettled.
-      const call: PendingCall = {
-        deadline: this.clock.now() + this.timeout,
-        operation,
-        fail: (error) => {
-          this.breaker.leave(token, context, false, error);
-          try {
-            resolve(failed(this.reported(operation, error)));
-          } catch (thrown) {
-            reject(thrown);
-          }
-        },
+      const settle = (ok: boolean, outcome: unknown): void => {
+        this.breaker.leave(token, context, ok, ok ? undefined : outcome);
+        try {
+          resolve(ok ? answered(outcome as T) : failed(this.reported(operation, outcome)));
+        } catch (thrown) {
+          reject(thrown);
+        }
       };
-      this.track(call);
-      startTask(fn, NEVER).then(
-        (value) => {
-          if (!this.pending.delete(call)) return; // the sweep ended it
-          this.breaker.leave(token, context, true, undefined);
-          try {
-            resolve(answered(value));
-          } catch (thrown) {
-            reject(thrown);
-          }
-        },
-        (error: unknown) => {
-          if (this.pending.delete(call)) call.fail(error);
-        },
-      );
+      this.bounded(operation, fn, settle);
     });
   }
 
@@ -405,18 +387,24 @@ export class SharedTier {
    * itself: open or half-open). See {@link track}.
    */
   private timed<T>(operation: Operation, fn: () => Promise<T>): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const call: PendingCall = { deadline: this.clock.now() + this.timeout, operation, fail: reject };
-      this.track(call);
-      startTask(fn, NEVER).then(
-        (v) => {
-          if (this.pending.delete(call)) resolve(v);
-        },
-        (e: unknown) => {
-          if (this.pending.delete(call)) reject(e);
-        },
-      );
-    });
+    return new Promise<T>((resolve, reject) => this.bounded(operation, fn, (ok, outcome) => (ok ? resolve(outcome as T) : reject(outcome))));
+  }
+
+  /**
+   * Starts `fn` under the store's time limit and calls `settle` once: with
+   * its answer, its failure, or the sweep's timeout, whichever comes first.
+   */
+  private bounded(operation: Operation, fn: () => Promise<unknown>, settle: (ok: boolean, outcome: unknown) => void): void {
+    const call: PendingCall = { deadline: this.clock.now() + this.timeout, operation, fail: (error) => settle(false, error) };
+    this.track(call);
+    startTask(fn, NEVER).then(
+      (value) => {
+        if (this.pending.delete(call)) settle(true, value); // else the sweep ended it
+      },
+      (error: unknown) => {
+        if (this.pending.delete(call)) settle(false, error);
+      },
+    );
   }
 
   /**

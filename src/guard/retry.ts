@@ -232,22 +232,15 @@ export class Retry implements Reporting {
     // straight back: the loop below is paid for only by a call that failed.
     const first = this.attempt(task, context, deadline, 1);
     if (report === undefined) return first.then(undefined, (error: unknown) => this.retryAfter(task, context, deadline, error));
-    return first.then(
-      (value) => {
-        report(true, undefined);
-        return value;
-      },
-      (error: unknown) =>
-        this.retryAfter(task, context, deadline, error).then(
-          (value) => {
-            report(true, undefined);
-            return value;
-          },
-          (last: unknown) => {
-            report(false, last);
-            throw last;
-          },
-        ),
+    const succeeded = (value: T): T => {
+      report(true, undefined);
+      return value;
+    };
+    return first.then(succeeded, (error: unknown) =>
+      this.retryAfter(task, context, deadline, error).then(succeeded, (last: unknown) => {
+        report(false, last);
+        throw last;
+      }),
     );
   }
 

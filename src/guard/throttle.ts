@@ -234,7 +234,7 @@ export class AdaptiveThrottle implements Gate {
   }
 
   private readonly accepted = (): void => {
-    this.counts.add(ACCEPTS);
+    this.answered(NEVER_ABORTS);
   };
 
   private readonly failed = (error: unknown): void => {
