@@ -181,3 +181,19 @@ export function describe(v: unknown): string {
     }
   }
 }
+
+/**
+ * A request header damper reads (a deadline, a priority) held bytes it cannot
+ * take: the caller's slip, answered at the boundary (an HTTP 400) rather than
+ * guessed at, because a deadline misread as "none" would let work outlive its
+ * caller and one misread as "0" would drop work the caller still waits for.
+ */
+export class HeaderError extends DamperError {
+  /** The header's name, lower case. */
+  readonly header: string;
+
+  constructor(header: string, message: string) {
+    super('BAD_HEADER', `header ${header}: ${message}`);
+    this.header = header;
+  }
+}

@@ -1,0 +1,111 @@
+import { HeaderError } from '../errors.js';
+import { type Priority } from '../guard/priority.js';
+import { MAX_TIMER_MS } from '../time/clock.js';
+
+/**
+ * The two headers damper carries between services, and the `Retry-After` it
+ * reads. Every value here comes off the wire, so each is untrusted bytes: read
+ * character by character, bounded, and refused with a {@link HeaderError} that
+ * names the header, never coerced (`Number(" 1e3 ")` is 1000).
+ *
+ * The deadline travels as the time *left*, in ms, when the request was sent,
+ * not as an instant: two machines' clocks disagree, and an absolute instant
+ * would carry that skew into every hop (gRPC's `grpc-timeout` and Envoy's
+ * `x-envoy-expected-rq-timeout-ms` do the same). The time on the wire between
+ * the hops is not subtracted; it is small against any deadline worth setting.
+ */
+
+/** Default name of the header that carries the time left before the caller's deadline, ms. */
+export const DEADLINE_HEADER = 'x-damper-deadline-ms';
+/** Default name of the header that carries the call's priority. */
+export const PRIORITY_HEADER = 'x-damper-priority';
+
+/** Most digits a header's number may have: 10 digits of ms is 115 days, far past any timer. */
+const MAX_DIGITS = 10;
+const NAMED = ['critical', 'normal', 'low', 'background'] as const;
+/** A numeric priority on the wire is an integer in ±this, which every rank comparison handles exactly. */
+const MAX_NUMERIC_PRIORITY = 1_000_000;
+
+/** The one value of a header node:http or undici hands over (a string, or an array when repeated). */
+function single(name: string, value: string | readonly string[] | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value === 'string') return value;
+  if (value.length === 0) return undefined;
+  if (value.length > 1) throw new HeaderError(name, `sent ${value.length} times; it must be sent once`);
+  return value[0];
+}
+
+/** A run of ASCII digits, at most {@link MAX_DIGITS}, as a number; undefined if `text` is anything else. */
+function digits(text: string): number | undefined {
+  if (text.length === 0 || text.length > MAX_DIGITS) return undefined;
+  let n = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i) - 48;
+    if (c < 0 || c > 9) return undefined;
+    n = n * 10 + c;
+  }
+  return n;
+}
+
+/**
+ * The time left before the caller's deadline, from the header's value: ms, a
+ * plain non-negative integer. Undefined when the header is absent (no
+ * deadline); a {@link HeaderError} for anything else. Capped at the longest
+ * timer, so a caller cannot make this process hold a timer that Node would
+ * fire at once.
+ */
+export function readRemainingMs(name: string, value: string | readonly string[] | undefined): number | undefined {
+  const text = single(name, value);
+  if (text === undefined) return undefined;
+  const ms = digits(text.trim());
+  if (ms === undefined) throw new HeaderError(name, `must be the time left in ms, a whole number of at most ${MAX_DIGITS} digits, got ${JSON.stringify(text.slice(0, 40))}`);
+  return Math.min(ms, MAX_TIMER_MS);
+}
+
+/** The header's value for `ms` left: a whole number of ms, never negative. */
+export function writeRemainingMs(ms: number): string {
+  return String(Math.max(0, Math.floor(ms)));
+}
+
+/**
+ * The priority in the header's value: `critical`, `normal`, `low`,
+ * `background`, or an integer within ±1 000 000 (higher is more important).
+ * Undefined when absent; a {@link HeaderError} for anything else.
+ */
+export function readPriority(name: string, value: string | readonly string[] | undefined): Priority | undefined {
+  const text = single(name, value);
+  if (text === undefined) return undefined;
+  const word = text.trim().toLowerCase();
+  for (const level of NAMED) if (word === level) return level;
+  const negative = word.startsWith('-');
+  const n = digits(negative ? word.slice(1) : word);
+  if (n === undefined || n > MAX_NUMERIC_PRIORITY) throw new HeaderError(name, `must be critical, normal, low, background or an integer within ±${MAX_NUMERIC_PRIORITY}, got ${JSON.stringify(text.slice(0, 40))}`);
+  return negative ? -n : n;
+}
+
+/** The header's value for `priority`. */
+export function writePriority(priority: Priority): string {
+  return typeof priority === 'number' ? String(Math.trunc(priority)) : priority;
+}
+
+/**
+ * A response's `Retry-After`, in ms from now: delta-seconds, or an HTTP-date
+ * read against the response's own `Date` header, so the wait is the server's
+ * interval on the server's clock and no skew between the machines enters it.
+ * Undefined when absent, malformed, or a date without a `Date` header to read
+ * it against: a hint damper cannot trust is no hint, and the call backs off
+ * by its own rule. Never negative.
+ */
+export function readRetryAfterMs(value: string | readonly string[] | undefined, date: string | readonly string[] | undefined): number | undefined {
+  const text = typeof value === 'string' ? value : value?.[0];
+  if (text === undefined) return undefined;
+  const trimmed = text.trim();
+  const seconds = digits(trimmed);
+  if (seconds !== undefined) return Math.min(seconds * 1000, MAX_TIMER_MS);
+  const sent = typeof date === 'string' ? date : date?.[0];
+  if (sent === undefined || trimmed.length > 64 || sent.length > 64) return undefined;
+  const at = Date.parse(trimmed);
+  const now = Date.parse(sent);
+  if (!Number.isFinite(at) || !Number.isFinite(now)) return undefined;
+  return Math.min(Math.max(0, at - now), MAX_TIMER_MS);
+}
