@@ -36,6 +36,6 @@ export { seededRandom } from './time/random.js';
 export { forbidRealTime, type RealTimeBan, RealTimeInSimulationError } from './time/real-time-guard.js';
 export { createSystemClock, systemClock } from './time/system.js';
 export { VirtualClock, type VirtualClockOptions } from './time/virtual.js';
-export { Balancer, type BalancerEvents, type BalancerOptions, type BalancerSnapshot, type BalancerStats, type PickedUpstream, type Upstream, type UpstreamSnapshot } from './balance/balancer.js';
+export { Balancer, type BalancerEvents, type BalancerOptions, type PickOptions, type BalancerSnapshot, type BalancerStats, type PickedUpstream, type Upstream, type UpstreamSnapshot } from './balance/balancer.js';
 export { HealthChecker, type HealthCheckOptions, type ProbeResult } from './balance/health.js';
 export { type OutlierConfig, outlierConfig, type OutlierOptions } from './balance/outliers.js';

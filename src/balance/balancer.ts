@@ -3,7 +3,7 @@ import { arrayOption, between, clockOption, duration, integer, optionalFunction,
 import { ConfigError, describe, OverloadedError } from '../errors.js';
 import { Events, type ListenerErrorOption } from '../events.js';
 import { type CallOptions, callContext, NO_OPTIONS, notATask } from '../guard/guard.js';
-import { priorityRank } from '../guard/priority.js';
+import { checkPriority, type Priority, priorityRank } from '../guard/priority.js';
 import { type Clock, type Timer } from '../time/clock.js';
 import { HealthChecker, type HealthCheckOptions, type ProbeResult } from './health.js';
 import { ejectionMs, mayEject, type OutlierConfig, outlierConfig, type OutlierOptions, successRateOutliers } from './outliers.js';
@@ -24,6 +24,21 @@ export interface Upstream<U> {
 export interface PickedUpstream<U> {
   readonly id: string;
   readonly target: U;
+}
+
+/** Options for {@link Balancer.pick}. */
+export interface PickOptions {
+  /** The call's priority, for `maxOutstanding`'s low-priority share. Default `normal`. */
+  priority?: Priority | undefined;
+  /**
+   * Upstreams (by id) this call should not go to: the one its previous
+   * attempt just failed on. Soft: an avoided upstream is picked only when no
+   * other routable upstream has room, so avoiding never sheds a call that
+   * could be served. A retry sent back to the upstream that just failed it
+   * is a retry that most likely fails again, and it doubles that upstream's
+   * load at the moment it is failing.
+   */
+  avoid?: ReadonlySet<string> | undefined;
 }
 
 /** Options for {@link Balancer}. */
@@ -293,7 +308,7 @@ export class Balancer<U> {
     if (typeof fn !== 'function') throw notATask('Balancer', fn);
     // Checked before a slot is chosen: a slip of the caller's is no failure of an upstream.
     const { priority, signal } = options === undefined ? NO_OPTIONS : callContext(options);
-    const slot = this.route(priorityRank(priority));
+    const slot = this.route(priorityRank(priority), undefined);
     if (slot === undefined) throw new OverloadedError(`balancer: every upstream is saturated for priority ${String(priority ?? 'normal')}; shed`);
     slot.outstanding++;
     let value: T;
@@ -310,12 +325,16 @@ export class Balancer<U> {
   }
 
   /**
-   * Picks an upstream for a call of normal priority without running anything,
-   * for callers that manage the call themselves: they should report it with
-   * {@link start}/{@link finish}. Undefined when all are saturated.
+   * Picks an upstream without running anything, for callers that manage the
+   * call themselves (an HTTP client's dispatch): they report it with
+   * {@link start} and then {@link finish} or {@link release}. Undefined when
+   * every routable upstream is saturated for the call's priority.
    */
-  pick(): PickedUpstream<U> | undefined {
-    return this.route(NORMAL);
+  pick(options?: PickOptions): PickedUpstream<U> | undefined {
+    if (options === undefined) return this.route(NORMAL, undefined);
+    const { priority, avoid } = optionsObject('pick options', options);
+    if (avoid !== undefined && !(avoid instanceof Set)) throw new ConfigError('pick options: avoid must be a Set of upstream ids');
+    return this.route(priorityRank(checkPriority('priority', priority)), avoid === undefined || avoid.size === 0 ? undefined : avoid);
   }
 
   /** Marks a call to `picked` as started (counts toward its outstanding calls). */
@@ -328,6 +347,17 @@ export class Balancer<U> {
     const slot = this.slotOf(picked);
     slot.outstanding = Math.max(0, slot.outstanding - 1);
     this.record(slot, ok);
+  }
+
+  /**
+   * Marks a call to `picked` as ended without an outcome that says anything
+   * about the upstream: its caller left, or a guard in front of it refused it
+   * before it was sent. It no longer counts as outstanding, and it counts
+   * neither for nor against the upstream (as `run` treats the caller's abort).
+   */
+  release(picked: PickedUpstream<U>): void {
+    const slot = this.slotOf(picked);
+    slot.outstanding = Math.max(0, slot.outstanding - 1);
   }
 
   /** The state of every upstream, in the order given. */
@@ -378,8 +408,8 @@ export class Balancer<U> {
   }
 
   /** {@link choose}, counted: every call that asks for an upstream is a pick or an unavailable. */
-  private route(rank: number): Slot<U> | undefined {
-    const slot = this.choose(rank);
+  private route(rank: number, avoid: ReadonlySet<string> | undefined): Slot<U> | undefined {
+    const slot = avoid === undefined ? this.choose(rank) : (this.chooseAvoiding(rank, avoid) ?? this.choose(rank));
     if (slot === undefined) this.unavailable++;
     else this.picks++;
     return slot;
@@ -436,11 +466,38 @@ export class Balancer<U> {
     return s.outstanding < (rank < NORMAL ? Math.max(1, Math.floor(s.maxOutstanding * this.lowPriorityShare)) : s.maxOutstanding);
   }
 
-  /** The overloaded case only: the least loaded upstream with room for this priority, if any. */
-  private scan(rank: number): Slot<U> | undefined {
+  /**
+   * {@link choose} among the upstreams not in `avoid`: each of the two draws
+   * is drawn again while it lands on an avoided one (bounded), then the scan
+   * skips them. Undefined when none outside `avoid` has room; the caller then
+   * falls back to all. Off the common path: only a retry avoids.
+   */
+  private chooseAvoiding(rank: number, avoid: ReadonlySet<string>): Slot<U> | undefined {
+    const now = this.rampingUntil === 0 ? 0 : this.rampingNow();
+    const a = this.drawAvoiding(now, avoid);
+    const b = a === undefined ? undefined : this.drawAvoiding(now, avoid);
+    if (a !== undefined && b !== undefined) {
+      const first = b.outstanding * a.weight < a.outstanding * b.weight ? b : a;
+      if (this.available(first, rank)) return first;
+      const second = first === a ? b : a;
+      if (this.available(second, rank)) return second;
+    }
+    return this.scan(rank, avoid);
+  }
+
+  private drawAvoiding(now: number, avoid: ReadonlySet<string>): Slot<U> | undefined {
+    for (let tries = 0; tries < MAX_DRAWS; tries++) {
+      const s = this.draw(now);
+      if (!avoid.has(s.id)) return s;
+    }
+    return undefined;
+  }
+
+  /** The overloaded case only: the least loaded upstream with room for this priority, if any, outside `avoid`. */
+  private scan(rank: number, avoid?: ReadonlySet<string>): Slot<U> | undefined {
     let best: Slot<U> | undefined;
     for (const s of this.routable) {
-      if (!this.available(s, rank)) continue;
+      if (!this.available(s, rank) || avoid?.has(s.id) === true) continue;
       if (best === undefined || s.outstanding / s.maxOutstanding < best.outstanding / best.maxOutstanding) best = s;
     }
     return best;

@@ -30,9 +30,11 @@ export interface RetryOptions extends ListenerErrorOption {
   /**
    * Narrows which errors are retried (it cannot widen: the errors listed on
    * {@link Retry} are never retried). Default: every other error. A throw
-   * counts as `false`.
+   * counts as `false`. It is given the call's context too, for a rule that
+   * depends on the call rather than on the error (damper/http: a response
+   * already handed to its caller cannot be taken back and sent again).
    */
-  retryOn?: (error: unknown) => boolean;
+  retryOn?: (error: unknown, context: GuardContext) => boolean;
   /**
    * Longest one attempt may run, ms: its signal is aborted then, and the
    * attempt fails for the caller with `LoadTimeoutError` (a retryable error)
@@ -159,7 +161,7 @@ export class Retry implements Reporting {
   readonly attemptTimeout: number | undefined;
   readonly expectedDuration: number | undefined;
   readonly budget: RetryBudget;
-  private readonly retryOn: ((error: unknown) => boolean) | undefined;
+  private readonly retryOn: ((error: unknown, context: GuardContext) => boolean) | undefined;
   private readonly clock: Clock;
   private readonly events: Events<RetryEvents>;
   private calls = 0;
@@ -257,7 +259,7 @@ export class Retry implements Reporting {
     let lastError = error;
     for (let attempt = 1; ; attempt++) {
       // Attempt `attempt` failed with lastError.
-      if (signal.aborted || !this.retryable(lastError) || attempt >= this.maxAttempts) throw lastError;
+      if (signal.aborted || !this.retryable(lastError, context) || attempt >= this.maxAttempts) throw lastError;
       const retryAfter = retryAfterOf(lastError);
       if (retryAfter !== undefined && retryAfter > this.maxDelay) throw lastError;
       const delay = Math.max(this.delay(attempt), retryAfter ?? 0);
@@ -311,11 +313,11 @@ export class Retry implements Reporting {
     });
   }
 
-  private retryable(error: unknown): boolean {
+  private retryable(error: unknown, context: GuardContext): boolean {
     if (isNeverRetried(error)) return false;
     if (this.retryOn === undefined) return true;
     try {
-      return this.retryOn(error) === true;
+      return this.retryOn(error, context) === true;
     } catch {
       return false;
     }

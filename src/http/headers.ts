@@ -109,3 +109,53 @@ export function readRetryAfterMs(value: string | readonly string[] | undefined, 
   if (!Number.isFinite(at) || !Number.isFinite(now)) return undefined;
   return Math.min(Math.max(0, at - now), MAX_TIMER_MS);
 }
+
+/** The headers of an undici request, in any of the shapes its dispatch accepts. */
+export type RequestHeaders = Readonly<Record<string, string | readonly string[] | undefined>> | readonly string[] | Iterable<readonly [string, string | readonly string[] | undefined]> | null | undefined;
+
+/** Calls `each(name, value)` for every header of `headers`, whatever its shape; `name` as given. */
+function forEachHeader(headers: RequestHeaders, each: (name: string, value: string | readonly string[] | undefined) => void): void {
+  if (headers === null || headers === undefined) return;
+  if (Array.isArray(headers)) {
+    // undici's flat form: name, value, name, value…
+    const flat = headers as readonly unknown[];
+    if (flat.length > 0 && Array.isArray(flat[0])) {
+      for (const pair of flat as readonly (readonly [string, string])[]) each(pair[0], pair[1]);
+      return;
+    }
+    for (let i = 0; i + 1 < flat.length; i += 2) each(String(flat[i]), flat[i + 1] as string);
+    return;
+  }
+  if (typeof (headers as Iterable<unknown>)[Symbol.iterator] === 'function') {
+    for (const [name, value] of headers as Iterable<readonly [string, string | readonly string[] | undefined]>) each(name, value);
+    return;
+  }
+  for (const name of Object.keys(headers)) each(name, (headers as Record<string, string | readonly string[] | undefined>)[name]);
+}
+
+/** The value of header `name` (lower case) in `headers`, if set. */
+export function headerValue(headers: RequestHeaders, name: string): string | readonly string[] | undefined {
+  let found: string | readonly string[] | undefined;
+  forEachHeader(headers, (n, v) => {
+    if (v !== undefined && n.toLowerCase() === name) found = v;
+  });
+  return found;
+}
+
+/**
+ * `headers` in undici's flat form with `set` written over them: a header of
+ * the same name in any case is replaced, never sent twice (a receiver that
+ * reads a repeated deadline must refuse it).
+ */
+export function withHeaders(headers: RequestHeaders, set: readonly (readonly [name: string, value: string])[]): string[] {
+  const out: string[] = [];
+  forEachHeader(headers, (name, value) => {
+    if (value === undefined) return;
+    const lower = name.toLowerCase();
+    for (const [n] of set) if (n === lower) return;
+    if (typeof value === 'string') out.push(name, value);
+    else for (const v of value) out.push(name, v);
+  });
+  for (const [n, v] of set) out.push(n, v);
+  return out;
+}

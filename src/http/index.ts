@@ -8,3 +8,7 @@
  */
 export { DEADLINE_HEADER, PRIORITY_HEADER } from './headers.js';
 export { currentRequestScope, type RequestScope, runInRequestScope } from './scope.js';
+export { type HttpDependencyOptions, type HttpDependencyStats, HttpDependency, type HttpUpstream } from './dependency.js';
+export { damperFetch, type DamperFetch, type DamperFetchOptions } from './fetch.js';
+export { damperInterceptor } from './interceptor.js';
+export { UpstreamStatusError } from './upstream-status.js';

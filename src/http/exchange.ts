@@ -1,0 +1,319 @@
+import assert from 'node:assert/strict';
+import type { Dispatcher } from 'undici';
+import { type PickedUpstream } from '../balance/balancer.js';
+import { AbortedError, DamperError } from '../errors.js';
+import { onAbort } from '../guard/abort.js';
+import { deadlineOf } from '../guard/deadline.js';
+import { type Priority } from '../guard/priority.js';
+import { type HttpDependency, type HttpUpstream, markDelivering, type OutgoingCall } from './dependency.js';
+import { headerValue, readPriority, readRemainingMs, readRetryAfterMs, type RequestHeaders, withHeaders, writePriority, writeRemainingMs } from './headers.js';
+import { currentRequestScope } from './scope.js';
+import { UpstreamStatusError } from './upstream-status.js';
+
+type Controller = Dispatcher.DispatchController;
+type Handler = Dispatcher.DispatchHandler;
+type Headers = Parameters<NonNullable<Handler['onResponseStart']>>[2];
+
+/** Bytes of a held error response kept while `Retry` decides; beyond it the upstream is paused. 503 bodies are small. */
+const HOLD_BYTES = 64 * 1024;
+
+/**
+ * One request sent through an {@link HttpDependency} by the undici
+ * interceptor: the controller its caller's handler holds for the whole
+ * request, and the attempts behind it.
+ *
+ * The caller's handler sees one request: `onRequestStart` once, then one
+ * response or one error, whatever was retried underneath. An attempt's
+ * response is delivered as it streams when its status is an answer; when its
+ * status counts as the upstream failing (a 503), the response is *held*
+ * while `Retry` decides: discarded if a retry follows, delivered as the answer
+ * if none does. So a caller never sees half of a response that was then
+ * retried, and never gets an exception where the upstream gave an answer.
+ */
+export class Exchange implements Controller {
+  private readonly own = new AbortController();
+  /** The attempt whose response is reaching the caller. */
+  private current: AttemptHandler | undefined;
+  /** The attempt whose failing response is held while Retry decides. */
+  private held: AttemptHandler | undefined;
+  private pausedByCaller = false;
+  private state: 'waiting' | 'delivering' | 'done' = 'waiting';
+  private signal: AbortSignal = this.own.signal;
+  /** The priority to send on, when the request does not carry its own header. */
+  private sentPriority: Priority | undefined;
+
+  constructor(
+    private readonly dependency: HttpDependency,
+    private readonly dispatch: Dispatcher.Dispatch,
+    private readonly options: Dispatcher.DispatchOptions,
+    private readonly handler: Handler,
+  ) {}
+
+  get aborted(): boolean {
+    return this.own.signal.aborted;
+  }
+
+  get paused(): boolean {
+    return this.pausedByCaller;
+  }
+
+  get reason(): Error | null {
+    return this.own.signal.aborted ? asError(this.own.signal.reason) : null;
+  }
+
+  abort(reason: Error): void {
+    this.own.abort(reason);
+  }
+
+  pause(): void {
+    this.pausedByCaller = true;
+    this.current?.controller?.pause();
+  }
+
+  resume(): void {
+    this.pausedByCaller = false;
+    this.current?.controller?.resume();
+  }
+
+  /** Tells the caller's handler the request has started, reads what the call carries, and sends it. */
+  start(): void {
+    this.handler.onRequestStart?.(this, {});
+    let call: OutgoingCall;
+    try {
+      call = this.readCall();
+    } catch (error) {
+      this.fail(error);
+      return;
+    }
+    this.dependency.send(call, this.attempt).then(undefined, (error: unknown) => this.fail(error));
+  }
+
+  /**
+   * The call's deadline, priority and signal: the request's own headers (the
+   * caller's explicit word), else the incoming request being served, else the
+   * dependency's defaults; the earlier deadline wins.
+   */
+  private readCall(): OutgoingCall {
+    const { dependency, options } = this;
+    const headers = options.headers as RequestHeaders;
+    const now = dependency.clock.now();
+    const ownMs = readRemainingMs(dependency.deadlineHeader, headerValue(headers, dependency.deadlineHeader));
+    const ownPriority = readPriority(dependency.priorityHeader, headerValue(headers, dependency.priorityHeader));
+    const scope = currentRequestScope();
+    let deadline = ownMs === undefined ? undefined : now + ownMs;
+    if (dependency.timeout !== undefined) deadline = Math.min(deadline ?? Infinity, now + dependency.timeout);
+    if (scope !== undefined) {
+      // Converted through the time left: the scope's clock need not be this one.
+      if (scope.deadline !== undefined) deadline = Math.min(deadline ?? Infinity, now + (scope.deadline - scope.clock.now()));
+      // Work for a caller who has gone is dropped: the incoming request's abort ends this one.
+      this.signal = AbortSignal.any([this.own.signal, scope.signal]);
+    }
+    const priority: Priority | undefined = ownPriority ?? scope?.priority ?? dependency.priority;
+    if (ownPriority === undefined) this.sentPriority = priority;
+    const method = options.method.toUpperCase();
+    return { retryable: dependency.retries(method) && replayable(options.body), signal: this.signal, priority, deadline };
+  }
+
+  /** One attempt to `upstream`: settles when its outcome is known (see {@link AttemptHandler}). */
+  private readonly attempt = (upstream: PickedUpstream<HttpUpstream>, signal: AbortSignal): Promise<void> => {
+    // A retry is being sent: the failing response held for the last attempt will not be the answer.
+    this.discardHeld();
+    return new Promise<void>((resolve, reject) => {
+      const { dependency, options } = this;
+      const attempt = new AttemptHandler(this, upstream, signal, resolve, reject);
+      const set: [string, string][] = [];
+      // The time left for this attempt: the earlier of the deadline and its own timeout.
+      const until = deadlineOf(signal);
+      if (until !== undefined) set.push([dependency.deadlineHeader, writeRemainingMs(until - dependency.clock.now())]);
+      if (this.sentPriority !== undefined) set.push([dependency.priorityHeader, writePriority(this.sentPriority)]);
+      try {
+        this.dispatch({ ...options, origin: upstream.target.origin, headers: withHeaders(options.headers as RequestHeaders, set) }, attempt);
+      } catch (error) {
+        attempt.onResponseError(undefined, asError(error));
+      }
+    });
+  };
+
+  /** Whether a response with `status` is held as the upstream's failure rather than delivered. */
+  holds(status: number): boolean {
+    return this.state === 'waiting' && this.dependency.failsOn(status);
+  }
+
+  hold(attempt: AttemptHandler): void {
+    assert(this.held === undefined, 'one held response at a time: a retry discards the last');
+    this.held = attempt;
+  }
+
+  /** The response of `attempt` starts to reach the caller: from here on nothing is retried. */
+  deliverStart(attempt: AttemptHandler, status: number, headers: Headers, message: string | undefined): void {
+    assert(this.state === 'waiting', 'one response per request');
+    this.state = 'delivering';
+    this.current = attempt;
+    markDelivering(this.signal);
+    if (this.pausedByCaller) attempt.controller?.pause();
+    this.handler.onResponseStart?.(this, status, headers, message);
+  }
+
+  deliverData(chunk: Buffer): void {
+    this.handler.onResponseData?.(this, chunk);
+  }
+
+  deliverEnd(trailers: Headers): void {
+    if (this.state === 'done') return;
+    this.state = 'done';
+    this.handler.onResponseEnd?.(this, trailers);
+  }
+
+  /** The request failed for good (`send` rejected, or the body broke): the held response if that is the answer, else the error. */
+  fail(error: unknown): void {
+    if (this.state === 'done') return;
+    const held = this.held;
+    if (held !== undefined && error instanceof UpstreamStatusError && held.error === error) {
+      this.held = undefined;
+      held.release();
+      return;
+    }
+    this.discardHeld();
+    this.state = 'done';
+    // The caller who aborted hears their own reason back, as from undici itself.
+    const reported = this.own.signal.aborted ? asError(this.own.signal.reason) : asError(error);
+    // Mid-body (the deadline or an abort cut the stream): the attempt's connection is torn down too.
+    this.current?.controller?.abort(reported);
+    this.handler.onResponseError?.(this, reported);
+  }
+
+  private discardHeld(): void {
+    const held = this.held;
+    if (held === undefined) return;
+    this.held = undefined;
+    held.discard();
+  }
+}
+
+/**
+ * The handler of one attempt: undici's callbacks for one dispatch to one
+ * upstream. Its promise (the attempt, as the guards and `Retry` see it)
+ * resolves when a delivered response has ended, and rejects with the
+ * attempt's error, or with an {@link UpstreamStatusError} at the headers of a
+ * response that counts as the upstream failing, which is then held.
+ */
+class AttemptHandler implements Handler {
+  controller: Controller | undefined;
+  error: UpstreamStatusError | undefined;
+  private phase: 'sending' | 'held' | 'delivering' | 'over' = 'sending';
+  private status = 0;
+  private headers: Headers = {};
+  private message: string | undefined;
+  private readonly chunks: Buffer[] = [];
+  private bytes = 0;
+  private ending: { readonly trailers: Headers } | { readonly error: Error } | undefined;
+  private unsubscribe: () => void = NOOP;
+
+  constructor(
+    private readonly exchange: Exchange,
+    private readonly upstream: PickedUpstream<HttpUpstream>,
+    private readonly signal: AbortSignal,
+    private readonly resolve: () => void,
+    private readonly reject: (error: unknown) => void,
+  ) {}
+
+  onRequestStart(controller: Controller): void {
+    this.controller = controller;
+    const signal = this.signal;
+    // The attempt's timeout, the deadline or the caller's abort ends the dispatch, with its reason.
+    if (signal.aborted) controller.abort(asError(signal.reason));
+    else this.unsubscribe = onAbort(signal, () => controller.abort(asError(signal.reason)));
+  }
+
+  onResponseStart(controller: Controller, status: number, headers: Headers, message?: string): void {
+    this.controller = controller;
+    if (status < 200) return; // 1xx informational: the response is yet to come.
+    if (this.signal.aborted) {
+      // Walked away from (its timeout, the deadline): a late answer is no answer.
+      controller.abort(asError(this.signal.reason));
+      return;
+    }
+    if (this.exchange.holds(status)) {
+      this.phase = 'held';
+      this.status = status;
+      this.headers = headers;
+      this.message = message;
+      this.error = new UpstreamStatusError(status, this.upstream.id, readRetryAfterMs(headers['retry-after'], headers.date));
+      this.unsubscribe();
+      this.exchange.hold(this);
+      this.reject(this.error);
+      return;
+    }
+    this.phase = 'delivering';
+    this.exchange.deliverStart(this, status, headers, message);
+  }
+
+  onResponseData(controller: Controller, chunk: Buffer): void {
+    if (this.phase === 'delivering') this.exchange.deliverData(chunk);
+    else if (this.phase === 'held') {
+      this.chunks.push(chunk);
+      this.bytes += chunk.length;
+      if (this.bytes > HOLD_BYTES) controller.pause();
+    }
+  }
+
+  onResponseEnd(_controller: Controller, trailers: Headers): void {
+    if (this.phase === 'held') {
+      this.ending = { trailers };
+      return;
+    }
+    if (this.phase !== 'delivering') return;
+    this.phase = 'over';
+    this.unsubscribe();
+    this.exchange.deliverEnd(trailers);
+    this.resolve();
+  }
+
+  onResponseError(_controller: Controller | undefined, error: Error): void {
+    if (this.phase === 'held') {
+      this.ending = { error };
+      return;
+    }
+    const was = this.phase;
+    this.phase = 'over';
+    this.unsubscribe();
+    if (was === 'delivering') this.exchange.fail(error);
+    if (was !== 'over') this.reject(error);
+  }
+
+  /** The held response is the answer: replay what arrived, then let the rest stream. */
+  release(): void {
+    assert(this.phase === 'held', 'only a held response is released');
+    this.phase = 'delivering';
+    this.exchange.deliverStart(this, this.status, this.headers, this.message);
+    for (const chunk of this.chunks.splice(0)) this.exchange.deliverData(chunk);
+    const ending = this.ending;
+    if (ending === undefined) {
+      this.controller?.resume();
+      return;
+    }
+    this.phase = 'over';
+    if ('trailers' in ending) this.exchange.deliverEnd(ending.trailers);
+    else this.exchange.fail(ending.error);
+  }
+
+  /** A retry replaces the held response: drop it, and its connection if it is still streaming. */
+  discard(): void {
+    const streaming = this.ending === undefined;
+    this.phase = 'over';
+    this.chunks.length = 0;
+    if (streaming) this.controller?.abort(new AbortedError(`the response of upstream ${this.upstream.id} was discarded: a retry was sent`, undefined));
+  }
+}
+
+const NOOP = (): void => {};
+
+/** Whether a request body can be sent again: none, or bytes; a stream is read once. */
+function replayable(body: unknown): boolean {
+  return body === undefined || body === null || typeof body === 'string' || body instanceof Uint8Array;
+}
+
+function asError(reason: unknown): Error {
+  if (reason instanceof Error) return reason;
+  return new DamperError('ABORTED', `aborted: ${String(reason)}`);
+}
