@@ -390,6 +390,69 @@ describe('overload', () => {
   });
 });
 
+describe('pick for callers that manage the call (an HTTP client)', () => {
+  test('avoid: a retry goes elsewhere whenever another upstream has room, and back only when none has', () => {
+    const clock = new VirtualClock({ seed: 7 });
+    const b = make(clock, { n: 3, maxOutstanding: 2 });
+    for (let i = 0; i < 300; i++) {
+      const p = b.pick({ avoid: new Set(['u1']) })!;
+      assert.notEqual(p.id, 'u1', 'an avoided upstream is not picked while others have room');
+    }
+    // u0 and u2 full: the avoided one is all that is left, and avoiding never sheds a call that could be served.
+    const full = new Balancer<string>({ upstreams: ups(3, { maxOutstanding: 1 }), clock });
+    const a = full.pick({ avoid: new Set(['u1']) })!;
+    full.start(a);
+    const c = full.pick({ avoid: new Set(['u1']) })!;
+    full.start(c);
+    assert.deepEqual([a.id, c.id].sort(), ['u0', 'u2']);
+    const last = full.pick({ avoid: new Set(['u1']) });
+    assert.equal(last?.id, 'u1', 'the avoided upstream, as the only one with room');
+    full.start(last!);
+    assert.equal(full.pick({ avoid: new Set(['u1']) }), undefined, 'all full: shed');
+    assert.equal(full.stats().unavailable, 1, 'one unavailable for the one call shed, not one per avoided try');
+  });
+
+  test('priority: a low-priority pick is shed past the low-priority share, a critical one is not', () => {
+    const clock = new VirtualClock({ seed: 1 });
+    const b = new Balancer<string>({ upstreams: ups(1, { maxOutstanding: 10 }), clock, lowPriorityShare: 0.5 });
+    for (let i = 0; i < 5; i++) b.start(b.pick({ priority: 'critical' })!);
+    assert.equal(b.pick({ priority: 'low' }), undefined);
+    assert.notEqual(b.pick({ priority: 'critical' }), undefined);
+  });
+
+  test('release: the call is no longer outstanding and counts neither for nor against the upstream', () => {
+    const clock = new VirtualClock({ seed: 1 });
+    const b = new Balancer<string>({ upstreams: ups(2), clock, outliers: { consecutiveErrors: 2 } });
+    const u0 = b.stats().upstreams[0]!.id;
+    const pickU0 = (): ReturnType<typeof b.pick> => {
+      for (;;) {
+        const p = b.pick()!;
+        if (p.id === u0) return p;
+      }
+    };
+    let p = pickU0()!;
+    b.start(p);
+    b.finish(p, false);
+    p = pickU0()!;
+    b.start(p);
+    assert.equal(b.stats().upstreams[0]!.inFlight, 1);
+    b.release(p);
+    assert.equal(b.stats().upstreams[0]!.inFlight, 0);
+    p = pickU0()!;
+    b.start(p);
+    b.finish(p, false);
+    assert.equal(b.stats().upstreams[0]!.ejections, 1, 'two failures in a row: the release between them was no success');
+  });
+
+  test('bad pick options are ConfigErrors, and change nothing', () => {
+    const b = make(new VirtualClock({ seed: 1 }), { n: 2 });
+    assert.throws(() => b.pick({ avoid: ['u0'] as unknown as Set<string> }), ConfigError);
+    assert.throws(() => b.pick({ priority: 'urgent' as 'low' }), ConfigError);
+    assert.throws(() => b.pick(null as unknown as undefined), ConfigError);
+    assert.equal(b.stats().picks, 0);
+  });
+});
+
 describe('configuration', () => {
   test('bad options throw ConfigError at construction', () => {
     const clock = new VirtualClock();

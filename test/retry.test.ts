@@ -122,6 +122,28 @@ describe('Retry', () => {
     assert.equal(b.calls.length, 1);
   });
 
+  test("retryOn is given the call's context: a rule about the call, not the error", async () => {
+    const clock = new VirtualClock();
+    const settled = new AbortController();
+    const seen: string[] = [];
+    const retry = new Retry({
+      clock,
+      retryOn: (_error, context) => {
+        seen.push(context.key);
+        return context.signal !== settled.signal;
+      },
+    });
+    const a = flaky(clock, 100);
+    const p = track(retry.execute(a.fn, { key: 'free' }));
+    const b = flaky(clock, 100);
+    const q = track(retry.execute(b.fn, { key: 'answered', signal: settled.signal }));
+    await clock.runUntilIdle();
+    assert.ok(p.error instanceof Error && q.error instanceof Error);
+    assert.equal(a.calls.length, 3, 'the call the rule allows is retried');
+    assert.equal(b.calls.length, 1, 'the call the rule refuses is not');
+    assert.ok(seen.includes('free') && seen.includes('answered'));
+  });
+
   test('full jitter: each delay is uniform in [0, min(maxDelay, baseDelay · 2^(n−1)))', async () => {
     const { clock, rig, set } = riggedClock();
     const retry = new Retry({ clock: rig, baseDelay: 100, maxDelay: 1000 });

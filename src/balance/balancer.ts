@@ -332,7 +332,8 @@ export class Balancer<U> {
    */
   pick(options?: PickOptions): PickedUpstream<U> | undefined {
     if (options === undefined) return this.route(NORMAL, undefined);
-    const { priority, avoid } = optionsObject('pick options', options);
+    if (typeof options !== 'object' || options === null) throw new ConfigError(`pick options must be an object, got ${describe(options)}`);
+    const { priority, avoid } = options;
     if (avoid !== undefined && !(avoid instanceof Set)) throw new ConfigError('pick options: avoid must be a Set of upstream ids');
     return this.route(priorityRank(checkPriority('priority', priority)), avoid === undefined || avoid.size === 0 ? undefined : avoid);
   }

@@ -137,8 +137,10 @@ export class HttpDependency {
   readonly priority: Priority | undefined;
   /** @internal */
   readonly clock: Clock;
-  private readonly balancer: Balancer<HttpUpstream>;
-  private readonly retry: Retry;
+  /** The balancer over the upstreams: subscribe to its `eject`, `restore` and `panic` events here. */
+  readonly balancer: Balancer<HttpUpstream>;
+  /** The retry of idempotent requests: its `retry`, `budgetExhausted` and `abandoned` events. */
+  readonly retry: Retry;
   /** Non-idempotent requests: one attempt, under the same deadline rules and counted by the same budget. */
   private readonly once: Retry;
   private readonly retryMethods: ReadonlySet<string>;

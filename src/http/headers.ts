@@ -23,6 +23,8 @@ export const PRIORITY_HEADER = 'x-damper-priority';
 /** Most digits a header's number may have: 10 digits of ms is 115 days, far past any timer. */
 const MAX_DIGITS = 10;
 const NAMED = ['critical', 'normal', 'low', 'background'] as const;
+/** RFC 9110's preferred date form, `Sun, 06 Nov 1994 08:49:37 GMT`. */
+const IMF_FIXDATE = /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d{2}:\d{2}:\d{2} GMT$/;
 /** A numeric priority on the wire is an integer in ±this, which every rank comparison handles exactly. */
 const MAX_NUMERIC_PRIORITY = 1_000_000;
 
@@ -92,8 +94,8 @@ export function writePriority(priority: Priority): string {
  * A response's `Retry-After`, in ms from now: delta-seconds, or an HTTP-date
  * read against the response's own `Date` header, so the wait is the server's
  * interval on the server's clock and no skew between the machines enters it.
- * Undefined when absent, malformed, or a date without a `Date` header to read
- * it against: a hint damper cannot trust is no hint, and the call backs off
+ * Undefined when absent, malformed (a date must be in the IMF-fixdate form),
+ * or a date without a `Date` header to read it against: a hint damper cannot trust is no hint, and the call backs off
  * by its own rule. Never negative.
  */
 export function readRetryAfterMs(value: string | readonly string[] | undefined, date: string | readonly string[] | undefined): number | undefined {
@@ -102,8 +104,9 @@ export function readRetryAfterMs(value: string | readonly string[] | undefined, 
   const trimmed = text.trim();
   const seconds = digits(trimmed);
   if (seconds !== undefined) return Math.min(seconds * 1000, MAX_TIMER_MS);
-  const sent = typeof date === 'string' ? date : date?.[0];
-  if (sent === undefined || trimmed.length > 64 || sent.length > 64) return undefined;
+  const sent = typeof date === 'string' ? date.trim() : date?.[0]?.trim();
+  // Only the IMF-fixdate form servers must send: Date.parse alone takes "-1" or "1" as a year.
+  if (sent === undefined || !IMF_FIXDATE.test(trimmed) || !IMF_FIXDATE.test(sent)) return undefined;
   const at = Date.parse(trimmed);
   const now = Date.parse(sent);
   if (!Number.isFinite(at) || !Number.isFinite(now)) return undefined;
