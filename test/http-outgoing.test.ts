@@ -3,7 +3,7 @@ import { type ChildProcess, fork } from 'node:child_process';
 import { after, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { Agent, type Dispatcher, request } from 'undici';
-import { ConfigError, HeaderError, RetryBudget, systemClock } from '../src/index.js';
+import { BreakerOpenError, ConfigError, HeaderError, RetryBudget, systemClock } from '../src/index.js';
 import { damperFetch, damperInterceptor, HttpDependency, type HttpDependencyOptions, runInRequestScope } from '../src/http/index.js';
 import { FaultProxy } from './support/fault-proxy.js';
 
@@ -237,6 +237,17 @@ describe('the answer a caller gets', () => {
     assert.equal(r.headers['retry-after'], '0');
     assert.equal((JSON.parse(await r.body.text()) as { name: string }).name, 'bad');
     assert.equal(log.length, 1, 'a POST is not idempotent: sent once');
+  });
+
+  test('when every upstream refuses locally, the request fails at once with the refusal, and nothing is sent', { timeout: 30_000 }, async () => {
+    const bad = await upstream('503', 'tripped');
+    const { agent, log } = client({ upstreams: [bad.origin], retry: { maxAttempts: 1 }, breaker: { consecutiveFailures: 2, openFor: 60_000 }, throttle: false });
+    for (let i = 0; i < 2; i++) assert.equal((await call(agent, `t${i}`)).status, 503);
+    const sent = log.length;
+    const o = await call(agent, 'refused');
+    assert.ok(o.error instanceof BreakerOpenError, `refused by the open breaker: ${String(o.error)}`);
+    assert.ok(o.ms < 50, 'at once');
+    assert.equal(log.length, sent, 'nothing reached the wire');
   });
 
   test("Retry-After is waited for before the retry", { timeout: 30_000 }, async () => {

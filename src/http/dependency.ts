@@ -123,7 +123,7 @@ interface UpstreamGuards {
  *   others go on. An upstream whose breaker or throttle refuses is skipped
  *   for this attempt, not counted against it, and the next one is tried; only
  *   when every upstream refuses does the request fail fast with the refusal
- *   (principle 4).
+ *   (`BreakerOpenError` or `OverloadedError`; principle 4).
  * - **The deadline**, from the incoming request being served, the request's
  *   own header, or `timeout`: no attempt starts that cannot finish before it,
  *   each attempt is cut at it, and the time left is sent on in a header, so
@@ -253,17 +253,17 @@ class Route<T> {
     private readonly send: Attempt<T>,
   ) {}
 
-  readonly attempt = (signal: AbortSignal): Promise<T> => this.next(signal, new Set());
+  readonly attempt = (signal: AbortSignal): Promise<T> => this.next(signal, new Map());
 
   /** Picks an upstream not yet refused in this attempt and sends through its guards; on a refusal, the next. */
-  private next(signal: AbortSignal, refused: Set<string>): Promise<T> {
+  private next(signal: AbortSignal, refused: Map<string, unknown>): Promise<T> {
     const { balancer, call } = this;
     const upstream = balancer.pick({ priority: call.priority, avoid: this.avoid });
     if (upstream === undefined) return Promise.reject(new OverloadedError(`every upstream is saturated for priority ${String(call.priority ?? 'normal')}; shed`));
     if (refused.has(upstream.id)) {
-      // Only refusing upstreams are left: fail fast with the refusal (principle 4), nothing was sent.
+      // Only refusing upstreams are left: fail fast (principle 4) with this one's refusal (a BreakerOpenError says when it probes again); nothing was sent.
       balancer.release(upstream);
-      return Promise.reject(new OverloadedError(`every routable upstream refused the request locally (breaker open or throttled)`));
+      return Promise.reject(refused.get(upstream.id));
     }
     balancer.start(upstream);
     let sent = false;
@@ -283,7 +283,7 @@ class Route<T> {
           if (!sent) {
             // Refused by this upstream's breaker or throttle: it never saw the request, so it says nothing of it.
             balancer.release(upstream);
-            refused.add(upstream.id);
+            refused.set(upstream.id, error);
             this.avoid.add(upstream.id);
             return this.next(signal, refused);
           }
