@@ -144,7 +144,7 @@ export class Admission {
     }
     const deadline = remaining === undefined ? undefined : this.clock.now() + remaining;
     const passage = new Passage(req, res, this.clock, deadline, asked.priority);
-    const context: GuardContext = { key: keyOf(req), priority: asked.priority, deadline, signal: passage.scope.signal, wait: true };
+    const context: GuardContext = { key: keyOf(req), priority: asked.priority, deadline, signal: passage.signal, wait: true };
     this.limiter.run(() => this.start(passage, door), context).then(undefined, (error: unknown) => this.dropped(passage, door, error));
   }
 
@@ -161,14 +161,11 @@ export class Admission {
 
   /** The limiter's task: hands the request over, and holds its slot until the response is over. */
   private start(passage: Passage, door: Door): Promise<void> {
-    const { signal } = passage.scope;
-    // A slot free at once is taken without a look at the signal, and one freed
-    // for a waiter is handed over a turn after: check that a caller still waits.
-    if (signal.aborted) return Promise.reject(new AbortedError('the request\'s caller had gone when its slot came', signal.reason));
-    const held = passage.hold();
+    const served = passage.hold();
+    if (served === undefined) return Promise.reject(new AbortedError("the request's caller had gone when its slot came", undefined));
     this.counts.admitted++;
-    door.serve(passage.scope);
-    return held;
+    door.serve(served.scope);
+    return served.over;
   }
 
   /** The request never started: refused by the limiter, or its caller left. */
@@ -184,8 +181,8 @@ export class Admission {
       door.refuse(this.shed);
       return;
     }
-    // The signal aborts only when the client goes (handled above) or at the deadline.
-    assert.ok(error instanceof DeadlineExceededError || error instanceof AbortedError, `the limiter refuses a request by overload, deadline or abort only, got ${String(error)}`);
+    // The limiter's deadline, or the task's refusal when the deadline came with the slot: the client's abort is handled above.
+    assert.ok(error instanceof DeadlineExceededError || error instanceof AbortedError, `a request is refused by overload, deadline or abort only, got ${String(error)}`);
     this.counts.expired++;
     door.refuse(EXPIRED);
   }

@@ -32,30 +32,38 @@ const LEGAL: Readonly<Record<Phase, readonly Phase[]>> = {
 
 /** @internal */
 export class Passage {
-  /** What the work started for this request sees: its deadline, priority, and a signal that aborts when its caller has gone. */
-  readonly scope: RequestScope;
+  /**
+   * Aborts when the client goes away: what the limiter's queue watches. The
+   * deadline is the queue's to enforce apart, so that it counts the requests
+   * it held past it (an abort it would count nowhere).
+   */
+  readonly signal: AbortSignal;
   private phase: Phase = 'waiting';
-  /** Aborted when the client goes away; the scope's signal also aborts at the deadline. */
   private readonly client = new AbortController();
-  private readonly caller: ScopedSignal;
   private readonly socket: Socket;
+  /** The served request's signal: the client's, and the deadline's. Made when served: a queued request needs no timer of its own. */
+  private caller: ScopedSignal | undefined;
   private release: (() => void) | undefined;
 
-  constructor(req: IncomingMessage, private readonly res: ServerResponse, clock: Clock, deadline: number | undefined, priority: Priority | undefined) {
+  constructor(
+    req: IncomingMessage,
+    private readonly res: ServerResponse,
+    private readonly clock: Clock,
+    private readonly deadline: number | undefined,
+    private readonly priority: Priority | undefined,
+  ) {
     // Owned: the limiter's queue and the deadline's signal watch it without a listener on it.
-    const client = ownedSignal(this.client);
-    this.caller = scopedSignal(clock, client, deadline, () => new DeadlineExceededError('the request\'s deadline passed'));
-    this.scope = Object.freeze({ deadline, clock, priority, signal: this.caller.signal });
+    this.signal = ownedSignal(this.client);
     this.socket = req.socket;
     if (res.destroyed || this.socket.destroyed) {
-      this.over();
+      this.ended();
       return;
     }
-    res.once('close', this.over);
+    res.once('close', this.ended);
     // The response's own 'close' is not enough: a pipelined request's response
     // is attached to the socket only when the one before it ends, and node:http
     // never closes a response it has not attached when the socket goes.
-    this.socket.once('close', this.over);
+    this.socket.once('close', this.ended);
   }
 
   /** Whether the client went away before its response finished: nobody is left to answer. */
@@ -63,12 +71,22 @@ export class Passage {
     return this.client.signal.aborted;
   }
 
-  /** Takes the slot the limiter gave: the returned promise, the limiter's task, settles when the response is over. */
-  hold(): Promise<void> {
+  /**
+   * Takes the slot the limiter gave, if a caller still waits: the scope the
+   * work runs in, and the promise (the limiter's task's) that holds the slot
+   * until the response is over. Undefined when the client left or the deadline
+   * passed: a slot free at once is taken without a look at either, and one
+   * freed for a waiter is handed over a turn later.
+   */
+  hold(): { readonly scope: RequestScope; readonly over: Promise<void> } | undefined {
+    if (this.gone || (this.deadline !== undefined && this.deadline <= this.clock.now())) return undefined;
     this.move('serving');
-    return new Promise<void>((resolve) => {
+    this.caller = scopedSignal(this.clock, this.signal, this.deadline, () => new DeadlineExceededError("the request's deadline passed"));
+    const scope: RequestScope = Object.freeze({ deadline: this.deadline, clock: this.clock, priority: this.priority, signal: this.caller.signal });
+    const over = new Promise<void>((resolve) => {
       this.release = resolve;
     });
+    return { scope, over };
   }
 
   /** The request was never started. */
@@ -82,12 +100,13 @@ export class Passage {
   }
 
   /** The response finished or its connection closed, whichever is heard first (both are, for most). */
-  private readonly over = (): void => {
-    this.res.off('close', this.over);
+  private readonly ended = (): void => {
+    this.res.off('close', this.ended);
     // A keep-alive socket outlives its requests: one listener left per request would pile up on it.
-    this.socket.off('close', this.over);
-    this.caller.dispose();
+    this.socket.off('close', this.ended);
     if (!this.res.writableFinished) abortOwned(this.client, new AbortedError('the client closed the connection before its response finished', undefined));
+    // After the abort, which reaches the served request's signal only while it is hooked to the client's.
+    this.caller?.dispose();
     if (this.phase !== 'serving') return;
     this.move('released');
     assert.ok(this.release !== undefined, 'a served request holds its slot');
