@@ -3,9 +3,10 @@ import http, { type IncomingMessage, type RequestListener, type ServerResponse }
 import { type AddressInfo, connect } from 'node:net';
 import { after, describe, test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import Fastify, { type FastifyInstance } from 'fastify';
 import { Agent, request } from 'undici';
 import { AbortedError, ConcurrencyLimiter, type ConcurrencyLimiterOptions, ConfigError, DeadlineExceededError, systemClock } from '../src/index.js';
-import { currentRequestScope, damperAdmission, type AdmittedHandler, type RequestScope } from '../src/http/index.js';
+import { currentRequestScope, damperAdmission, damperFastify, type AdmittedHandler, type AdmissionOptions, type RequestScope } from '../src/http/index.js';
 import { deferred } from './helpers.js';
 
 // Real servers on ephemeral ports, real clients, the system clock. Timings
@@ -47,6 +48,12 @@ function cuttable(origin: string, path: string, headers: Record<string, string> 
   req.on('error', () => {}); // the cut itself
   req.end();
   return { cut: () => req.destroy() };
+}
+
+async function text(stream: AsyncIterable<unknown>): Promise<string> {
+  let all = '';
+  for await (const chunk of stream) all += String(chunk);
+  return all;
 }
 
 async function until(what: string, condition: () => boolean): Promise<void> {
@@ -399,5 +406,113 @@ describe('options are checked when the admission is made', () => {
   }
   test('a handler that is not a function', () => {
     assert.throws(() => damperAdmission({}, 'handler' as never), ConfigError);
+  });
+});
+
+describe('the same admission on Fastify', () => {
+  async function fastify(t: TestContext, options: AdmissionOptions, routes: (app: FastifyInstance) => void): Promise<{ app: FastifyInstance; origin: string }> {
+    const app = Fastify();
+    t.after(() => app.close());
+    await app.register(damperFastify, options);
+    routes(app);
+    return { app, origin: await app.listen({ port: 0, host: '127.0.0.1' }) };
+  }
+
+  test('a shed request gets a 503 with Retry-After; one whose deadline passes in the queue a 504; neither reaches its route', async (t) => {
+    const limiter = limiterOf({ maxQueue: 1 });
+    const gate = deferred<void>();
+    const calls: string[] = [];
+    const { app, origin } = await fastify(t, { limiter, retryAfter: 3 }, (app) => {
+      app.get('/:name', async (request) => {
+        calls.push(request.url);
+        await gate.promise;
+        return 'ok';
+      });
+    });
+    const first = get(origin, '/first');
+    await until('the slot is taken', () => limiter.inFlight === 1);
+    const late = get(origin, '/late', { 'x-damper-deadline-ms': '40' });
+    await until('a request queues', () => limiter.queued === 1);
+    const shed = await get(origin, '/shed', { 'x-damper-priority': 'low' }); // the queue is full, and low does not outrank normal
+    assert.equal(shed.status, 503);
+    assert.equal(shed.headers['retry-after'], '3');
+    assert.equal((await late).status, 504);
+    gate.resolve();
+    assert.equal((await first).status, 200);
+    assert.deepEqual(calls, ['/first']);
+    assert.deepEqual(app.damperAdmission.stats(), { admitted: 1, shed: 1, expired: 1, gone: 0, badRequests: 0, failed: 0 });
+    await until('the slot is back', () => limiter.inFlight === 0);
+  });
+
+  test('a bad header gets a 400; a client that leaves while queued is never served', async (t) => {
+    const limiter = limiterOf();
+    const gate = deferred<void>();
+    const calls: string[] = [];
+    const { app, origin } = await fastify(t, { limiter }, (app) => {
+      app.get('/:name', async (request) => {
+        calls.push(request.url);
+        await gate.promise;
+        return 'ok';
+      });
+    });
+    const bad = await get(origin, '/bad', { 'x-damper-priority': 'urgent' });
+    assert.equal(bad.status, 400);
+    assert.match(bad.body, /x-damper-priority/);
+    const first = get(origin, '/first');
+    await until('the slot is taken', () => limiter.inFlight === 1);
+    const leaving = cuttable(origin, '/leaving');
+    await until('the second request queues', () => limiter.queued === 1);
+    leaving.cut();
+    await until('the request is counted gone', () => app.damperAdmission.stats().gone === 1);
+    gate.resolve();
+    assert.equal((await first).status, 200);
+    await until('the slot is back', () => limiter.inFlight === 0);
+    assert.deepEqual(calls, ['/first']);
+    assert.equal(app.damperAdmission.stats().badRequests, 1);
+  });
+
+  test('routes run in the request scope, a body parsed first or not; a failure is counted and its slot given back', async (t) => {
+    const limiter = limiterOf();
+    const seen: (RequestScope | undefined)[] = [];
+    const { app, origin } = await fastify(t, { limiter }, (app) => {
+      app.get('/get', async () => {
+        await sleep(1);
+        seen.push(currentRequestScope());
+        return 'ok';
+      });
+      app.post('/post', async (request) => {
+        await sleep(1);
+        seen.push(currentRequestScope());
+        return request.body;
+      });
+      app.get('/fails', async () => {
+        throw new Error('route failed');
+      });
+    });
+    const headers = { 'x-damper-priority': 'critical', 'x-damper-deadline-ms': '5000' };
+    assert.equal((await get(origin, '/get', headers)).status, 200);
+    // The body comes after the request was admitted: it is read on the socket's events, outside the hook's call.
+    const post = http.request(`${origin}/post`, { method: 'POST', agent: false, headers: { ...headers, 'content-type': 'application/json', 'content-length': 7 } });
+    const answered = new Promise<string>((resolve, reject) => {
+      post.on('response', (res) => void text(res).then(resolve, reject));
+      post.on('error', reject);
+    });
+    post.flushHeaders();
+    await until('the post is admitted', () => limiter.inFlight === 1);
+    post.end('{"a":1}');
+    assert.deepEqual(JSON.parse(await answered), { a: 1 });
+    assert.deepEqual(seen.map((scope) => scope?.priority), ['critical', 'critical']);
+    assert.equal((await get(origin, '/fails')).status, 500);
+    await until('every slot is back', () => limiter.inFlight === 0);
+    assert.equal(app.damperAdmission.stats().failed, 1);
+  });
+
+  test('bad options fail the registration with a ConfigError', async () => {
+    const app = Fastify();
+    void app.register(damperFastify, { timeout: -1 });
+    await assert.rejects(async () => {
+      await app.ready();
+    }, ConfigError);
+    await app.close();
   });
 });

@@ -10,3 +10,4 @@ export { DEADLINE_HEADER, PRIORITY_HEADER } from './headers.js';
 export { currentRequestScope, type RequestScope, runInRequestScope } from './scope.js';
 export { type AdmissionOptions, type AdmissionStats } from './admit.js';
 export { type AdmissionListener, type AdmittedHandler, damperAdmission, type DamperAdmissionOptions } from './admission.js';
+export { damperFastify, type FastifyAdmission } from './fastify.js';
