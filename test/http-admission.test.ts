@@ -82,7 +82,7 @@ function gated(): { handler: AdmittedHandler; calls: string[]; scopes: RequestSc
   return { handler, calls, scopes, open: () => gate.resolve() };
 }
 
-describe('overload is answered by shedding the least important work', () => {
+describe('overload is answered by shedding the least important work', { timeout: 30_000 }, () => {
   test('low-priority arrivals get a 503 with Retry-After while critical ones queue and are served', async (t) => {
     const limiter = limiterOf({ limit: 2, shedDelay: { normal: 10_000, low: 5, background: 5 } });
     const { handler, calls, open } = gated();
@@ -111,7 +111,7 @@ describe('overload is answered by shedding the least important work', () => {
   });
 });
 
-describe('work whose caller has gone is dropped before it starts', () => {
+describe('work whose caller has gone is dropped before it starts', { timeout: 30_000 }, () => {
   test('a deadline that passes in the queue gets a 504, and the handler never sees the request', async (t) => {
     const limiter = limiterOf();
     const { handler, calls, open } = gated();
@@ -190,7 +190,7 @@ describe('work whose caller has gone is dropped before it starts', () => {
   });
 });
 
-describe('a caller\'s slip is answered at the boundary', () => {
+describe('a caller\'s slip is answered at the boundary', { timeout: 30_000 }, () => {
   const bad: [string, Record<string, string | string[]>, RegExp][] = [
     ['an exponent', { 'x-damper-deadline-ms': '1e3' }, /x-damper-deadline-ms/],
     ['a negative time', { 'x-damper-deadline-ms': '-5' }, /x-damper-deadline-ms/],
@@ -222,7 +222,7 @@ describe('a caller\'s slip is answered at the boundary', () => {
   });
 });
 
-describe('the request scope reaches the handler and what it calls', () => {
+describe('the request scope reaches the handler and what it calls', { timeout: 30_000 }, () => {
   test('currentRequestScope() carries the deadline and priority from the headers', async (t) => {
     let seen: RequestScope | undefined;
     let given: RequestScope | undefined;
@@ -299,7 +299,7 @@ describe('the request scope reaches the handler and what it calls', () => {
   });
 });
 
-describe('a slot is held for as long as the response, and given back once', () => {
+describe('a slot is held for as long as the response, and given back once', { timeout: 30_000 }, () => {
   test('a streaming handler holds its slot until its response ends', async (t) => {
     const limiter = limiterOf();
     const end = deferred<void>();
@@ -351,6 +351,29 @@ describe('a slot is held for as long as the response, and given back once', () =
     assert.deepEqual(admission.stats(), { admitted: 2, shed: 0, expired: 0, gone: 0, badRequests: 0, failed: 2 });
   });
 
+  test('without onError a failure warns once; an onError that throws changes nothing', async (t) => {
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error & { code?: string }): void => {
+      if (warning.code === 'DAMPER_HANDLER_ERROR') warnings.push(warning);
+    };
+    process.on('warning', onWarning);
+    t.after(() => process.off('warning', onWarning));
+    const fails = (): never => {
+      throw new Error('again');
+    };
+    const origin = await listen(t, damperAdmission({}, fails));
+    for (let i = 0; i < 3; i++) assert.equal((await get(origin, '/')).status, 500);
+    await until('the warning is emitted', () => warnings.length > 0);
+    assert.equal(warnings.length, 1);
+    const limiter = limiterOf();
+    const logger = (): never => {
+      throw new Error('logger down');
+    };
+    const other = await listen(t, damperAdmission({ limiter, onError: logger }, fails));
+    assert.equal((await get(other, '/')).status, 500);
+    await until('the slot is back', () => limiter.inFlight === 0);
+  });
+
   test('a handler that throws synchronously, not from an async function, is answered the same', async (t) => {
     const limiter = limiterOf();
     const origin = await listen(
@@ -381,7 +404,7 @@ describe('a slot is held for as long as the response, and given back once', () =
   });
 });
 
-describe('options are checked when the admission is made', () => {
+describe('options are checked when the admission is made', { timeout: 30_000 }, () => {
   const handler: AdmittedHandler = (_req: IncomingMessage, res: ServerResponse) => {
     res.end();
   };
@@ -409,9 +432,9 @@ describe('options are checked when the admission is made', () => {
   });
 });
 
-describe('the same admission on Fastify', () => {
+describe('the same admission on Fastify', { timeout: 30_000 }, () => {
   async function fastify(t: TestContext, options: AdmissionOptions, routes: (app: FastifyInstance) => void): Promise<{ app: FastifyInstance; origin: string }> {
-    const app = Fastify();
+    const app = Fastify({ forceCloseConnections: true }); // a failed test's requests in flight must not hold the close
     t.after(() => app.close());
     await app.register(damperFastify, options);
     routes(app);

@@ -1,6 +1,6 @@
 import { type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
 import { optionalFunction, optionsObject } from '../config.js';
-import { ConfigError } from '../errors.js';
+import { ConfigError, describe } from '../errors.js';
 import { type ConcurrencyLimiter } from '../guard/limiter.js';
 import { Admission, type AdmissionOptions, type AdmissionStats, type Door, type Refusal } from './admit.js';
 import { type RequestScope, runInRequestScope } from './scope.js';
@@ -25,7 +25,10 @@ export interface DamperAdmissionOptions extends AdmissionOptions {
   /**
    * Told of what an admitted handler threw or rejected with, after the 500
    * (or the reset of a response already begun) was sent: the failure is
-   * answered, and this is where it is logged. Default none.
+   * answered, and this is where it is logged. What it throws is dropped: it
+   * must not leave the request's slot unaccounted for. Default: a process
+   * warning (code `DAMPER_HANDLER_ERROR`) the first time a handler fails, so
+   * a failing handler is never silent, and never a flood of warnings.
    */
   onError?: (error: unknown, req: IncomingMessage) => void;
 }
@@ -62,7 +65,7 @@ export type AdmissionListener = ((req: IncomingMessage, res: ServerResponse) => 
  */
 export function damperAdmission(options: DamperAdmissionOptions, handler: AdmittedHandler): AdmissionListener {
   const read = optionsObject('damperAdmission options', options);
-  const onError = optionalFunction('onError', read.onError);
+  const onError = optionalFunction('onError', read.onError) ?? warnOnce();
   const admission = new Admission(read);
   if (typeof handler !== 'function') throw new ConfigError('damperAdmission: handler must be a function');
   const listener = (req: IncomingMessage, res: ServerResponse): void => admission.admit(req, res, new HandlerDoor(admission, handler, onError, req, res));
@@ -74,7 +77,7 @@ class HandlerDoor implements Door {
   constructor(
     private readonly admission: Admission,
     private readonly handler: AdmittedHandler,
-    private readonly onError: DamperAdmissionOptions['onError'],
+    private readonly onError: NonNullable<DamperAdmissionOptions['onError']>,
     private readonly req: IncomingMessage,
     private readonly res: ServerResponse,
   ) {}
@@ -108,8 +111,22 @@ class HandlerDoor implements Door {
       // and the connection's close gives the slot back.
       res.destroy();
     }
-    this.onError?.(error, this.req);
+    try {
+      this.onError(error, this.req);
+    } catch {
+      // The logger failed too: nothing is left to tell, and the admission must go on.
+    }
   }
+}
+
+/** The default `onError`. */
+function warnOnce(): (error: unknown) => void {
+  let warned = false;
+  return (error) => {
+    if (warned) return;
+    warned = true;
+    process.emitWarning(`a handler behind damperAdmission failed (answered with a 500; set onError to see every failure): ${describe(error)}`, { code: 'DAMPER_HANDLER_ERROR' });
+  };
 }
 
 /** A short text response; nothing when the client has gone. */

@@ -77,7 +77,7 @@ export interface Refusal {
 export interface Door {
   /** Starts the work, in `scope`. Never throws: the slot is held until the response is over. */
   serve(scope: RequestScope): void;
-  /** Writes a refusal. Called only while the client is there. */
+  /** Writes a refusal. Never called for a client seen to have left. */
   refuse(refusal: Refusal): void;
 }
 
@@ -137,7 +137,7 @@ export class Admission {
     }
     const remaining = earlier(asked.remaining, this.timeout);
     if (remaining === 0) {
-      // A free slot is taken without reading the deadline (the limiter's fast path): this one is read here.
+      // Answered before anything is held for it: no slot (which the limiter's fast path would take without reading the deadline), no listener.
       this.counts.expired++;
       door.refuse(EXPIRED);
       return;
