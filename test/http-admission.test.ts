@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { Agent, request } from 'undici';
 import { AbortedError, ConcurrencyLimiter, type ConcurrencyLimiterOptions, ConfigError, DeadlineExceededError, systemClock } from '../src/index.js';
-import { currentRequestScope, damperAdmission, damperFastify, type AdmittedHandler, type AdmissionOptions, type RequestScope } from '../src/http/index.js';
+import { currentRequestScope, damperAdmission, damperFastify, type AdmittedHandler, type AdmissionOptions, type DamperAdmissionOptions, type RequestScope } from '../src/http/index.js';
 import { deferred } from './helpers.js';
 
 // Real servers on ephemeral ports, real clients, the system clock. Timings
@@ -82,6 +82,17 @@ function gated(): { handler: AdmittedHandler; calls: string[]; scopes: RequestSc
   return { handler, calls, scopes, open: () => gate.resolve() };
 }
 
+/** An admission on a limiter of one slot, which a first request holds until the test calls `open()`. */
+async function slotTaken(t: TestContext, options: DamperAdmissionOptions = {}, firstHeaders: Record<string, string> = {}) {
+  const limiter = limiterOf();
+  const { handler, calls, open } = gated();
+  const admission = damperAdmission({ limiter, ...options }, handler);
+  const origin = await listen(t, admission);
+  const first = get(origin, '/first', firstHeaders);
+  await until('the slot is taken', () => limiter.inFlight === 1);
+  return { limiter, admission, origin, calls, open, first };
+}
+
 describe('overload is answered by shedding the least important work', { timeout: 30_000 }, () => {
   test('low-priority arrivals get a 503 with Retry-After while critical ones queue and are served', async (t) => {
     const limiter = limiterOf({ limit: 2, shedDelay: { normal: 10_000, low: 5, background: 5 } });
@@ -113,12 +124,7 @@ describe('overload is answered by shedding the least important work', { timeout:
 
 describe('work whose caller has gone is dropped before it starts', { timeout: 30_000 }, () => {
   test('a deadline that passes in the queue gets a 504, and the handler never sees the request', async (t) => {
-    const limiter = limiterOf();
-    const { handler, calls, open } = gated();
-    const admission = damperAdmission({ limiter }, handler);
-    const origin = await listen(t, admission);
-    const first = get(origin, '/first');
-    await until('the slot is taken', () => limiter.inFlight === 1);
+    const { limiter, admission, origin, calls, open, first } = await slotTaken(t);
     const late = await get(origin, '/late', { 'x-damper-deadline-ms': '40' });
     assert.equal(late.status, 504);
     assert.match(late.body, /deadline/);
@@ -130,11 +136,8 @@ describe('work whose caller has gone is dropped before it starts', { timeout: 30
   });
 
   test('the request-wide timeout bounds a request that carries no deadline', async (t) => {
-    const limiter = limiterOf();
-    const { handler, calls, open } = gated();
-    const origin = await listen(t, damperAdmission({ limiter, timeout: 40 }, handler));
-    const first = get(origin, '/first', { 'x-damper-deadline-ms': '60000' }); // the earlier of header and timeout: 40 ms
-    await until('the slot is taken', () => limiter.inFlight === 1);
+    // The first request's deadline is the earlier of its header's and the timeout: 40 ms; it is served all the same.
+    const { origin, calls, open, first } = await slotTaken(t, { timeout: 40 }, { 'x-damper-deadline-ms': '60000' });
     assert.equal((await get(origin, '/late')).status, 504);
     open();
     assert.equal((await first).status, 200);
@@ -154,12 +157,7 @@ describe('work whose caller has gone is dropped before it starts', { timeout: 30
   });
 
   test('a client that leaves while its request queues is never served, and its slot is not leaked', async (t) => {
-    const limiter = limiterOf();
-    const { handler, calls, open } = gated();
-    const admission = damperAdmission({ limiter }, handler);
-    const origin = await listen(t, admission);
-    const first = get(origin, '/first');
-    await until('the slot is taken', () => limiter.inFlight === 1);
+    const { limiter, admission, origin, calls, open, first } = await slotTaken(t);
     const leaving = cuttable(origin, '/leaving');
     await until('the second request queues', () => limiter.queued === 1);
     leaving.cut();
