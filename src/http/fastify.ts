@@ -59,7 +59,7 @@ export const damperFastify: FastifyPluginCallback<AdmissionOptions> = (fastify, 
     });
   });
   fastify.addHook('onError', (request, _reply, error, next) => {
-    // A 4xx (a failed validation, a route's own 404) is the caller's error, not the handler's failure.
+    // A 4xx (a failed validation, an error that carries its own 4xx status) is the caller's error, not the handler's failure.
     if (served.has(request) && (error.statusCode ?? 500) >= 500) admission.failed();
     next();
   });
