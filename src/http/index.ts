@@ -3,8 +3,10 @@
  * go through an undici interceptor or a `fetch` wrapper (balancing, a breaker
  * and a throttle per upstream, retries under one budget, deadlines carried
  * downstream); incoming calls on node:http are admitted by priority, shed with
- * 503 and `Retry-After`, and dropped when their caller has gone. Needs the
- * optional peer dependency undici 7. See docs/http.md.
+ * 503 and `Retry-After`, and dropped when their caller has gone. The outgoing
+ * side needs the optional peer dependency undici 7 (its types, and
+ * `damperFetch` at its first request); the incoming side needs nothing. The
+ * Fastify plugin is `damper/fastify`. See docs/http.md and docs/http-incoming.md.
  */
 export { DEADLINE_HEADER, PRIORITY_HEADER } from './headers.js';
 export { currentRequestScope, type RequestScope, runInRequestScope } from './scope.js';
@@ -12,3 +14,5 @@ export { type HttpDependencyOptions, type HttpDependencyStats, HttpDependency, t
 export { damperFetch, type DamperFetch, type DamperFetchOptions } from './fetch.js';
 export { damperInterceptor } from './interceptor.js';
 export { UpstreamStatusError } from './upstream-status.js';
+export { type AdmissionOptions, type AdmissionStats } from './admit.js';
+export { type AdmissionListener, type AdmittedHandler, damperAdmission, type DamperAdmissionOptions } from './admission.js';
