@@ -7,7 +7,9 @@
  * that a target was met.
  *
  * Environment: BENCH_ROUNDS (default 15) and BENCH_MIN_CPU_MS (default 100,
- * mitata's minimum time per library per round) trade precision for time.
+ * mitata's minimum time per library per round) trade precision for time;
+ * BENCH_HTTP_ROUNDS, BENCH_HTTP_REQUESTS, BENCH_HTTP_THROUGHPUT and
+ * BENCH_HTTP_CONCURRENCY size the damper/http section (bench/http.ts).
  */
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -16,6 +18,7 @@ import { balancerBench, balancerTable } from './balancer.js';
 import { breakerBench, breakerTable } from './breaker.js';
 import { failingKey } from './failing-key.js';
 import { hitPath } from './hit-path.js';
+import { httpBench, httpOptionsFromEnv, httpReport } from './http.js';
 import { instrumentedBench, instrumentedTable } from './instrumented.js';
 import { l2Bench, l2LatencyTable, type L2Result, l2ThroughputTable } from './l2.js';
 import { damper, type Peer, peers, versionOf } from './peers.js';
@@ -84,6 +87,10 @@ log(`\n${instrumentedTable(instrumented)}\n`);
 for (const row of instrumented.rows) log(`${row.path} with damper/otel: ${row.ratio.toFixed(2)}× without (target ≤ 1.10×: ${row.ratio <= 1.1 ? 'meets' : 'misses'})`);
 log('');
 
+log('8. damper/http: the undici interceptor against plain undici, on loopback (node:http server in a child process)');
+const http = await httpBench(log, httpOptionsFromEnv());
+log(`\n${httpReport(http)}\n`);
+
 const results = {
   generatedAt: new Date().toISOString(),
   command: 'npm run bench',
@@ -127,6 +134,21 @@ const results = {
     },
     instrumented,
     breakerSuccessPath: { rounds: breaker.rounds, minCpuTimeMsPerRound: breaker.minCpuTimeMs, target: breaker.target, libraries: Object.fromEntries(breaker.rows.map(({ name, ...row }) => [name, row])) },
+    httpInterceptor: {
+      rounds: http.rounds,
+      requestsPerRound: http.requests,
+      throughputRequestsPerRound: http.throughputRequests,
+      concurrency: http.concurrency,
+      blocksPerRound: http.blocks,
+      bodyBytes: http.bodyBytes,
+      undici: http.undici,
+      target: http.target,
+      note: 'latency and fetch: one request at a time, body read; medianUs and p99Us over every timed request; ratio: median over rounds of (row median ÷ plain median) within the round; overheadUs: median over rounds of (row median − plain median). throughput: requests/s at `concurrency` in flight, ratio = plain req/s ÷ row req/s (time per request relative to plain); cpuUsPerRequest: this process’s user + system CPU per request (the server is a child process). Variants take turns in blocks within each round.',
+      latency: Object.fromEntries(http.latency.map(({ name, ...row }) => [name, row])),
+      throughput: Object.fromEntries(http.throughput.map(({ name, ...row }) => [name, row])),
+      fetch: Object.fromEntries(http.fetch.map(({ name, ...row }) => [name, row])),
+      served: http.served,
+    },
   },
 };
 // Compiled to build/bench/ (no tsx: its keepNames wrapping slows every closure),
