@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { Agent, type Dispatcher, request } from 'undici';
 import { BreakerOpenError, ConfigError, HeaderError, RetryBudget, systemClock } from '../src/index.js';
 import { damperFetch, damperInterceptor, HttpDependency, type HttpDependencyOptions, runInRequestScope } from '../src/http/index.js';
+import { headerValue } from '../src/http/headers.js';
 import { FaultProxy } from './support/fault-proxy.js';
 
 // damper/http's outgoing side against real node:http servers on loopback,
@@ -49,10 +50,8 @@ interface Sent {
 /** An interceptor below damper's: it sees every attempt damper dispatches. */
 function counting(log: Sent[]): Dispatcher.DispatcherComposeInterceptor {
   return (dispatch) => (options, handler) => {
-    const headers = options.headers as string[];
-    let id = '';
-    for (let i = 0; i < headers.length; i += 2) if (headers[i]!.toLowerCase() === 'x-test-id') id = headers[i + 1]!;
-    log.push({ at: performance.now(), origin: String(options.origin), id });
+    const id = headerValue(options.headers as Parameters<typeof headerValue>[0], 'x-test-id');
+    log.push({ at: performance.now(), origin: String(options.origin), id: typeof id === 'string' ? id : '' });
     return dispatch(options, handler);
   };
 }

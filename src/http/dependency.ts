@@ -83,12 +83,16 @@ export interface HttpDependencyStats {
   readonly upstreams: readonly { readonly id: string; readonly breaker: BreakerStats | undefined; readonly throttle: AdaptiveThrottleStats | undefined }[];
 }
 
-/** What the dependency needs to know of one request, read by the interceptor. @internal */
-export interface OutgoingCall {
+/**
+ * One request as the dependency's guards see it: its `Retry` context itself
+ * (so a rule about the call reads it with no lookup), made by the interceptor.
+ *
+ * @internal
+ */
+export interface OutgoingCall extends GuardContext {
   readonly retryable: boolean;
-  readonly signal: AbortSignal;
-  readonly priority: Priority | undefined;
-  readonly deadline: number | undefined;
+  /** Set once the response has begun to reach the caller: from then on no attempt may follow. */
+  delivering: boolean;
 }
 
 /** One attempt: send the request to `upstream`, on `signal`; settle when its outcome is known. @internal */
@@ -194,7 +198,7 @@ export class HttpDependency {
 
   /** Whether requests with `method` are retried. @internal */
   retries(method: string): boolean {
-    return this.retryMethods.has(method.toUpperCase());
+    return this.retryMethods.has(method) || this.retryMethods.has(method.toUpperCase());
   }
 
   /** Whether a response with `status` counts as a failure of its upstream (and is retried when allowed). @internal */
@@ -209,9 +213,8 @@ export class HttpDependency {
    * @internal
    */
   send<T>(call: OutgoingCall, attempt: Attempt<T>): Promise<T> {
-    const context: GuardContext = { key: '', signal: call.signal, wait: true, priority: call.priority, deadline: call.deadline };
     const route = new Route(this.balancer, this.perUpstream, call, attempt);
-    return (call.retryable ? this.retry : this.once).run(route.attempt, context);
+    return (call.retryable ? this.retry : this.once).run(route.attempt, call);
   }
 
   /** The balancer, the retries and budget, and each upstream's breaker and throttle now. */
@@ -243,8 +246,8 @@ const PASS: Guard = { run: (task, context) => startTask(task, context.signal) };
  * attempts share what the earlier ones learnt.
  */
 class Route<T> {
-  /** The upstream the last attempt failed on, and those whose guards refused this one. */
-  private readonly avoid = new Set<string>();
+  /** The upstream the last attempt failed on, and those whose guards refused this one; made at the first failure (most requests have none). */
+  private avoid: Set<string> | undefined;
 
   constructor(
     private readonly balancer: Balancer<HttpUpstream>,
@@ -253,14 +256,14 @@ class Route<T> {
     private readonly send: Attempt<T>,
   ) {}
 
-  readonly attempt = (signal: AbortSignal): Promise<T> => this.next(signal, new Map());
+  readonly attempt = (signal: AbortSignal): Promise<T> => this.next(signal, undefined);
 
   /** Picks an upstream not yet refused in this attempt and sends through its guards; on a refusal, the next. */
-  private next(signal: AbortSignal, refused: Map<string, unknown>): Promise<T> {
+  private next(signal: AbortSignal, refused: Map<string, unknown> | undefined): Promise<T> {
     const { balancer, call } = this;
     const upstream = balancer.pick({ priority: call.priority, avoid: this.avoid });
     if (upstream === undefined) return Promise.reject(new OverloadedError(`every upstream is saturated for priority ${String(call.priority ?? 'normal')}; shed`));
-    if (refused.has(upstream.id)) {
+    if (refused?.has(upstream.id) === true) {
       // Only refusing upstreams are left: fail fast (principle 4) with this one's refusal (a BreakerOpenError says when it probes again); nothing was sent.
       balancer.release(upstream);
       return Promise.reject(refused.get(upstream.id));
@@ -276,21 +279,21 @@ class Route<T> {
       .then(
         (value) => {
           balancer.finish(upstream, true);
-          this.avoid.clear();
           return value;
         },
         (error: unknown) => {
           if (!sent) {
             // Refused by this upstream's breaker or throttle: it never saw the request, so it says nothing of it.
             balancer.release(upstream);
-            refused.set(upstream.id, error);
-            this.avoid.add(upstream.id);
-            return this.next(signal, refused);
+            (this.avoid ??= new Set()).add(upstream.id);
+            return this.next(signal, (refused ?? new Map()).set(upstream.id, error));
           }
           // The caller's own abort says nothing of the upstream; an attempt cut at its timeout or the deadline does (a hung upstream answers nothing else).
           if (call.signal.aborted || isAbort(error)) balancer.release(upstream);
           else balancer.finish(upstream, !countsAgainstUpstream(error));
-          this.avoid.clear();
+          // The next attempt avoids the upstream this one failed on (and only it: the refusals of this attempt may have lifted).
+          if (this.avoid === undefined) this.avoid = new Set();
+          else this.avoid.clear();
           this.avoid.add(upstream.id);
           throw error;
         },
@@ -310,23 +313,13 @@ function countsAgainstUpstream(error: unknown): boolean {
   return !(error instanceof UpstreamStatusError) || error.status >= 500 || error.status === 429;
 }
 
-/** The signals of requests whose response has begun to reach their caller: no attempt may follow. */
-const delivering = new WeakSet<AbortSignal>();
-
 /**
- * Marks the request on `signal` as answered: its response has started to
- * reach the caller, so a failure after this point (the body cut, the
- * deadline mid-stream) is the caller's to see, never retried.
- *
- * @internal
+ * Retry's `retryOn`: never a request whose response has begun to reach its
+ * caller (a failure after that, the body cut or the deadline mid-stream, is
+ * the caller's to see), then the user's rule, if any.
  */
-export function markDelivering(signal: AbortSignal): void {
-  delivering.add(signal);
-}
-
-/** Retry's `retryOn`: never a request already answered, then the user's rule, if any. */
 function retryOnOf(user: ((error: unknown, context: GuardContext) => boolean) | undefined): (error: unknown, context: GuardContext) => boolean {
-  return (error, context) => !delivering.has(context.signal) && (user === undefined || user(error, context));
+  return (error, context) => (context as Partial<OutgoingCall>).delivering !== true && (user === undefined || user(error, context));
 }
 
 function sum(a: RetryStats, b: RetryStats): RetryStats {

@@ -138,9 +138,19 @@ function forEachHeader(headers: RequestHeaders, each: (name: string, value: stri
 
 /** The value of header `name` (lower case) in `headers`, if set. */
 export function headerValue(headers: RequestHeaders, name: string): string | readonly string[] | undefined {
-  let found: string | readonly string[] | undefined;
+  return headerValues(headers, name, name)[0];
+}
+
+type HeaderValue = string | readonly string[] | undefined;
+
+/** The values of headers `a` and `b` (lower case) in `headers`, in one pass. */
+export function headerValues(headers: RequestHeaders, a: string, b: string): [HeaderValue, HeaderValue] {
+  const found: [HeaderValue, HeaderValue] = [undefined, undefined];
   forEachHeader(headers, (n, v) => {
-    if (v !== undefined && n.toLowerCase() === name) found = v;
+    if (v === undefined) return;
+    const lower = n.toLowerCase();
+    if (lower === a) found[0] = v;
+    if (lower === b) found[1] = v;
   });
   return found;
 }
