@@ -41,3 +41,11 @@ test("the README's shared-tier setup is the example's", () => {
   assert.ok(readme.includes("const users = new Cache<User | undefined>({ ttl: 60_000, shared: { store, namespace: 'users' } });"));
   assert.ok(readFileSync('examples/shared-tier.ts', 'utf8').includes("const users = new Cache<User | undefined>({ ttl: 60_000, shared: { store, namespace: 'users' } });"));
 });
+
+test('examples/http.ts: a deadline carried from one tier to the next, a caller with no time left dropped, low priority shed with Retry-After', () => {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', 'examples/http.ts'], { encoding: 'utf8', timeout: 30_000 });
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /the inventory was told most of the caller's 800 ms/);
+  assert.match(r.stdout, /a caller with 0 ms left: 504, the handler never ran/);
+  assert.match(r.stdout, /burst: critical 3\/3 served, low [1-5]\/5 shed with Retry-After 1/);
+});
