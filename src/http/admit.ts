@@ -6,7 +6,7 @@ import { type GuardContext } from '../guard/guard.js';
 import { ConcurrencyLimiter } from '../guard/limiter.js';
 import { type Priority } from '../guard/priority.js';
 import { type Clock } from '../time/clock.js';
-import { DEADLINE_HEADER, PRIORITY_HEADER, readPriority, readRemainingMs } from './headers.js';
+import { DEADLINE_HEADER, headerNameOption, PRIORITY_HEADER, readPriority, readRemainingMs } from './headers.js';
 import { Passage } from './passage.js';
 import { type RequestScope } from './scope.js';
 
@@ -89,9 +89,6 @@ export interface Door {
  */
 const EXPIRED: Refusal = { status: 504, body: 'deadline passed before the request started\n', retryAfter: undefined };
 
-/** Header names as node:http hands them over: lower case, an RFC 9110 token. */
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9a-z]+$/;
-
 /** @internal */
 export class Admission {
   readonly limiter: ConcurrencyLimiter;
@@ -107,8 +104,8 @@ export class Admission {
     this.clock = clockOption('clock', options.clock);
     if (options.limiter !== undefined && !isInstance(options.limiter, ConcurrencyLimiter)) throw new ConfigError('limiter must be a ConcurrencyLimiter');
     this.limiter = options.limiter ?? new ConcurrencyLimiter({ clock: this.clock });
-    this.deadlineHeader = headerName('deadlineHeader', or(options.deadlineHeader, DEADLINE_HEADER));
-    this.priorityHeader = headerName('priorityHeader', or(options.priorityHeader, PRIORITY_HEADER));
+    this.deadlineHeader = headerNameOption('deadlineHeader', or(options.deadlineHeader, DEADLINE_HEADER));
+    this.priorityHeader = headerNameOption('priorityHeader', or(options.priorityHeader, PRIORITY_HEADER));
     if (this.deadlineHeader === this.priorityHeader) throw new ConfigError(`deadlineHeader and priorityHeader must differ, both are ${this.deadlineHeader}`);
     // Zero would answer every request without a deadline header with a 504.
     this.timeout = options.timeout === undefined ? undefined : duration('timeout', options.timeout, { timer: true, positive: true });
@@ -202,9 +199,4 @@ function keyOf(req: IncomingMessage): string {
 function earlier(a: number | undefined, b: number | undefined): number | undefined {
   if (a === undefined) return b;
   return b === undefined ? a : Math.min(a, b);
-}
-
-function headerName(name: string, value: unknown): string {
-  if (typeof value !== 'string' || !TOKEN.test(value.toLowerCase())) throw new ConfigError(`${name} must be a header name (an HTTP token), got ${typeof value === 'string' ? JSON.stringify(value.slice(0, 40)) : typeof value}`);
-  return value.toLowerCase();
 }

@@ -10,7 +10,7 @@ import { checkPriority, type Priority } from '../guard/priority.js';
 import { Retry, type RetryOptions, type RetryStats } from '../guard/retry.js';
 import { AdaptiveThrottle, type AdaptiveThrottleOptions, type AdaptiveThrottleStats } from '../guard/throttle.js';
 import { type Clock } from '../time/clock.js';
-import { DEADLINE_HEADER, PRIORITY_HEADER } from './headers.js';
+import { DEADLINE_HEADER, headerNameOption, PRIORITY_HEADER } from './headers.js';
 import { UpstreamStatusError } from './upstream-status.js';
 
 /** One upstream of an {@link HttpDependency}: an origin (`http://10.0.0.7:8080`), and its share. */
@@ -169,8 +169,8 @@ export class HttpDependency {
     this.retryStatuses = new Set(arrayOption('retryStatuses', options.retryStatuses ?? RETRY_STATUSES, 'an array of status codes').map((s, i) => statusCode(s, i)));
     this.timeout = options.timeout === undefined ? undefined : duration('timeout', options.timeout, { positive: true, timer: true });
     this.priority = checkPriority('priority', options.priority);
-    this.deadlineHeader = headerName('deadlineHeader', or(options.deadlineHeader, DEADLINE_HEADER));
-    this.priorityHeader = headerName('priorityHeader', or(options.priorityHeader, PRIORITY_HEADER));
+    this.deadlineHeader = headerNameOption('deadlineHeader', or(options.deadlineHeader, DEADLINE_HEADER));
+    this.priorityHeader = headerNameOption('priorityHeader', or(options.priorityHeader, PRIORITY_HEADER));
     const balancerOptions = optionsObject('balancer', options.balancer);
     this.balancer = new Balancer<HttpUpstream>({
       ...balancerOptions,
@@ -347,9 +347,4 @@ function methodName(m: unknown, i: number): string {
 function statusCode(s: unknown, i: number): number {
   if (typeof s !== 'number' || !Number.isInteger(s) || s < 400 || s > 599) throw new ConfigError(`retryStatuses[${i}] must be an error status from 400 to 599, got ${describe(s)}`);
   return s;
-}
-
-function headerName(name: string, value: unknown): string {
-  if (typeof value !== 'string' || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(value)) throw new ConfigError(`${name} must be a header name (an RFC 9110 token), got ${describe(value)}`);
-  return value.toLowerCase();
 }

@@ -1,4 +1,4 @@
-import { HeaderError } from '../errors.js';
+import { ConfigError, describe, HeaderError } from '../errors.js';
 import { type Priority } from '../guard/priority.js';
 import { MAX_TIMER_MS } from '../time/clock.js';
 
@@ -27,6 +27,15 @@ const NAMED = ['critical', 'normal', 'low', 'background'] as const;
 const IMF_FIXDATE = /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d{2}:\d{2}:\d{2} GMT$/;
 /** A numeric priority on the wire is an integer in ±this, which every rank comparison handles exactly. */
 const MAX_NUMERIC_PRIORITY = 1_000_000;
+
+/** An RFC 9110 token, as header names are. */
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+
+/** The option `name` naming a header: a token, returned in lower case (how node:http and undici hand names over), else a {@link ConfigError}. */
+export function headerNameOption(name: string, value: unknown): string {
+  if (typeof value !== 'string' || !TOKEN.test(value)) throw new ConfigError(`${name} must be a header name (an RFC 9110 token), got ${typeof value === 'string' ? JSON.stringify(value.slice(0, 40)) : describe(value)}`);
+  return value.toLowerCase();
+}
 
 /** The one value of a header node:http or undici hands over (a string, or an array when repeated). */
 function single(name: string, value: string | readonly string[] | undefined): string | undefined {
