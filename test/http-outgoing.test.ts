@@ -249,6 +249,16 @@ describe('the answer a caller gets', () => {
     assert.equal(log.length, sent, 'nothing reached the wire');
   });
 
+  test("an upstream's throttle does not count its own breaker's refusals as the upstream refusing", { timeout: 30_000 }, async () => {
+    const bad = await upstream('503', 'open');
+    const { agent, dependency } = client({ upstreams: [bad.origin], retry: { maxAttempts: 1 }, breaker: { consecutiveFailures: 2, openFor: 60_000 } });
+    for (let i = 0; i < 2; i++) assert.equal((await call(agent, `o${i}`)).status, 503);
+    for (let i = 0; i < 20; i++) assert.ok((await call(agent, `b${i}`)).error !== undefined, 'refused locally');
+    const throttle = dependency.stats().upstreams[0]!.throttle!;
+    // With the throttle's default rule the 20 breaker refusals would be 20 more rejections: a probability near 1 that outlives the outage.
+    assert.ok(throttle.rejectionProbability < 0.5, `rejection probability ${throttle.rejectionProbability.toFixed(2)} after two 503s and twenty breaker refusals`);
+  });
+
   test("Retry-After is waited for before the retry", { timeout: 30_000 }, async () => {
     const bad = await upstream('503', 'later', '1');
     const { agent, log } = client({ upstreams: [bad.origin], retry: { maxAttempts: 2, baseDelay: 1, maxDelay: 5_000 }, breaker: false, throttle: false });

@@ -3,7 +3,7 @@ import { arrayOption, clockOption, duration, isInstance, optionsObject, or } fro
 import { ConfigError, describe, OverloadedError } from '../errors.js';
 import { type BreakerStats, CircuitBreaker, type CircuitBreakerOptions } from '../guard/breaker.js';
 import { RetryBudget, type RetryBudgetStats } from '../guard/budget.js';
-import { isAbort } from '../guard/classify.js';
+import { isAbort, isLoadTimeout, isOverloadSignal, isRefusal } from '../guard/classify.js';
 import { type Guard, type GuardContext, pipeline, startTask } from '../guard/guard.js';
 import { keyed } from '../guard/keyed.js';
 import { checkPriority, type Priority } from '../guard/priority.js';
@@ -183,7 +183,7 @@ export class HttpDependency {
     // Built now, for every upstream: a bad breaker or throttle option is a ConfigError here, not at the first request.
     for (const id of this.ids) {
       const breaker = breakerOptions === false ? undefined : new CircuitBreaker({ ...breakerOptions, clock: this.clock, isFailure: countsAgainstUpstream });
-      const throttle = throttleOptions === false ? undefined : new AdaptiveThrottle({ ...throttleOptions, clock: this.clock });
+      const throttle = throttleOptions === false ? undefined : new AdaptiveThrottle({ isRejection: refusedByUpstream, ...throttleOptions, clock: this.clock });
       this.guards.set(id, { breaker, throttle });
     }
     this.perUpstream = keyed(
@@ -311,6 +311,20 @@ class Route<T> {
 function countsAgainstUpstream(error: unknown): boolean {
   if (isAbort(error)) return false;
   return !(error instanceof UpstreamStatusError) || error.status >= 500 || error.status === 429;
+}
+
+/**
+ * The throttle's `isRejection` here: the upstream refused the request (a 503
+ * or 429, an answer that never came in time), not the breaker inside the
+ * throttle. The default would also count the breaker's `BreakerOpenError`, so
+ * every call the open breaker turned away, which never reached the upstream,
+ * kept the throttle rejecting after the upstream had recovered (found by the
+ * retry-storm test, docs/http-retry-storm.md). Such a call counts as accepted
+ * instead: the throttle has no "did not happen", and an open breaker already
+ * refuses everything, so the throttle need not add to it.
+ */
+function refusedByUpstream(error: unknown): boolean {
+  return !isRefusal(error) && (isOverloadSignal(error) || isLoadTimeout(error));
 }
 
 /**
