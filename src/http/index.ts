@@ -12,3 +12,5 @@ export { type HttpDependencyOptions, type HttpDependencyStats, HttpDependency, t
 export { damperFetch, type DamperFetch, type DamperFetchOptions } from './fetch.js';
 export { damperInterceptor } from './interceptor.js';
 export { UpstreamStatusError } from './upstream-status.js';
+export { type AdmissionOptions, type AdmissionStats } from './admit.js';
+export { type AdmissionListener, type AdmittedHandler, damperAdmission, type DamperAdmissionOptions } from './admission.js';
