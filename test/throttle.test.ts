@@ -164,7 +164,7 @@ describe('AdaptiveThrottle', () => {
       await call(t, refuse);
       await clock.advance(10);
     }
-    assert.ok(t.probability > 0.99);
+    assert.ok(t.probability > 0.99, `p = ${t.probability}`);
     // Healed. The book's formula would keep p near 1 for several windows (the
     // local rejections outweigh the trickle of accepts); here it is 0 after one.
     const healedAt = clock.now();
@@ -176,6 +176,29 @@ describe('AdaptiveThrottle', () => {
     assert.ok(local > 0, 'still throttling while the outage is in the window');
     assert.equal(t.probability, 0);
     for (let i = 0; i < 100; i++) assert.equal(await call(t, accept), 'ok');
+  });
+
+  test('a few refusals and then a healthy backend: full rate within two buckets, not a whole window (issue 17)', async () => {
+    // 40 calls a second, the first 4 refused, every later one accepted. While
+    // any refusal was in the window, local rejections counted as requests and
+    // held the probability near its start: ~75 % of calls rejected for the
+    // whole 30 s window (the retry-storm test saw it hold a tier down).
+    const clock = new VirtualClock({ seed: 1 });
+    const t = new AdaptiveThrottle({ clock }); // window 30 s in 10 buckets of 3 s
+    let calls = 0;
+    const reachedPerSecond: number[] = [];
+    for (let second = 0; second < 12; second++) {
+      let reached = 0;
+      for (let i = 0; i < 40; i++) {
+        const outcome = await call(t, () => (calls++ < 4 ? refuse() : accept()));
+        if (outcome !== 'local') reached++;
+        await clock.advance(25);
+      }
+      reachedPerSecond.push(reached);
+    }
+    assert.ok(reachedPerSecond.slice(0, 3).some((n) => n < 40), `it throttled after the refusals: ${reachedPerSecond.join(' ')}`);
+    // The refusals leave the two most recent buckets by 6 s, which then hold accepts only: from then on only refusals and accepts count.
+    assert.deepEqual(reachedPerSecond.slice(7), [40, 40, 40, 40, 40], `every call reaches the backend from the seventh second: ${reachedPerSecond.join(' ')}`);
   });
 
   test('property: after the backend heals, the throttle is back to full rate within one window', async () => {

@@ -58,7 +58,7 @@ export interface AdaptiveThrottleEvents {
  * is the share of traffic the backend was spared.
  */
 export interface AdaptiveThrottleStats {
-  /** Calls counted in the window (local rejections only while the backend refused something in it): the formula's `requests`. */
+  /** Calls counted in the window (local rejections only while a refusal is in it and the backend has not been seen healthy lately): the formula's `requests`. */
   readonly requests: number;
   /** Calls the backend accepted in the window: the formula's `accepts`. */
   readonly accepts: number;
@@ -75,6 +75,8 @@ export interface AdaptiveThrottleStats {
 const ACCEPTS = 0;
 const LOCAL = 1;
 const REJECTED = 2;
+/** "Lately": the current bucket and the one before it, so a bucket boundary forgets nothing. */
+const RECENT_BUCKETS = 2;
 
 /**
  * Client-side adaptive throttling (Google SRE book, "Handling Overload"): when
@@ -105,12 +107,21 @@ const REJECTED = 2;
  * (see `isRejection`), and the throttle engages one timeout later.
  *
  * One departure from the book, for principle 3: calls the throttle rejected
- * itself count as requests only while the window still holds a refusal (or a
- * timeout) from the backend. In the book's formula, after a total outage those
- * local rejections keep the probability near 1 after the backend heals, and only
+ * itself count as requests only while the window holds a refusal (or a
+ * timeout) and the backend has not been seen healthy lately (the two most
+ * recent buckets, 6 s by default, holding accepts and no refusal). In the book's formula, after a total outage those local
+ * rejections keep the probability near 1 after the backend heals, and only
  * the trickle of calls let through can earn it back: several windows of
- * self-inflicted failure after the trigger is gone. Here, once the backend has
- * refused nothing for one window, the throttle lets everything through.
+ * self-inflicted failure after the trigger is gone. Counting them while any
+ * refusal was left in the window was not enough either: four refusals and
+ * then a healthy backend kept about 75 % of calls rejected for the whole 30 s
+ * window, since the local rejections themselves held the probability up (the
+ * retry-storm test of issue 17 found it holding a whole tier down). Under
+ * sustained overload the backend refuses in every bucket, and in a total
+ * outage it accepts nothing, so nothing changes there (the probability stays
+ * near 1); once it has accepted and refused nothing for two buckets, the
+ * probability falls to what its refusals and accepts alone say, and a
+ * backend accepting everything it is sent is let through within seconds.
  *
  * A call the caller aborted counts for nothing, whenever it settles: it says
  * nothing about the backend. Randomness is drawn from the clock (principle 8).
@@ -150,10 +161,15 @@ export class AdaptiveThrottle implements Gate {
     this.events.off(event, listener);
   }
 
-  /** Calls that settled in the window (local rejections only while the backend refused something in it). */
+  /** Calls that settled in the window (local rejections only while a refusal is in it and the backend has not been seen healthy lately: see {@link AdaptiveThrottle}). */
   get requests(): number {
     const refused = this.counts.sum(REJECTED);
-    return this.counts.sum(ACCEPTS) + refused + (refused > 0 ? this.counts.sum(LOCAL) : 0);
+    return this.counts.sum(ACCEPTS) + refused + (refused > 0 && !this.healthyNow() ? this.counts.sum(LOCAL) : 0);
+  }
+
+  /** The backend has been seen healthy lately: the most recent buckets hold accepts and no refusal. */
+  private healthyNow(): boolean {
+    return this.counts.sum(REJECTED, RECENT_BUCKETS) === 0 && this.counts.sum(ACCEPTS, RECENT_BUCKETS) > 0;
   }
 
   /** Calls the backend accepted in the window. */
