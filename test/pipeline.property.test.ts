@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { AdaptiveThrottle, CircuitBreaker, ConcurrencyLimiter, type Guard, type GuardContext, OverloadedError, pipeline, Retry, RetryBudget, sleep, VirtualClock } from '../src/index.js';
+import { AdaptiveThrottle, type BreakerStats, CircuitBreaker, ConcurrencyLimiter, type Guard, type GuardContext, OverloadedError, pipeline, Retry, RetryBudget, sleep, VirtualClock } from '../src/index.js';
 import { NO_OPTIONS } from '../src/guard/guard.js';
 
 /** What one call does: settle after `ms`, with a value, an error, or a refusal by the dependency. */
@@ -69,7 +69,13 @@ async function replay(steps: readonly Step[], compose: (g: ReturnType<typeof sta
   }
   await clock.runUntilIdle();
   await Promise.all(calls);
-  return { results, stats: { throttle: g.throttle.stats(), limiter: g.limiter.stats(), breaker: g.breaker.stats(), retry: g.retry.stats() } };
+  // The breaker's run of failures in a row is left out: when two calls end at the same virtual instant, the
+  // order their outcomes are recorded in is a tie, which the two compositions may break differently (the
+  // fused path records from Retry's reaction, the nested one a hop later), and only that run depends on it.
+  // Seed 1423512547 found such a tie (a queued call ending with another): every decision and count agreed.
+  const breaker: { -readonly [K in keyof BreakerStats]?: BreakerStats[K] } = { ...g.breaker.stats() };
+  delete breaker.consecutiveFailures;
+  return { results, stats: { throttle: g.throttle.stats(), limiter: g.limiter.stats(), breaker, retry: g.retry.stats() } };
 }
 
 test('a pipeline that admits through its gates at once decides every call as the same guards nested one in another', async () => {
