@@ -12,11 +12,11 @@ interface User {
   name: string;
 }
 
-// Stands in for your database's two replicas: a query takes 5 ms, user "down" fails, every other id is found.
+// Stands in for your database's two replicas: a query takes 50 ms (long enough that 50 users at once overlap and queue behind the limit), user "down" fails, every other id is found.
 const replica = (name: string) => ({
   name,
   async findUser(id: string, _opts: { signal: AbortSignal }): Promise<User> {
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    await new Promise((resolve) => setTimeout(resolve, 50));
     if (id === 'down') throw new Error(`${name}: database unavailable`);
     return { id, name: `user ${id}` };
   },

@@ -50,14 +50,15 @@ const cache = new damper.Cache({ ttl: 1000 });
 cache.get('k', async () => 42).then(async (v) => {
   const esm = await import('damper');
   // The optional entries need their peer dependency to load; each must resolve for require.
-  const entries = ['damper/redis', 'damper/postgres', 'damper/sqlite', 'damper/testing', 'damper/otel', 'damper/http'].map((e) => require.resolve(e).endsWith('.js'));
-  // damper/http loads without undici (not installed here): only damperFetch needs it, at its first request.
+  const entries = ['damper/redis', 'damper/postgres', 'damper/sqlite', 'damper/testing', 'damper/otel', 'damper/http', 'damper/fastify'].map((e) => require.resolve(e).endsWith('.js'));
+  // damper/http loads without undici (not installed here): only damperFetch needs it, at its first request; damper/fastify without fastify.
   const http = require('damper/http');
-  console.log(JSON.stringify({ v, same: esm.Cache === damper.Cache, error: new damper.ConfigError('x') instanceof esm.DamperError, entries, http: typeof http.HttpDependency === 'function' && typeof http.damperInterceptor === 'function' }));
+  const fastify = require('damper/fastify');
+  console.log(JSON.stringify({ v, same: esm.Cache === damper.Cache, error: new damper.ConfigError('x') instanceof esm.DamperError, entries, http: typeof http.HttpDependency === 'function' && typeof http.damperInterceptor === 'function' && typeof http.damperAdmission === 'function' && typeof fastify.damperFastify === 'function' }));
 });`,
     );
     const { stdout } = await run(process.execPath, ['use.cjs'], { cwd: consumer });
-    assert.deepEqual(JSON.parse(stdout), { v: 42, same: true, error: true, entries: [true, true, true, true, true, true], http: true }, 'one copy of the library, whichever way it is loaded');
+    assert.deepEqual(JSON.parse(stdout), { v: 42, same: true, error: true, entries: [true, true, true, true, true, true, true], http: true }, 'one copy of the library, whichever way it is loaded');
   });
 
   test('an ES module can import it', async () => {

@@ -1,4 +1,4 @@
-import { type FastifyPluginCallback, type FastifyRequest } from 'fastify';
+import type { FastifyPluginCallback, FastifyRequest } from 'fastify';
 import { optionsObject } from '../config.js';
 import { type ConcurrencyLimiter } from '../guard/limiter.js';
 import { Admission, type AdmissionOptions, type AdmissionStats } from './admit.js';
