@@ -29,7 +29,7 @@ interface Upstream {
   readonly child: ChildProcess;
 }
 
-async function upstream(mode: 'ok' | '503' | 'stream', name: string, arg?: string): Promise<Upstream> {
+async function upstream(mode: 'ok' | '503' | 'ok-then-503' | 'stream', name: string, arg?: string): Promise<Upstream> {
   const script = fileURLToPath(new URL('./support/http-upstream.js', import.meta.url));
   const child = fork(script, arg === undefined ? [mode, name] : [mode, name, arg], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   children.push(child);
@@ -250,19 +250,26 @@ describe('the answer a caller gets', () => {
   });
 
   test("an upstream's throttle does not count its own breaker's refusals as the upstream refusing", { timeout: 30_000 }, async () => {
-    const bad = await upstream('503', 'open');
-    const { agent, dependency } = client({ upstreams: [bad.origin], retry: { maxAttempts: 1 }, breaker: { consecutiveFailures: 2, openFor: 60_000 } });
-    let answered503 = 0;
-    // Until the breaker has seen its two 503s and opened (the throttle may refuse some calls on the way: it counts the 503s), then more.
-    for (let i = 0; dependency.stats().upstreams[0]!.breaker!.state !== 'open'; i++) {
-      assert.ok(i < 100, 'the breaker opens');
-      if ((await call(agent, `o${i}`)).status === 503) answered503++;
-    }
+    // Four accepts first, so that k × accepts (2 × 4) outweighs the two 503s
+    // that open the breaker: the throttle's probability stays 0 and no draw
+    // decides when the breaker opens. (Against an upstream that only ever
+    // refused, the second 503 had to get past a throttle rejecting with
+    // probability (1 + n) / (2 + n) after n local rejections: about one run
+    // in a hundred never got it through in 100 calls, on any machine.)
+    const flipping = await upstream('ok-then-503', 'flips', '4');
+    const { agent, dependency } = client({ upstreams: [flipping.origin], retry: { maxAttempts: 1 }, breaker: { consecutiveFailures: 2, openFor: 60_000 } });
+    for (let i = 0; i < 4; i++) assert.equal((await call(agent, `a${i}`)).status, 200);
+    assert.equal((await call(agent, 'r0')).status, 503);
+    assert.equal((await call(agent, 'r1')).status, 503);
+    assert.equal(dependency.stats().upstreams[0]!.breaker!.state, 'open', 'the breaker opens at its second 503 in a row');
     for (let i = 0; i < 60; i++) assert.ok((await call(agent, `b${i}`)).error !== undefined, 'refused locally');
     const { requests, accepts, rejected } = dependency.stats().upstreams[0]!.throttle!;
-    assert.ok(requests - accepts - rejected < requests, 'some calls passed the throttle to the open breaker');
-    // All within the throttle's window: what it counted as the upstream refusing is the requests neither accepted nor refused by itself.
-    assert.equal(requests - accepts - rejected, answered503, "the throttle's upstream refusals are the 503s the upstream sent, not the breaker's refusals");
+    assert.ok(requests - rejected > 6, 'calls passed the throttle to the open breaker');
+    // All within the throttle's window: what it counted as the upstream
+    // refusing is the requests neither accepted nor refused by itself. Had it
+    // counted the open breaker's 60 refusals, this would be up to 62, and the
+    // throttle would keep rejecting after the upstream recovered.
+    assert.equal(requests - accepts - rejected, 2, "the throttle's upstream refusals are the 503s the upstream sent, not the breaker's refusals");
   });
 
   test("Retry-After is waited for before the retry", { timeout: 30_000 }, async () => {

@@ -4,16 +4,25 @@
 // .test.ts suffix).
 //
 // argv[2] is its behaviour: `ok` answers 200 with its name; `503` answers 503
-// (with `Retry-After: <argv[4]>` when given); `stream` answers 200 and sends
-// one chunk every 50 ms for argv[4] ms. argv[3] is its name. It tells the
+// (with `Retry-After: <argv[4]>` when given); `ok-then-503` answers 200 to its
+// first argv[4] requests and 503 to every later one; `stream` answers 200 and
+// sends one chunk every 50 ms for argv[4] ms. argv[3] is its name. It tells the
 // parent its port over IPC, then serves until killed.
 import { createServer } from 'node:http';
 import { type AddressInfo } from 'node:net';
 
 const [mode = 'ok', name = 'upstream', arg] = process.argv.slice(2);
 
+let served = 0;
+
 const server = createServer((req, res) => {
   const seen = { name, deadline: req.headers['x-damper-deadline-ms'] ?? null, priority: req.headers['x-damper-priority'] ?? null, id: req.headers['x-test-id'] ?? null };
+  served++;
+  if (mode === 'ok-then-503' && served > Number(arg)) {
+    res.writeHead(503, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(seen));
+    return;
+  }
   if (mode === '503') {
     res.writeHead(503, { 'content-type': 'application/json', ...(arg === undefined ? {} : { 'retry-after': arg }) });
     res.end(JSON.stringify(seen));

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { loadScenarioSource } from '../lab/lab.js';
-import { WORKERS } from '../lab/parallel.js';
+import { labThreads } from '../lab/parallel.js';
 import { sourceWithDamperConfig, type ScenarioSource } from '../lab/scenario-source.js';
 import { MAX_STEPS, runSweep, type SweepGrid, sweepJson, type SweepResult } from '../lab/sweep.js';
 import { axisTick } from '../lab/sweep-axis.js';
@@ -83,7 +83,7 @@ export async function sweepGrid(
   const elapsed = stopwatch();
   const bar = progressBar(process.stderr);
   const cells = grid.steps * grid.steps;
-  const workers = run.serial ? 1 : Math.min(WORKERS, cells);
+  const workers = run.serial ? 1 : Math.min(labThreads(), cells);
   bar.update(0, `sweep: ${cells} cells on ${workers} ${workers === 1 ? 'thread' : 'threads'}`);
   const result = await runSweep(source, grid, {
     seed: run.seed,

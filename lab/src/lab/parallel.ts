@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
+import { ConfigError } from 'damper';
 import { type ScenarioRun, type VariantName, type VariantSummary } from './results.js';
 import { revivedError, type WorkerReply } from './worker-error.js';
 import { type Scenario } from './worlds.js';
@@ -33,8 +34,23 @@ export interface WorkerTask {
   readonly reply: { readonly kind: 'run' } | { readonly kind: 'summaries'; readonly variants: readonly VariantName[] };
 }
 
-/** How many workers run at once: one per core. */
-export const WORKERS = Math.max(1, availableParallelism());
+/**
+ * How many workers run at once: one per core, or `DAMPER_LAB_THREADS` when
+ * set (a whole number from 1). A machine shared with other work (a CI runner,
+ * `npm test`, which runs a real-time test beside a sweep) gives the lab fewer
+ * threads than it has cores, so that the lab's computing does not take the
+ * cores the others wait on. A bad value is an error, not a silent default.
+ */
+export function labThreads(): number {
+  return workerCount(process.env['DAMPER_LAB_THREADS'], availableParallelism());
+}
+
+/** The worker count for a `DAMPER_LAB_THREADS` value (undefined or empty: one per core); anything else is a `ConfigError`. */
+export function workerCount(setting: string | undefined, cores: number): number {
+  if (setting === undefined || setting === '') return Math.max(1, cores);
+  if (!/^[1-9][0-9]{0,3}$/.test(setting)) throw new ConfigError(`DAMPER_LAB_THREADS must be a whole number from 1 to 9999, got ${JSON.stringify(setting)}`);
+  return Number(setting);
+}
 
 function spawn<T>(task: WorkerTask, what: string): Promise<T> {
   // From the TypeScript sources (tsx), the worker is worker.ts and needs tsx too.
@@ -62,11 +78,12 @@ function spawn<T>(task: WorkerTask, what: string): Promise<T> {
 
 /** At most one worker per core at a time. */
 const pool = (() => {
-  const limit = WORKERS;
+  let limit: number | undefined;
   let running = 0;
   const waiting: (() => void)[] = [];
   return {
     async submit<T>(task: () => Promise<T>): Promise<T> {
+      limit ??= labThreads();
       if (running >= limit) await new Promise<void>((resolve) => waiting.push(resolve));
       running++;
       try {
