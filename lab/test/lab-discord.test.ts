@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { loadScenario } from '../src/lab/lab.js';
 import { runIsolated } from '../src/lab/parallel.js';
-import { ScenarioError } from '../src/lab/scenario.js';
+import { ScenarioError, triggerEndS } from '../src/lab/scenario.js';
 import { CacheCluster, CacheNodeError } from '../src/lab/world/cache-nodes.js';
 import { type CacheClusterScenario } from '../src/lab/world/cache-cluster.js';
 import { HashRing } from '../src/lab/world/hash-ring.js';
@@ -16,11 +16,16 @@ import { scenarioDoc } from './support/scenario-doc.js';
 // so they share the machine's cores while the unit tests below run.
 const discord = loadScenario('discord-2019') as Promise<CacheClusterScenario>;
 const bySeed = new Map(SEEDS.map((seed) => [seed, discord.then((s) => runIsolated(s, seed))]));
-/** The scenario without the operators' ejection, its degraded nodes held `size` s. */
+/**
+ * The scenario without the operators' ejection, its degraded nodes held `size` s,
+ * watched 5 minutes after they recover rather than to the scenario's 16-minute
+ * horizon: the loop holds or it does not within seconds (issue 25).
+ */
 const degradedOnly = (size: number): Promise<CacheClusterScenario> =>
   discord.then((s) => {
     const base = { ...s, faults: s.faults.filter((f) => f.kind !== 'eject-nodes') };
-    return worldOf(base).trigger.resize(base, size) as CacheClusterScenario;
+    const resized = worldOf(base).trigger.resize(base, size) as CacheClusterScenario;
+    return { ...resized, durationS: triggerEndS(resized) + 300 };
   });
 const edge = new Map([1, 3].map((size) => [size, degradedOnly(size).then((s) => runIsolated(s, 1))]));
 

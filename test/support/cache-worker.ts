@@ -71,7 +71,7 @@ async function steady(): Promise<void> {
   const store = new RedisStore({ connection: { host: '127.0.0.1', port: Number(env('REDIS_PORT')), connectTimeout: 1_000, maxRetriesPerRequest: 1 } });
   const pool = new pg.Pool({ connectionString: env('PG_URL'), max: 8, connectionTimeoutMillis: 1_000 });
   pool.on('error', () => {}); // idle clients die with the server; the loader sees the next failure
-  const stats = { gets: 0, errorsHad: 0, errorsCold: 0, servedInvalid: 0, pgCalls: 0, pgOk: 0, l2Hits: 0, storeErrors: 0, watchLoads: 0, breakerState: 'closed' };
+  const stats = { gets: 0, errorsHad: 0, errorsCold: 0, servedInvalid: 0, pgCalls: 0, pgOk: 0, l2Hits: 0, storeErrors: 0, watchLoads: 0, breakerState: 'closed', errorsHadSeen: [] as string[] };
   const latency = { had: emptyHistogram(), cold: emptyHistogram() };
   const query = postgresLoader<Item, { id: number; version: number; valid: boolean }>({
     pool,
@@ -124,8 +124,10 @@ async function steady(): Promise<void> {
           if (item !== undefined && !item.valid) stats.servedInvalid++;
           had.add(id);
         },
-        () => {
+        (error: unknown) => {
           record(histogram, performance.now() - asked);
+          // The first few, by name and message, for the test's failure message: which rule let an error through.
+          if (had.has(id) && stats.errorsHadSeen.length < 5) stats.errorsHadSeen.push(`${(error as Error).name}: ${(error as Error).message}`);
           if (had.has(id)) stats.errorsHad++;
           else stats.errorsCold++;
         },
