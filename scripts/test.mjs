@@ -7,9 +7,11 @@
 // before the lab, so the real-time tests (minutes of waiting on real faults)
 // and the lab's simulations (minutes of computing) never overlap. Here every
 // step is a job with a CPU weight, and jobs start while their weights fit in
-// the cores: a real-time test weighs what it really uses (its share of one
-// core), a computing one a whole core, so waiting overlaps computing and two
-// computing jobs never share one core. Each test file is still its own
+// the cores: a computing job weighs a whole core, and the computing jobs fill
+// the cores other processes leave free; a real-time test weighs what it
+// really uses (its share of one core) and runs on top of them at a higher
+// priority. So waiting overlaps computing, two computing jobs never share one
+// core, and a real-time test never waits for one. Each test file is still its own
 // `node --test` process, and its process group is killed when it ends, so
 // nothing a file starts can outlive it and slow the files after it.
 //
@@ -96,8 +98,8 @@ const started = performance.now();
 const cpuAtStart = cpuTimes();
 const seconds = (ms) => (ms / 1000).toFixed(1);
 
-/** @typedef {{ name: string, weight: number, after: string[], cwd: string, command: string, args: string[], env?: Record<string, string>, expected: number, file?: string, node?: string }} Job */
-/** @typedef {{ job: Job, ok: boolean, ms: number, output: string }} Done */
+/** @typedef {{ name: string, weight: number, after: string[], cwd: string, command: string, args: string[], env?: Record<string, string>, expected: number, clean?: string[], file?: string, node?: string }} Job */
+/** @typedef {{ job: Job, ok: boolean, ms: number, output: string, cpuS: number | undefined }} Done */
 
 /** @type {Job[]} */
 const jobs = [];
