@@ -45,11 +45,11 @@ const FILE_LIMIT_MS = 15 * 60_000;
  * They run at normal priority and the computing jobs at `nice` 10: a
  * real-time test whose event loop stalls fails for the machine, not for the
  * code (the retry storm's naive stack at 40 % load is metastable, and a
- * stalled loop is a trigger of its own: timeouts, then retries), so it gets
- * a core whenever it asks, and the computing jobs take what is left. Any
- * file not named here is computing and weighs a whole core.
+ * stalled loop is a trigger of its own: timeouts, then retries; a proxy that
+ * adds 80 ms answers past a 300 ms attempt timeout), so it gets a core
+ * whenever it asks, and the computing jobs take what is left.
  */
-const WAITING = new Map([
+const REAL_TIME = new Map([
   // Averages 0.6; weighed above half the cores so that two (one per Node)
   // never run at once: eight workers at 750 gets/s each, two Redis and two
   // PostgreSQL servers starve one another's event loops.
@@ -61,6 +61,15 @@ const WAITING = new Map([
   ['test/fault-proxy.test.js', 0.2],
   ['test/origin-loaders.test.js', 0.4],
   ['test/observability.test.js', 0.6],
+]);
+
+/**
+ * Computing files that use less than a core (they wait on a browser or on
+ * npm), with their share: niced like every computing file, since nothing in
+ * them is timed, but weighed at what they use. Any file in neither map is
+ * computing and weighs a whole core.
+ */
+const PART_CORE = new Map([
   ['test/package.test.js', 0.7],
   ['lab/test/report.browser.test.js', 0.6],
   ['lab/test/sweep-report.browser.test.js', 0.6],
@@ -135,7 +144,7 @@ function testJobs(root, build) {
     if (only !== undefined && !source.includes(only)) return [];
     return nodes.map((n, i) => ({
       name: `${source}${nodes.length > 1 ? ` [node ${labels.get(n)}]` : ''}`,
-      weight: WAITING.get(key) ?? 1,
+      weight: REAL_TIME.get(key) ?? PART_CORE.get(key) ?? 1,
       after: [...BUILDS, build],
       cwd: root,
       command: n,
@@ -163,7 +172,7 @@ function expand() {
   jobs.push(...testJobs(ROOT, 'build the library tests (build/)'), ...testJobs(LAB, 'build the lab tests (lab/build/)'));
 }
 
-const computing = (job) => job.file === undefined || !WAITING.has(job.file);
+const computing = (job) => job.file === undefined || !REAL_TIME.has(job.file);
 /** The weight of the running jobs of one kind. */
 const load = (kind) => [...running].filter((j) => computing(j) === kind).reduce((sum, j) => sum + j.weight, 0);
 
@@ -237,7 +246,7 @@ let reaped = cpuTimes()?.children;
  * The CPU seconds of the child just reaped (with what it waited for): the
  * growth of this process's cutime + cstime since the last reap, read in the
  * 'exit' handler, when only that child has been added. Shown beside each
- * file's time, so that the weights in WAITING can be kept true.
+ * file's time, so that the weights in REAL_TIME and PART_CORE can be kept true.
  */
 function reapedCpuS() {
   const now = cpuTimes()?.children;
