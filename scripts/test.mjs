@@ -177,13 +177,17 @@ const computing = (job) => job.file === undefined || !REAL_TIME.has(job.file);
 const load = (kind) => [...running].filter((j) => computing(j) === kind).reduce((sum, j) => sum + j.weight, 0);
 
 /**
- * Whether `job` fits now. The computing jobs fill the cores the run may use,
- * one core each; the real-time ones fill the cores again on top, at their
- * shares (they preempt the niced computing jobs when they need the CPU).
+ * Whether `job` fits now. The computing jobs fill the cores the run may use
+ * (those other processes leave free), one core each; the real-time ones fill
+ * the same cores again on top, at their shares: they preempt the niced
+ * computing jobs, but not another process at normal priority, so on a busy
+ * machine they too fit in what it leaves (one of them heavier than that runs
+ * with no other real-time job beside it).
  */
 function fits(job) {
-  const limit = computing(job) ? capacity : CORES;
-  return load(computing(job)) + job.weight <= limit + 1e-9;
+  const kind = computing(job);
+  const running = load(kind);
+  return running === 0 || running + job.weight <= capacity + 1e-9;
 }
 
 /** Next jobs to start: every prerequisite done, longest expected first, while the cores have room. */
