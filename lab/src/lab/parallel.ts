@@ -76,7 +76,7 @@ function spawn<T>(task: WorkerTask, what: string): Promise<T> {
   });
 }
 
-/** At most one worker per core at a time. */
+/** At most `labThreads()` workers at a time (read at the first run). */
 const pool = (() => {
   let limit: number | undefined;
   let running = 0;
