@@ -8,6 +8,7 @@ export { type CacheOptions, type LoadOptions } from './cache/options.js';
 export { type CacheStats, type SharedTierStats } from './cache/stats.js';
 export { type RestoreOptions, type RestoreSummary, type Snapshot, type SnapshotEntry, SNAPSHOT_FORMAT, SNAPSHOT_VERSION } from './cache/snapshot.js';
 export { type SharedTierOptions } from './cache/shared-tier.js';
+export { type BusCause } from './cache/bus.js';
 export { type Validator } from './cache/validate.js';
 export { type WarmKeyOutcome, type WarmOptions, type WarmSummary } from './cache/warm.js';
 export { AbortedError, ArgumentError, BreakerOpenError, ConfigError, DamperError, DeadlineExceededError, LeaseBackoffError, LoaderError, HeaderError, LoadTimeoutError, OverloadedError, SharedTierError, ValidationError } from './errors.js';

@@ -9,6 +9,7 @@ import { ConcurrencyLimiter } from '../guard/limiter.js';
 import { type Priority } from '../guard/priority.js';
 import { MemoryStore } from '../stores/memory.js';
 import { type Clock, preciseNow, type Timer } from '../time/clock.js';
+import { type BusCause } from './bus.js';
 import { shouldRefreshEarly } from './early-refresh.js';
 import { emptyEntry, type Entry } from './entry.js';
 import { type Flight, type FlightKind, Flights, type Outcome } from './flight.js';
@@ -76,8 +77,14 @@ export interface CacheEvents {
   corrupt: (e: { readonly key: string; readonly reason: 'oversize' | 'version' | 'header' | 'json' | 'invalid' }) => void;
   /** A call to the shared tier failed or timed out. Reads carry on from memory or the origin budget. */
   sharedError: (e: { readonly operation: string; readonly error: SharedTierError }) => void;
-  /** The invalidation bus was lost (`up: false`: values in memory are fresh for at most `freshWithoutBus`) or is back. */
-  bus: (e: { readonly up: boolean }) => void;
+  /**
+   * The invalidation bus was lost (`up: false`: values in memory are fresh for
+   * at most `freshWithoutBus`) or is back, or messages on it were lost
+   * (`cause` `disconnect` or `missed`, see {@link BusCause}): every value in
+   * memory was then made stale (`staled` of them), served only while it is
+   * checked against the shared tier.
+   */
+  bus: (e: { readonly up: boolean; readonly cause: BusCause; readonly missed?: number; readonly staled: number }) => void;
 }
 
 /**
@@ -152,7 +159,7 @@ export class Cache<V> {
         ? undefined
         : new SharedTier(options.shared, this.clock, {
             invalidate: (key, how) => this.invalidate(key, how),
-            bus: (up) => this.onBus(up),
+            bus: (up, cause, missed) => this.onBus(up, cause, missed),
             corrupt: (key, reason) => this.events.emit('corrupt', { key, reason }),
             error: (operation, error) => this.events.emit('sharedError', { operation, error }),
           });
@@ -533,7 +540,8 @@ export class Cache<V> {
     const keep = !flight.superseded;
     switch (r.kind) {
       case 'hit':
-        if (keep) this.commit(key, r.value, r.freshMs, r.servableMs, r.loadMs, 'shared');
+        // Read before messages on the bus were found lost: it may predate an invalidation this process never got.
+        if (keep) this.commit(key, r.value, started < (this.shared?.lastBusGapAt ?? Number.NEGATIVE_INFINITY) ? 0 : r.freshMs, r.servableMs, r.loadMs, 'shared');
         return { ok: true, value: r.value };
       case 'loaded':
         if (keep && r.keep) this.commit(key, r.value, r.freshMs, r.freshMs + o.staleFor, r.loadMs, 'load');
@@ -695,13 +703,25 @@ export class Cache<V> {
     }
   }
 
-  /** The bus went down (or came back): while down, cap every value's freshness. */
-  private onBus(up: boolean): void {
-    if (!up && this.shared !== undefined) {
-      const cap = this.clock.now() + this.shared.freshWithoutBus;
-      for (const [, entry] of this.store.entriesOldestFirst()) if (entry.freshUntil > cap) entry.freshUntil = cap;
+  /**
+   * The bus went down (or came back), or lost messages. Down: every value's
+   * freshness is capped at `freshWithoutBus` from now. Messages lost: every
+   * value is stale from now (the last known good, served while it is checked
+   * against the shared tier), so an invalidation that never came outlives
+   * the gap by no more than the time it took to find it.
+   */
+  private onBus(up: boolean, cause: BusCause, missed: number | undefined): void {
+    let staled = 0;
+    if (this.shared !== undefined && (cause !== 'heartbeat' || !up)) {
+      const now = this.clock.now();
+      const cap = cause === 'heartbeat' ? now + this.shared.freshWithoutBus : now;
+      for (const [, entry] of this.store.entriesOldestFirst()) {
+        if (entry.freshUntil <= cap) continue;
+        entry.freshUntil = cap;
+        if (cap === now && entry.hasValue) staled++;
+      }
     }
-    this.events.emit('bus', { up });
+    this.events.emit('bus', missed === undefined ? { up, cause, staled } : { up, cause, missed, staled });
   }
 
   /**

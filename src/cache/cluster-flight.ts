@@ -75,10 +75,11 @@ export interface ClusterFlightSettings {
   readonly leaseMargin: number;
 }
 
-/** A lease granted to this process: its token, and whether it was given back (filled, failed or released). */
+/** A lease granted to this process: its token, until when (on the clock) it holds, and whether it was given back (filled, failed or released). */
 interface Held {
   readonly key: string;
   readonly token: string;
+  readonly until: number;
   returned: boolean;
 }
 
@@ -110,6 +111,8 @@ export class ClusterFlight {
   private readonly clock: Clock;
   private readonly settings: ClusterFlightSettings;
   private readonly waiters = new LeaseWaiters();
+  /** Leases granted here and not used, whose give-back the store did not take: key → token, until its ttl. */
+  private readonly owed = new Map<string, { readonly token: string; readonly until: number }>();
   private tokens = 0;
   private waits = 0;
 
@@ -142,6 +145,8 @@ export class ClusterFlight {
     const { leasePoll } = this.settings;
     let poll = Math.min(25, leasePoll);
     let seen = first;
+    // Checked without an await: the path of every key in flight keeps its ticks.
+    if (this.owed.has(r.key)) await this.settleOwed(r.key);
     for (;;) {
       const timedOut = r.hard.expired;
       if (timedOut !== undefined) {
@@ -154,10 +159,16 @@ export class ClusterFlight {
       if (seen.kind === 'unavailable') return this.unavailable(r, seen.error);
       if (seen.kind === 'hit' && !r.early) return seen;
       const token = this.token();
-      const grant = await this.store.acquire(r.key, token, this.leaseTtl(r));
-      if (!grant.ok) return seen.kind === 'hit' ? seen : this.unavailable(r, grant.error);
+      const ttlMs = this.leaseTtl(r);
+      const grant = await this.store.acquire(r.key, token, ttlMs);
+      if (!grant.ok) {
+        if (seen.kind === 'hit') return seen;
+        // The store read, then stopped answering: the stale value it gave is served, not loaded past.
+        if (seen.kind === 'stale') return { ...seen, retryInMs: this.retryAfterUnavailable() };
+        return this.unavailable(r, grant.error);
+      }
       if (grant.value.granted) {
-        const lease: Held = { key: r.key, token, returned: false };
+        const lease: Held = { key: r.key, token, until: this.clock.now() + ttlMs, returned: false };
         if (seen.kind === 'hit') return this.holdLease(r, lease, grant.value.failures); // an early refresh
         // Read and lease are two steps: a holder may have filled and dropped its lease
         // between them, so look once more before loading (else two loads for one miss).
@@ -165,6 +176,17 @@ export class ClusterFlight {
         if (again.kind === 'hit') {
           await this.release(lease);
           return again;
+        }
+        if (again.kind === 'unavailable' && (seen.kind === 'stale' || r.servable)) {
+          // The store granted the lease and then stopped answering: fail closed
+          // here too. A key with a value (the store's stale one, or ours) is
+          // not loaded while the store cannot be asked (principle 4: a hung
+          // Redis is no reason to load harder). The lease is given back
+          // without waiting on the same silent store, and again at the key's
+          // next look if the store did not take it: a lease held for nothing
+          // would make the processes with nothing to serve wait out its ttl.
+          this.abandon(lease);
+          return seen.kind === 'stale' ? { ...seen, retryInMs: this.retryAfterUnavailable() } : this.deferred(again.error);
         }
         return this.holdLease(r, lease, grant.value.failures);
       }
@@ -220,6 +242,26 @@ export class ClusterFlight {
     return this.store.release(lease.key, this.giveBack(lease));
   }
 
+  /** Gives back, without waiting, a lease this process will not use; if the store does not take it, it is owed until its ttl. */
+  private abandon(lease: Held): void {
+    void this.release(lease).then((done) => {
+      if (done.ok) return;
+      const now = this.clock.now();
+      for (const [key, owed] of this.owed) if (owed.until <= now) this.owed.delete(key);
+      this.owed.set(lease.key, { token: lease.token, until: lease.until });
+    });
+  }
+
+  /** Gives back a lease owed on `key` (see {@link abandon}), before the key is looked at again. */
+  private async settleOwed(key: string): Promise<void> {
+    const owed = this.owed.get(key);
+    if (owed === undefined) return;
+    this.owed.delete(key);
+    if (owed.until <= this.clock.now()) return;
+    const done = await this.store.release(key, owed.token);
+    if (!done.ok) this.owed.set(key, owed);
+  }
+
   /**
    * The one way to a lease's token for `fill`, `fail` or `release`: a lease
    * given back twice would be a second answer for one load (the store refuses
@@ -250,10 +292,14 @@ export class ClusterFlight {
 
   private deferred(error: unknown): Resolution<never> {
     const e = error instanceof SharedTierError || error instanceof LeaseBackoffError ? error : new SharedTierError('lookup', error);
-    // Look again when the breaker may admit a probe, spread so processes do not come back together.
+    return { kind: 'deferred', error: e, retryInMs: this.retryAfterUnavailable() };
+  }
+
+  /** When to look again at a store that did not answer: when its breaker may admit a probe, spread so processes do not come back together. */
+  private retryAfterUnavailable(): number {
     const breaker = this.store.breaker;
     const retryAfter = breaker.state === 'open' ? breaker.openFor : this.settings.leasePoll;
-    return { kind: 'deferred', error: e, retryInMs: retryAfter * (0.5 + this.clock.random()) };
+    return retryAfter * (0.5 + this.clock.random());
   }
 
   /** The lease outlives the load's deadline by the margin: a holder still inside its time keeps it. */

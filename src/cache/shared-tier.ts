@@ -5,6 +5,7 @@ import { type GuardContext, NOT_NOW, startTask } from '../guard/guard.js';
 import { type SharedBackend, type SharedRead } from '../stores/backend.js';
 import { type CorruptReason, decodeEnvelope, encodeEnvelope } from '../stores/envelope.js';
 import { type Clock, type Timer } from '../time/clock.js';
+import { type BusCause, InvalidationBus } from './bus.js';
 import { ClusterFlight, type LeaseStore, type ResolveRequest, type Resolution } from './cluster-flight.js';
 import { type SharedTierStats } from './stats.js';
 import { type Verdict } from './validate.js';
@@ -59,8 +60,11 @@ export interface SharedTierOptions {
 export interface SharedTierHooks {
   /** Another process changed `key`: `drop` (set or delete) forgets it, `expire` (a refill) keeps it as last known good, stale. */
   invalidate(key: string, how: 'drop' | 'expire'): void;
-  /** The bus was lost (`false`) or is back (`true`). */
-  bus(up: boolean): void;
+  /**
+   * The bus was lost (`up: false`) or is back (`true`), or messages on it were
+   * lost (`disconnect`, `missed`: every value in memory is to be made stale).
+   */
+  bus(up: boolean, cause: BusCause, missed: number | undefined): void;
   /** A stored envelope could not be used: it is treated as a miss. */
   corrupt(key: string, reason: CorruptReason | 'invalid'): void;
   /** A call to the store failed or timed out (the breaker counts it). */
@@ -133,8 +137,6 @@ export class SharedTier {
   private readonly store: SharedBackend;
   private readonly clock: Clock;
   private readonly timeout: number;
-  private readonly heartbeatMs: number;
-  private readonly busTimeout: number;
   readonly freshWithoutBus: number;
   private readonly maxValueChars: number;
   private readonly hooks: SharedTierHooks;
@@ -142,12 +144,8 @@ export class SharedTier {
   private readonly id: string;
   /** The leases: one load per key in flight across the cluster. */
   private readonly cluster: ClusterFlight;
-  private up = false;
-  private lastHeard = Number.NEGATIVE_INFINITY;
-  private unsubscribe: (() => Promise<void>) | undefined;
-  private subscribing = false;
-  private ticker: Timer | undefined;
-  private closed = false;
+  /** Heartbeats and numbered invalidations: whether what the other processes say reaches this one. */
+  private readonly bus: InvalidationBus;
   /** Store calls in flight, for the time-limit sweep. */
   private readonly pending = new Set<PendingCall>();
   private sweeper: Timer | undefined;
@@ -173,8 +171,8 @@ export class SharedTier {
     }
     this.namespace = namespace;
     this.timeout = duration('shared.timeout', or(options.timeout, 250), { positive: true, timer: true });
-    this.heartbeatMs = duration('shared.heartbeat', or(options.heartbeat, 1_000), { positive: true, timer: true });
-    this.busTimeout = duration('shared.busTimeout', or(options.busTimeout, 3_000), { positive: true, timer: true });
+    const heartbeatMs = duration('shared.heartbeat', or(options.heartbeat, 1_000), { positive: true, timer: true });
+    const busTimeout = duration('shared.busTimeout', or(options.busTimeout, 3_000), { positive: true, timer: true });
     this.freshWithoutBus = duration('shared.freshWithoutBus', or(options.freshWithoutBus, 1_000));
     const leasePoll = duration('shared.leasePoll', or(options.leasePoll, 200), { positive: true, timer: true });
     const leaseMargin = duration('shared.leaseMargin', or(options.leaseMargin, 1_000));
@@ -185,29 +183,50 @@ export class SharedTier {
         : new CircuitBreaker({ consecutiveFailures: 3, openFor: 500, maxOpenFor: 3_000, probeTimeout: this.timeout * 2, clock, ...optionsObject('shared.breaker', options.breaker) });
     this.id = Math.floor(clock.random() * 2 ** 32).toString(36) + Math.floor(clock.random() * 2 ** 32).toString(36);
     this.cluster = new ClusterFlight(this.leaseStore(), clock, { id: this.id, leasePoll, leaseMargin });
-    this.tick();
+    this.bus = new InvalidationBus(
+      clock,
+      {
+        publish: (message) => this.call('publish', () => this.store.publish(this.namespace, message)),
+        subscribe: (listener, interrupted) => this.call('subscribe', () => this.store.subscribe(this.namespace, listener, interrupted)),
+      },
+      {
+        message: (kind, key) => {
+          this.cluster.wake(key);
+          if (kind === 'f') this.hooks.invalidate(key, 'expire');
+          else if (kind === 's' || kind === 'd') this.hooks.invalidate(key, 'drop');
+        },
+        changed: (up, cause, missed) => this.hooks.bus(up, cause, missed),
+      },
+      { id: this.id, heartbeatMs, busTimeout },
+    );
+    this.bus.start();
   }
 
   /** True while this process hears its own heartbeats: invalidations from other processes reach it. */
   get busUp(): boolean {
-    return this.up;
+    return this.bus.isUp;
+  }
+
+  /**
+   * When this process last found that messages on the bus were lost, on the
+   * clock: a shared value read by a call that started before it may predate
+   * an invalidation that never came, and is stored stale.
+   */
+  get lastBusGapAt(): number {
+    return this.bus.lastGapAt;
   }
 
   /** What this tier has done, and its bus now (a cache's `stats().shared`). */
   stats(): SharedTierStats {
-    return { reads: this.reads, hits: this.hits, errors: this.errors, leaseWaits: this.cluster.leaseWaits, busUp: this.up };
+    return { reads: this.reads, hits: this.hits, errors: this.errors, leaseWaits: this.cluster.leaseWaits, busUp: this.bus.isUp, busGaps: this.bus.gaps };
   }
 
   /** Stops the heartbeat and leaves the bus. The store itself is the caller's to close. */
   async close(): Promise<void> {
-    this.closed = true;
-    this.ticker?.cancel();
     this.sweeper?.cancel();
     this.sweeper = undefined;
     this.cluster.wakeAll();
-    const unsubscribe = this.unsubscribe;
-    this.unsubscribe = undefined;
-    if (unsubscribe !== undefined) await unsubscribe().catch(() => {});
+    await this.bus.close();
   }
 
   /** Resolves one key in flight: the store's value if fresh, else its lease ({@link ClusterFlight}). Never rejects. */
@@ -227,8 +246,7 @@ export class SharedTier {
     // older one in the store for the other processes to serve: remove it.
     if (text === undefined) return this.remove(key);
     const done = await this.call('write', () => this.store.write(this.keyOf(key), text, freshMs + staleFor));
-    if (!done.ok) throw done.error;
-    await this.announce('s', key, true);
+    await this.tell('s', key, done);
   }
 
   /**
@@ -239,8 +257,21 @@ export class SharedTier {
    */
   async remove(key: string): Promise<void> {
     const done = await this.call('remove', () => this.store.remove(this.keyOf(key)));
+    await this.tell('d', key, done);
+  }
+
+  /**
+   * Tells the other processes of a set or delete, whether or not the store
+   * took it (a call that timed out may still have been applied; and a
+   * process that forgets its copy only reads the store again), then throws
+   * the first failure: the caller must learn that the store or the other
+   * processes may not have it. A message that cannot be sent still takes
+   * its number: the others find the hole at this process's next message.
+   */
+  private async tell(kind: 's' | 'd', key: string, done: Called<void>): Promise<void> {
+    const sent = await this.bus.send(kind, key);
     if (!done.ok) throw done.error;
-    await this.announce('d', key, true);
+    if (!sent.ok) throw sent.error;
   }
 
   // ---------------------------------------------------------------- internals
@@ -332,7 +363,7 @@ export class SharedTier {
       fail: (key, token, failures, backoffMs) => this.call('fail', () => this.store.fail(this.keyOf(key), token, failures, backoffMs)),
       release: (key, token) => this.call('release', () => this.store.release(this.keyOf(key), token)),
       encode: (key, value, staleFor, loadMs) => this.encode(key, value, staleFor, loadMs),
-      announce: (kind, key) => this.announce(kind, key),
+      announce: async (kind, key) => void (await this.bus.send(kind, key)),
       breaker: this.breaker,
     };
   }
@@ -429,72 +460,4 @@ export class SharedTier {
     }
     if (this.pending.size > 0) this.sweeper = this.clock.setTimer(this.sweep, this.timeout / 4);
   };
-
-  // ---------------------------------------------------------------- the bus
-
-  /**
-   * Publishes `kind` for `key`. Best effort for fills, failures and
-   * heartbeats (a lost message is covered by the lease poll and
-   * `freshWithoutBus`); `required` for `set` and `delete`, whose callers
-   * must learn that the other processes were not told.
-   */
-  private async announce(kind: 'f' | 's' | 'd' | 'x' | 'h', key: string, required = false): Promise<void> {
-    const sent = await this.call('publish', () => this.store.publish(this.namespace, `${kind}${this.id}|${key}`));
-    if (!sent.ok && required) throw sent.error;
-  }
-
-  private onMessage(message: string): void {
-    const bar = message.indexOf('|');
-    if (bar < 1) return;
-    const kind = message[0];
-    const origin = message.slice(1, bar);
-    if (kind === 'h') {
-      if (origin === this.id) this.heard();
-      return;
-    }
-    if (origin === this.id) return;
-    const key = message.slice(bar + 1);
-    if (key.length === 0) return;
-    this.cluster.wake(key);
-    if (kind === 'f') this.hooks.invalidate(key, 'expire');
-    else if (kind === 's' || kind === 'd') this.hooks.invalidate(key, 'drop');
-  }
-
-  private heard(): void {
-    this.lastHeard = this.clock.now();
-    if (!this.up) {
-      this.up = true;
-      this.hooks.bus(true);
-    }
-  }
-
-  /** Heartbeat: subscribe if not yet, publish, and judge the bus by when our own last heartbeat came back. */
-  private tick(): void {
-    if (this.closed) return;
-    this.ticker = this.clock.setTimer(() => this.tick(), this.heartbeatMs);
-    if (this.up && this.clock.now() - this.lastHeard > this.busTimeout) {
-      this.up = false;
-      this.hooks.bus(false);
-    }
-    if (this.unsubscribe === undefined) {
-      if (this.subscribing) return;
-      this.subscribing = true;
-      void this.subscribe();
-      return;
-    }
-    void this.announce('h', '');
-  }
-
-  private async subscribe(): Promise<void> {
-    const done = await this.call('subscribe', () => this.store.subscribe(this.namespace, (m) => this.onMessage(m)));
-    this.subscribing = false;
-    if (!done.ok) return;
-    if (this.closed) {
-      await done.value().catch(() => {});
-      return;
-    }
-    this.unsubscribe = done.value;
-    await this.announce('h', '');
-  }
 }
-

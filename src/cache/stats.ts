@@ -68,6 +68,13 @@ export interface SharedTierStats {
   readonly leaseWaits: number;
   /** Whether the invalidation bus is up now: while down, nothing in memory is fresh for longer than `freshWithoutBus`. */
   readonly busUp: boolean;
+  /**
+   * Times messages on the bus were found lost (a subscription the store
+   * reported cut, or a hole in a sender's numbering): each made every value
+   * in memory stale. Rising: subscriptions are being dropped (reconnects,
+   * failovers, Redis's `client-output-buffer-limit`).
+   */
+  readonly busGaps: number;
 }
 
 /**

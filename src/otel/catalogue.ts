@@ -118,6 +118,7 @@ const cache: TargetSpec<Cache<unknown>, CacheStats> = {
     },
     { name: 'damper.cache.shared.errors', kind: 'counter', unit: '{call}', description: 'Shared-tier calls that failed or timed out. Rising: Redis is slow or down; reads carry on from memory and the origin budget.', read: (s) => (s.shared === undefined ? [] : s.shared.errors) },
     { name: 'damper.cache.shared.lease_waits', kind: 'counter', unit: '{wait}', description: 'Waits for another process’s lease on a key. Rising: many processes want the same keys at once, and one loads for all.', read: (s) => (s.shared === undefined ? [] : s.shared.leaseWaits) },
+    { name: 'damper.cache.shared.bus_gaps', kind: 'counter', unit: '{gap}', description: 'Times messages on the invalidation bus were found lost (a subscription cut, a hole in a sender’s numbering); each made every value in memory stale. Rising: subscriptions are dropped (reconnects, failovers, output-buffer limits).', read: (s) => (s.shared === undefined ? [] : s.shared.busGaps) },
     { name: 'damper.cache.shared.bus', kind: 'gauge', unit: '1', description: '1 while the invalidation bus is up. 0: values in memory are fresh for at most freshWithoutBus.', read: (s) => (s.shared === undefined ? [] : flag(s.shared.busUp)) },
   ],
   ratios: [

@@ -62,8 +62,14 @@ export interface SharedBackend {
   /**
    * Delivers every message later published on `channel` to `listener` until
    * the returned function is called. Resolves once the subscription is live.
+   *
+   * `interrupted`, when given, is called each time the subscription may
+   * have lost messages (its connection closed; it is re-made by the backend
+   * if it can), as soon as the backend knows. A backend that cannot tell
+   * may never call it: the shared tier also finds lost messages by their
+   * numbers, at the sender's next message.
    */
-  subscribe(channel: string, listener: (message: string) => void): Promise<() => Promise<void>>;
+  subscribe(channel: string, listener: (message: string) => void, interrupted?: () => void): Promise<() => Promise<void>>;
 }
 
 /** A value read from the shared tier. */

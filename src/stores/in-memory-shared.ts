@@ -28,6 +28,8 @@ export class InMemorySharedStore implements SharedBackend {
   private readonly latencyMs: number;
   private readonly slots: SharedSlots;
   private readonly channels = new Map<string, Set<(message: string) => void>>();
+  /** The `interrupted` callbacks of the subscriptions. */
+  private readonly interruptions = new Set<() => void>();
   private readonly hung: (() => void)[] = [];
   private state: 'none' | 'hang' | 'error' = 'none';
   /**
@@ -95,7 +97,7 @@ export class InMemorySharedStore implements SharedBackend {
     });
   }
 
-  subscribe(channel: string, listener: (message: string) => void): Promise<() => Promise<void>> {
+  subscribe(channel: string, listener: (message: string) => void, interrupted?: () => void): Promise<() => Promise<void>> {
     let set = this.channels.get(channel);
     if (set === undefined) this.channels.set(channel, (set = new Set()));
     const listeners = set;
@@ -103,10 +105,22 @@ export class InMemorySharedStore implements SharedBackend {
     const wrapped = (message: string): void => {
       if (this.state === 'none' && !this.dropMessages) listener(message);
     };
+    const cut = interrupted === undefined ? undefined : (): void => interrupted();
     listeners.add(wrapped);
+    if (cut !== undefined) this.interruptions.add(cut);
     return Promise.resolve(async () => {
       listeners.delete(wrapped);
+      if (cut !== undefined) this.interruptions.delete(cut);
     });
+  }
+
+  /**
+   * Cuts every subscription for a moment, as a reconnect does: each
+   * subscriber is told it may have lost messages (on a later turn), and
+   * stays subscribed. Messages are lost only while `dropMessages` is set.
+   */
+  interruptSubscriptions(): void {
+    for (const cut of this.interruptions) this.later(cut);
   }
 
   /**

@@ -202,7 +202,7 @@ export class RedisStore implements SharedBackend {
   /** Lazily created by the first `subscribe`: a connection in subscriber mode can run nothing else. */
   private sub: Redis | Cluster | undefined;
   /** Full channel name → its listeners and the SUBSCRIBE that made it live. */
-  private readonly channels = new Map<string, { listeners: Set<(message: string) => void>; live: Promise<unknown> }>();
+  private readonly channels = new Map<string, { listeners: Set<(message: string) => void>; interrupted: Set<() => void>; live: Promise<unknown> }>();
   private closing: Promise<void> | undefined;
   /** Redis's clock as this process estimates it; undefined with the `'pttl'` freshness. */
   private readonly serverClock: ServerClock | undefined;
@@ -335,21 +335,24 @@ export class RedisStore implements SharedBackend {
    * A listener that throws does not stop the other listeners nor break the
    * connection; its error is reported with `process.emitWarning`.
    */
-  async subscribe(channel: string, listener: (message: string) => void): Promise<() => Promise<void>> {
+  async subscribe(channel: string, listener: (message: string) => void, interrupted?: () => void): Promise<() => Promise<void>> {
     if (this.closing !== undefined) throw new DamperError('CLOSED', 'RedisStore is closed');
     const name = this.channelOf(channel);
     const sub = this.subscriber();
     let entry = this.channels.get(name);
     if (entry === undefined) {
-      entry = { listeners: new Set(), live: sub.subscribe(name) };
+      entry = { listeners: new Set(), interrupted: new Set(), live: sub.subscribe(name) };
       this.channels.set(name, entry);
     }
     const current = entry;
     // Wrapped so one function subscribed twice is two subscriptions, as on Redis.
     const own = (message: string): void => listener(message);
+    const cut = interrupted === undefined ? undefined : (): void => interrupted();
     current.listeners.add(own);
+    if (cut !== undefined) current.interrupted.add(cut);
     const drop = async (): Promise<void> => {
       current.listeners.delete(own);
+      if (cut !== undefined) current.interrupted.delete(cut);
       if (current.listeners.size > 0 || this.channels.get(name) !== current) return;
       this.channels.delete(name);
       // Commands on one connection run in order, so a later SUBSCRIBE of the
@@ -393,25 +396,40 @@ export class RedisStore implements SharedBackend {
       const sub = client.isCluster ? (client as Cluster).duplicate() : (client as Redis).duplicate({ autoResubscribe: true, enableOfflineQueue: true });
       sub.on('error', ignore);
       sub.on('message', (name: string, message: string) => this.deliver(name, message));
+      // A standalone connection's close is a gap in every subscription on it
+      // (ioredis re-subscribes once reconnected). A Cluster's subscriber
+      // connection is ioredis's own and tells nothing: the shared tier finds
+      // those gaps by the messages' numbers.
+      sub.on('close', () => {
+        if (this.closing === undefined && this.sub === sub) this.interrupt();
+      });
       this.sub = sub;
     }
     return this.sub;
   }
 
+  /** Tells every subscription that messages may have been lost; a callback that throws is reported, as a listener's. */
+  private interrupt(): void {
+    for (const [name, entry] of this.channels) for (const cut of [...entry.interrupted]) this.guarded(name, () => cut());
+  }
+
   private deliver(name: string, message: string): void {
     const entry = this.channels.get(name);
     if (entry === undefined) return;
-    for (const listener of entry.listeners) {
-      try {
-        listener(message);
-      } catch (error) {
-        const stack = error instanceof Error ? error.stack : undefined;
-        process.emitWarning(`a listener of ${name} threw: ${error instanceof Error ? error.message : String(error)}`, {
-          type: 'DamperWarning',
-          code: 'DAMPER_LISTENER_ERROR',
-          ...(stack === undefined ? {} : { detail: stack }),
-        });
-      }
+    for (const listener of entry.listeners) this.guarded(name, () => listener(message));
+  }
+
+  /** Runs a subscriber's callback: one that throws stops neither the others nor the connection; its error becomes a warning. */
+  private guarded(name: string, callback: () => void): void {
+    try {
+      callback();
+    } catch (error) {
+      const stack = error instanceof Error ? error.stack : undefined;
+      process.emitWarning(`a listener of ${name} threw: ${error instanceof Error ? error.message : String(error)}`, {
+        type: 'DamperWarning',
+        code: 'DAMPER_LISTENER_ERROR',
+        ...(stack === undefined ? {} : { detail: stack }),
+      });
     }
   }
 

@@ -110,8 +110,11 @@ class Pipe {
     private readonly from: Socket,
     private readonly to: Socket,
     private readonly link: Link,
+    private readonly seen: (bytes: Buffer) => void,
   ) {
     from.on('data', (bytes: Buffer) => {
+      // Before it is queued: a watcher that stalls the link here holds this chunk too.
+      this.seen(bytes);
       this.queue.push({ at: performance.now(), bytes });
       this.queued += bytes.length;
       if (this.queued > HIGH_WATER) from.pause();
@@ -181,6 +184,7 @@ export class FaultProxy {
   private readonly links: Record<Direction, Link> = { requests: new Link(), replies: new Link() };
   private readonly open = new Set<{ client: Socket; upstream: Socket; pipes: Pipe[] }>();
   private closed: Promise<void> | undefined;
+  private watcher: ((direction: Direction, bytes: Buffer) => void) | undefined;
 
   private constructor(
     private readonly server: Server,
@@ -212,6 +216,16 @@ export class FaultProxy {
     for (const c of this.open) for (const p of c.pipes) p.kick();
   }
 
+  /**
+   * Calls `watcher` with every chunk as it arrives, before the faults apply
+   * to it: a test that stalls the proxy from the watcher (after a given
+   * reply, say) holds that chunk and everything after it. One watcher; none
+   * with `undefined`.
+   */
+  watch(watcher: ((direction: Direction, bytes: Buffer) => void) | undefined): void {
+    this.watcher = watcher;
+  }
+
   /** A healthy link both ways; bytes held by a stall or a cap go on at once. */
   reset(): void {
     this.set('both', {});
@@ -235,7 +249,11 @@ export class FaultProxy {
 
   private accept(client: Socket, host: string, port: number): void {
     const upstream = createConnection({ host, port, allowHalfOpen: true });
-    const c = { client, upstream, pipes: [new Pipe(client, upstream, this.links.requests), new Pipe(upstream, client, this.links.replies)] };
+    const c = {
+      client,
+      upstream,
+      pipes: [new Pipe(client, upstream, this.links.requests, (bytes) => this.watcher?.('requests', bytes)), new Pipe(upstream, client, this.links.replies, (bytes) => this.watcher?.('replies', bytes))],
+    };
     this.open.add(c);
     // A reset or refused connection on either side is passed on as one: the client sees its server go away.
     client.on('error', () => this.drop(c));
