@@ -63,6 +63,8 @@ const REAL_TIME = new Map([
   ['test/observability.test.js', 0.6],
   // A Redis, then a three-node Redis Cluster; subscriptions cut for real.
   ['test/bus-gap.test.js', 0.5],
+  // Expiries waited out on a Redis and a three-node Cluster.
+  ['test/backend-contract.test.js', 0.3],
   // Three processes and a load generator, 1.7 cores while it runs: weighed
   // above half so it runs beside no other real-time file. Its health checks
   // (200 ms timeout, 100 ms slow) and attempt timeout (250 ms) judge real

@@ -6,9 +6,11 @@
  * `Math.random` during a run throw, and `InMemorySharedStore` is a shared tier
  * with injectable outages (`outage = 'hang' | 'error'`) for tests without Redis.
  * Each is also exported by the main entry; this one gathers them under the
- * name of their purpose.
+ * name of their purpose. `sharedBackendContract` runs the rules every shared
+ * backend must keep against one of your own (only here).
  */
 export { VirtualClock, type VirtualClockOptions } from './time/virtual.js';
 export { forbidRealTime, type RealTimeBan, RealTimeInSimulationError } from './time/real-time-guard.js';
 export { seededRandom } from './time/random.js';
 export { InMemorySharedStore, type InMemorySharedStoreOptions } from './stores/in-memory-shared.js';
+export { type BackendUnderTest, SHARED_BACKEND_RULES, sharedBackendContract, type SharedBackendRule } from './stores/backend-contract.js';

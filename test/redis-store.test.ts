@@ -104,27 +104,8 @@ describe('RedisStore on one redis-server', () => {
     assert.deepEqual(await store.acquire(key, 't3', 10_000), { granted: true, failures: 0 });
   });
 
-  test('fill is refused after remove or write came after the lease was granted', async () => {
-    const a = unique('removed');
-    await store.acquire(a, 'tok', 10_000);
-    await store.remove(a);
-    assert.equal(await store.fill(a, 'tok', 'stale', 60_000), false);
-    assert.equal(await store.read(a), undefined);
-
-    const b = unique('written');
-    await store.acquire(b, 'tok', 10_000);
-    await store.write(b, 'explicit', 60_000);
-    assert.equal(await store.fill(b, 'tok', 'stale', 60_000), false);
-    assert.equal((await store.read(b))?.value, 'explicit');
-  });
-
-  test('fill is refused once the lease expired', async () => {
-    const key = unique('expired-lease');
-    await store.acquire(key, 'tok', 1);
-    await eventually('the 1 ms lease to expire', async () => (await raw.exists(`damper:{${key}}:l`)) === 0);
-    assert.equal(await store.fill(key, 'tok', 'late', 60_000), false);
-    assert.equal(await store.read(key), undefined);
-  });
+  // Fill refused after a write, a remove or the lease's expiry, and release
+  // by the holder only: the shared-backend contract (test/backend-contract.test.ts).
 
   test('fail: the marker blocks acquire for the backoff and reports failures; they survive into the next lease', async () => {
     const key = unique('failing');
@@ -165,21 +146,6 @@ describe('RedisStore on one redis-server', () => {
     const fttl = await raw.pttl(`damper:{${key}}:f`);
     assert.ok(fttl > 60_000 && fttl <= 80_000, `failures pttl ${fttl}`);
     assert.equal(await raw.get(`damper:{${key}}:f`), '7');
-  });
-
-  test('release drops only the holder’s lease', async () => {
-    const key = unique('release');
-    await store.acquire(key, 'mine', 10_000);
-    await store.release(key, 'not-mine');
-    assert.equal((await store.acquire(key, 'x', 10_000)).granted, false);
-    await store.release(key, 'mine');
-    assert.deepEqual(await store.acquire(key, 'x', 10_000), { granted: true, failures: 0 });
-    // release never clears a failure marker (its token can't be passed in).
-    const failed = unique('release-failed');
-    await store.acquire(failed, 't', 10_000);
-    await store.fail(failed, 't', 1, 10_000);
-    await store.release(failed, 't');
-    assert.equal((await store.acquire(failed, 'u', 10_000)).granted, false);
   });
 
   test('write drops any lease and failure count; remove drops all three keys', async () => {

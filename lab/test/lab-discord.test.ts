@@ -8,6 +8,7 @@ import { type CacheClusterScenario } from '../src/lab/world/cache-cluster.js';
 import { HashRing } from '../src/lab/world/hash-ring.js';
 import { checkScenario, type Scenario, worldOf } from '../src/lab/worlds.js';
 import { Cache, sleep, VirtualClock } from 'damper';
+import { type BackendUnderTest, sharedBackendContract } from 'damper/testing';
 import { assertBars, SEEDS } from './support/bars.js';
 import { scenarioDoc } from './support/scenario-doc.js';
 
@@ -151,58 +152,15 @@ describe('the simulated cluster as a SharedBackend', () => {
     assert.equal(await settle(clock, c.read('a')), undefined);
   });
 
-  test('one lease among concurrent callers; fill only with the token; fail leaves a marker and a count', async () => {
-    const clock = new VirtualClock({ seed: 1 });
-    const c = new CacheCluster(clock, 3, shape);
-    const grants = await settle(clock, Promise.all(Array.from({ length: 20 }, (_, i) => c.acquire('k', `t${i}`, 5000))));
-    assert.equal(grants.filter((g) => g.granted).length, 1);
-    const winner = `t${grants.findIndex((g) => g.granted)}`;
-    const loser = grants.find((g) => !g.granted);
-    assert.ok(loser !== undefined && !loser.granted && loser.holder === 'loading');
-    assert.equal(await settle(clock, c.fill('k', 'nope', 'v', 1000)), false);
-    assert.equal(await settle(clock, c.fail('k', 'nope', 1, 1000)), false);
-    assert.equal(await settle(clock, c.fail('k', winner, 2, 1000)), true);
-    const held = await settle(clock, c.acquire('k', 'x', 5000));
-    assert.ok(!held.granted && held.holder === 'failed' && held.failures === 2);
-    await clock.advance(1000);
-    const again = await settle(clock, c.acquire('k', 'y', 5000));
-    assert.deepEqual(again, { granted: true, failures: 2 }, 'the count outlives the marker');
-    assert.equal(await settle(clock, c.fill('k', 'y', 'v', 1000)), true);
-    assert.equal((await settle(clock, c.read('k')))?.value, 'v');
-    assert.deepEqual(await settle(clock, c.acquire('k', 'z', 5000)), { granted: true, failures: 0 }, 'a fill drops the count');
-  });
-
-  test('release only by the holder; write and remove drop the lease', async () => {
-    const clock = new VirtualClock({ seed: 1 });
-    const c = new CacheCluster(clock, 3, shape);
-    await settle(clock, c.acquire('k', 'a', 5000));
-    await settle(clock, c.release('k', 'b'));
-    assert.equal((await settle(clock, c.acquire('k', 'c', 5000))).granted, false);
-    await settle(clock, c.release('k', 'a'));
-    assert.equal((await settle(clock, c.acquire('k', 'c', 5000))).granted, true);
-    await settle(clock, c.write('k', 'w', 1000));
-    assert.equal(await settle(clock, c.fill('k', 'c', 'old', 1000)), false, 'a write overtakes the lease');
-    await settle(clock, c.acquire('k', 'd', 5000));
-    await settle(clock, c.remove('k'));
-    assert.equal(await settle(clock, c.fill('k', 'd', 'old', 1000)), false, 'a remove overtakes the lease');
-    assert.equal(await settle(clock, c.read('k')), undefined);
-  });
-
-  test('publish reaches every subscriber, later, until it unsubscribes', async () => {
-    const clock = new VirtualClock({ seed: 1 });
-    const c = new CacheCluster(clock, 3, shape);
-    const got: string[] = [];
-    const off = await c.subscribe('bus', (m) => got.push(`a:${m}`));
-    await c.subscribe('bus', (m) => got.push(`b:${m}`));
-    const sent = c.publish('bus', 'hello');
-    assert.deepEqual(got, [], 'never inside the publisher’s call');
-    await settle(clock, sent);
-    await clock.advance(5);
-    assert.deepEqual(got.sort(), ['a:hello', 'b:hello']);
-    await off();
-    await settle(clock, c.publish('bus', 'again'));
-    await clock.advance(5);
-    assert.deepEqual(got.sort(), ['a:hello', 'b:again', 'b:hello']);
+  // The rules every shared backend keeps (leases, fills, failure markers,
+  // overtaking writes, expiries, key spelling, the bus): written once in
+  // damper/testing and run here as against RedisStore and InMemorySharedStore.
+  describe('the shared-backend contract', () => {
+    sharedBackendContract(test, async (): Promise<BackendUnderTest> => {
+      const clock = new VirtualClock({ seed: 1 });
+      const c = new CacheCluster(clock, 3, shape);
+      return { stores: [c, c], pass: (ms) => clock.advance(ms), settle: (call) => settle(clock, call), close: async () => {} };
+    });
   });
 
   test('each call costs its node capacity: a degraded node queues and slows down; a failed one refuses', async () => {
