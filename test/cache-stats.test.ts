@@ -128,13 +128,17 @@ describe('load events: what a histogram of load times is built on', () => {
     const cache = new Cache<number>({ clock });
     const loads: number[] = [];
     cache.on('load', ({ ms }) => loads.push(ms));
+    // Bounded above by the whole get as measured around it, not by a figure a
+    // busy machine can exceed (a 0.3 ms spin preempted for 68 ms was seen).
+    const started = performance.now();
     await cache.get('k', () => {
       const until = performance.now() + 0.3;
       while (performance.now() < until);
       return 1;
     });
+    const whole = performance.now() - started;
     assert.equal(loads.length, 1);
-    assert.ok(loads[0]! >= 0.3 && loads[0]! < 50, `load took ${loads[0]} ms`);
+    assert.ok(loads[0]! >= 0.3 && loads[0]! <= whole, `load took ${loads[0]} ms, the whole get ${whole} ms`);
   });
 });
 

@@ -11,7 +11,7 @@ import { MemoryStore } from '../stores/memory.js';
 import { type Clock, preciseNow, type Timer } from '../time/clock.js';
 import { type BusCause } from './bus.js';
 import { shouldRefreshEarly } from './early-refresh.js';
-import { emptyEntry, type Entry } from './entry.js';
+import { emptyEntry, type Entry, isBackingOff, isFresh, isServable } from './entry.js';
 import { type Flight, type FlightKind, Flights, type Outcome } from './flight.js';
 import { countsAgainstKey, refusedByBudget } from './refusal.js';
 import { HardTimeout } from './hard-timeout.js';
@@ -228,9 +228,9 @@ export class Cache<V> {
     // from a plain function (measured, bench/hot-paths-ab.ts); a miss hands
     // back its flight's promise (`miss` keeps no async frame of its own).
     const entry = this.store.get(key);
-    if (entry !== undefined && entry.hasValue) {
+    if (entry !== undefined) {
       const now = this.clock.now();
-      if (now < entry.freshUntil) {
+      if (isFresh(entry, now)) {
         if (this.beta > 0 && shouldRefreshEarly(now, entry.freshUntil, entry.loadMs, this.beta, this.random)) {
           this.refresh(key, entry, loader, now);
         }
@@ -248,8 +248,7 @@ export class Cache<V> {
    */
   peek(key: string): V | undefined {
     const entry = this.store.peek(key);
-    if (entry === undefined || !entry.hasValue || this.clock.now() >= entry.staleUntil) return undefined;
-    return entry.value;
+    return isServable(entry, this.clock.now()) ? entry.value : undefined;
   }
 
   /**
@@ -321,10 +320,7 @@ export class Cache<V> {
     return warm(
       {
         clock: this.clock,
-        isFresh: (key) => {
-          const e = this.store.peek(key);
-          return e !== undefined && e.hasValue && this.clock.now() < e.freshUntil;
-        },
+        isFresh: (key) => isFresh(this.store.peek(key), this.clock.now()),
         load: (key, priority) => this.warmLoad(key, loader, priority),
       },
       keys,
@@ -341,7 +337,7 @@ export class Cache<V> {
     const now = this.clock.now();
     const entries: SnapshotEntry<V>[] = [];
     for (const [key, e] of this.store.entriesOldestFirst()) {
-      if (!e.hasValue || e.value === undefined || now >= e.staleUntil) continue;
+      if (!isServable(e, now) || e.value === undefined) continue;
       entries.push({ key, value: e.value, freshMs: Math.max(0, e.freshUntil - now), servableMs: e.staleUntil - now });
     }
     return { format: SNAPSHOT_FORMAT, version: SNAPSHOT_VERSION, entries };
@@ -403,10 +399,10 @@ export class Cache<V> {
   private async warmLoad(key: string, loader: Loader<V>, priority: Priority): Promise<WarmKeyOutcome> {
     const entry = this.store.peek(key);
     const now = this.clock.now();
-    if (entry !== undefined && entry.hasValue && now < entry.freshUntil) return { status: 'skipped' };
+    if (isFresh(entry, now)) return { status: 'skipped' };
     let flight = this.flights.get(key);
     if (flight === undefined) {
-      if (entry !== undefined && now < entry.retryAt) return entry.failures > 0 ? { status: 'failed', error: entry.error } : { status: 'skipped' };
+      if (entry !== undefined && isBackingOff(entry, now)) return entry.failures > 0 ? { status: 'failed', error: entry.error } : { status: 'skipped' };
       flight = this.start(key, entry, loader, { ...this.defaults, priority }, 'warm');
     }
     const outcome = await flight.promise;
@@ -420,12 +416,11 @@ export class Cache<V> {
       throw new AbortedError(`get("${key}") aborted before it started`, o.signal.reason);
     }
     const now = this.clock.now();
-    const servable = entry !== undefined && entry.hasValue && now < entry.staleUntil ? entry : undefined;
+    const servable = isServable(entry, now) ? entry : undefined;
 
     // Backing off after a failure (or deferred by the shared tier): answer
-    // from memory, do not touch the origin. A deferral only ever covers a key
-    // with a value; if that value has since aged out, look again now.
-    if (entry !== undefined && now < entry.retryAt && (servable !== undefined || entry.failures > 0)) {
+    // from memory, do not touch the origin.
+    if (entry !== undefined && isBackingOff(entry, now)) {
       this.counts.backoffRefusals++;
       if (servable !== undefined) return this.serveStale(key, servable, 'backoff', now);
       this.counts.errors++;
@@ -442,7 +437,7 @@ export class Cache<V> {
 
   /** Starts a background refresh of a key that has a value, unless one runs or the key backs off. */
   private refresh(key: string, entry: Entry<V>, loader: Loader<V>, now: number): void {
-    if (this.flights.has(key) || now < entry.retryAt) return;
+    if (this.flights.has(key) || isBackingOff(entry, now)) return;
     this.start(key, entry, loader, this.defaults, 'early');
   }
 
@@ -488,7 +483,7 @@ export class Cache<V> {
         const resolution = await this.shared.resolve<V>({
           key,
           hard,
-          servable: entry !== undefined && entry.hasValue && started < entry.staleUntil,
+          servable: isServable(entry, started),
           early: flight.kind === 'early',
           failures: entry?.failures ?? 0,
           deadline,
@@ -615,7 +610,7 @@ export class Cache<V> {
         leave();
         const entry = this.store.peek(key);
         const now = this.clock.now();
-        if (entry !== undefined && entry.hasValue && now < entry.staleUntil) {
+        if (isServable(entry, now)) {
           resolve(this.serveStale(key, entry, 'timeout', now));
         } else {
           this.counts.errors++;
@@ -645,7 +640,7 @@ export class Cache<V> {
     }
     const entry = this.store.peek(key);
     const now = this.clock.now();
-    if (entry !== undefined && entry.hasValue && now < entry.staleUntil) return this.serveStale(key, entry, 'error', now);
+    if (isServable(entry, now)) return this.serveStale(key, entry, 'error', now);
     this.counts.errors++;
     throw outcome.error;
   }
