@@ -55,7 +55,12 @@ const REAL_TIME = new Map([
   // PostgreSQL servers starve one another's event loops.
   ['test/chaos.test.js', 1.2],
   ['test/http-storm.test.js', 0.5],
-  ['test/http-outgoing.test.js', 0.4],
+  // Uses 0.3 of a core, but its slow upstream is 80 ms against a 300 ms
+  // attempt timeout in one event loop: weighed so that chaos's load
+  // generators (1.2) never share the cores with it. Beside chaos on Node 24 a
+  // clean run saw its loop stall past the margin, the slow upstream ejected
+  // with the 503 one, and so no room left to eject the hung one.
+  ['test/http-outgoing.test.js', 0.9],
   ['test/shared-redis.test.js', 0.6],
   ['test/redis-store.test.js', 0.3],
   ['test/fault-proxy.test.js', 0.2],
