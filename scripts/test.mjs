@@ -298,24 +298,6 @@ function finish(job, ok, ms, output, cpuS) {
   if (!ok || job.file !== undefined) process.stdout.write(output.replace(/^/gm, '  '));
 }
 
-/**
- * CPU milliseconds this process takes for a fixed piece of integer work,
- * measured once before the jobs start: the host's speed that day. /proc/stat
- * does not show it (issue 25: one commit's files took about 1.4× the CPU
- * seconds from one clean run to the next, with no other process and no
- * steal), so it is printed beside the run's times, to tell a slower machine
- * from slower code. About 115 ms on this 2-core machine on a fast day.
- */
-function calibrate() {
-  const start = process.cpuUsage();
-  let x = 0;
-  for (let i = 0; i < 20_000_000; i++) x = (x * 31 + i) | 0;
-  const used = process.cpuUsage(start);
-  // Checked, so the loop is work the compiler cannot drop.
-  if (x !== 1818990208) throw new Error(`the calibration loop gave ${x}`);
-  return (used.user + used.system) / 1000;
-}
-
 function report() {
   const all = [...done.values()];
   const failed = all.filter((d) => !d.ok);
@@ -327,7 +309,6 @@ function report() {
   const cpu = cpuShares(cpuAtStart, cpuTimes());
   if (cpu !== undefined) {
     process.stdout.write(`The machine's CPU over the run: ${cpu.ours}% this run, ${cpu.others}% other processes, ${cpu.stolen}% stolen by the host (a virtual machine's neighbours), ${cpu.idle}% idle.\n`);
-    process.stdout.write(`The host's speed: a fixed loop took ${calibrationMs.toFixed(0)} ms of CPU before the run (compare it across runs: a day when it is higher makes every file's CPU seconds higher).\n`);
     // The lab's simulations compute on every core: another busy process halves them while the waiting tests barely notice (issue 25's slowdown).
     if (cpu.others + cpu.stolen >= 15) process.stdout.write(`WARNING: ${cpu.others + cpu.stolen}% of the machine went to other work: this run's times are not this code's.\n`);
   }
@@ -394,5 +375,4 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
 
 capacity = await freeCores();
 if (capacity < CORES) process.stdout.write(`Other processes are keeping ${(CORES - capacity).toFixed(1)} of the ${CORES} cores busy: the run fills ${capacity.toFixed(1)}.\n`);
-const calibrationMs = calibrate();
 schedule();
