@@ -139,7 +139,7 @@ export class InvalidationBus {
    * not: if it is lost, the receivers see the hole at this process's next
    * message. Resolves to whether the store took it.
    */
-  async send(kind: 'f' | 's' | 'd' | 'x', key: string): Promise<Called<void>> {
+  send(kind: 'f' | 's' | 'd' | 'x', key: string): Promise<Called<void>> {
     if (NUMBERED.has(kind)) this.sent++;
     return this.transport.publish(`${kind}${this.settings.id}:${this.sent}|${key}`);
   }
@@ -220,7 +220,7 @@ export class InvalidationBus {
       void this.subscribe();
       return;
     }
-    void this.transport.publish(`h${this.settings.id}:${this.sent}|`);
+    void this.heartbeat();
   }
 
   private async subscribe(): Promise<void> {
@@ -238,6 +238,11 @@ export class InvalidationBus {
     }
     assert(this.unsubscribe === undefined, 'one subscription per bus');
     this.unsubscribe = done.value;
-    await this.transport.publish(`h${this.settings.id}:${this.sent}|`);
+    await this.heartbeat();
+  }
+
+  /** A heartbeat: heard back, it tells this process its subscription works; with its number, it shows others any set or delete of ours they missed. */
+  private heartbeat(): Promise<Called<void>> {
+    return this.transport.publish(`h${this.settings.id}:${this.sent}|`);
   }
 }
