@@ -45,7 +45,7 @@ function check(config: string, out: string): Promise<{ status: number | null; pr
 }
 
 describe('docs/lab.md, "Is my configuration safe?" (issue 12, part 5)', () => {
-  test('the shipped configuration is not safe with a smaller database; without its breaker it is', { timeout: 300_000 }, async () => {
+  test('the shipped configuration is not safe with a smaller database; without its breaker it is', async () => {
     const [unsafe, safe] = documentedOutputs();
     assert.ok(unsafe !== undefined && safe !== undefined, 'two output blocks');
     const dir = mkdtempSync(join(tmpdir(), 'damper-example-'));

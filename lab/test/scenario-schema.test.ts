@@ -7,7 +7,7 @@ import { checkScenario } from '../src/lab/worlds.js';
 import { violations } from './support/json-schema.js';
 import { scenarioDoc } from './support/scenario-doc.js';
 
-const cli = (...args: string[]) => spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { encoding: 'utf8', timeout: 120_000 });
+const cli = (...args: string[]) => spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { encoding: 'utf8' });
 type Doc = Record<string, unknown>;
 
 describe('damper lab schema: what an editor checks a scenario file against', () => {

@@ -160,7 +160,7 @@ describe('the network', () => {
 });
 
 describe('damper lab command', () => {
-  const cli = (...args: string[]) => spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { encoding: 'utf8', timeout: 120_000 });
+  const cli = (...args: string[]) => spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { encoding: 'utf8' });
   const noStack = (stderr: string): void => assert.doesNotMatch(stderr, /\n\s+at /);
 
   test('an unknown scenario: a clear message, exit 2', () => {

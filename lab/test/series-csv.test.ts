@@ -33,7 +33,7 @@ describe('--series: a run analysable outside the lab', () => {
     const file = join(dir, 'short.json');
     const doc = JSON.parse(readFileSync('scenarios/retry-storm.json', 'utf8')) as Record<string, unknown>;
     writeFileSync(file, JSON.stringify({ ...doc, name: 'short', durationS: 160 }));
-    const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'lab', file, '--series', '--out', dir], { encoding: 'utf8', timeout: 120_000 });
+    const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'lab', file, '--series', '--out', dir], { encoding: 'utf8' });
     assert.equal(r.status, 0, r.stderr);
     for (const v of ['naive', 'damper']) {
       const csv = readFileSync(join(dir, 'series', `short.${v}.csv`), 'utf8').trimEnd().split('\n');
@@ -41,7 +41,7 @@ describe('--series: a run analysable outside the lab', () => {
       // The slowdown (120–150 s) halves what the server can do: the best possible says so.
       assert.ok(Number(csv[1 + 130]!.split(',')[3]) < 100);
     }
-    const again = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'lab', '--series', 'sweep'], { encoding: 'utf8', timeout: 120_000 });
+    const again = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'lab', '--series', 'sweep'], { encoding: 'utf8' });
     assert.equal(again.status, 2);
     assert.match(again.stderr, /^damper: lab sweep takes no --series: it is an option of lab$/m);
   });
