@@ -7,6 +7,7 @@ import { type PopulationCounts, type VariantRun } from './results.js';
 import { type FaultEvent, type FaultSpanDoc, faultTimeline, type Population, type ScenarioCommon, triggerEndS, triggerStartS } from './scenario.js';
 import { sampleMs } from './delay.js';
 import { retryDelayMs } from './retry-delay.js';
+import { VerdictWatch } from './verdict-watch.js';
 import { stream, STREAMS } from './streams.js';
 import { poisson } from './traffic.js';
 
@@ -18,6 +19,21 @@ import { poisson } from './traffic.js';
  * its operator actions. A world brings only what is its own: the system its
  * requests meet (naive or damper) and what its faults do to it.
  */
+
+/**
+ * How a run ends: at the scenario's horizon (`damper lab`: every second is
+ * charted), or as soon as its verdict is decided (a sweep's cell: see
+ * {@link VerdictWatch}).
+ */
+export type RunEnd = 'horizon' | 'verdict';
+
+/** What a world's run is asked besides its scenario, variant and seed. */
+export interface RunOptions {
+  /** Called with the fraction done, once per simulated second. */
+  readonly onProgress?: ((fraction: number) => void) | undefined;
+  /** Default `'horizon'`. */
+  readonly end?: RunEnd;
+}
 
 /** One request of a client (one attempt: a retry is a request of its own). */
 export interface ClientRequest {
@@ -202,9 +218,17 @@ export class Clients<F extends FaultSpanDoc> implements World, Replies {
     if (this.inSpan(req)) this.counts[this.scenario.clients.indexOf(req.population)]!.shed++;
   }
 
-  /** Runs the scenario on the engine. */
-  run(onProgress?: (fraction: number) => void): Promise<void> {
-    return simulate({ clock: this.clock, world: this, durationMs: this.scenario.durationS * 1000, ...(onProgress === undefined ? {} : { onProgress }) });
+  /** Runs the scenario on the engine: to its horizon, or until its verdict is decided. */
+  run(options: RunOptions = {}): Promise<void> {
+    const { onProgress, end = 'horizon' } = options;
+    const watch = end === 'verdict' ? new VerdictWatch(this.recorder, this.scenario) : undefined;
+    return simulate({
+      clock: this.clock,
+      world: this,
+      durationMs: this.scenario.durationS * 1000,
+      ...(onProgress === undefined ? {} : { onProgress }),
+      ...(watch === undefined ? {} : { until: (t: number) => watch.decided(Math.floor(t / 1000)) }),
+    });
   }
 
   /** What the run measured, once it is over. */

@@ -25,6 +25,11 @@ export interface SimulateOptions {
   readonly stepMs?: number;
   /** Called with the fraction done, once per simulated second. */
   readonly onProgress?: (fraction: number) => void;
+  /**
+   * Asked once per simulated second, with the time reached (every event
+   * before `t` has happened): true ends the run there, before `durationMs`.
+   */
+  readonly until?: (t: number) => boolean;
 }
 
 /**
@@ -71,7 +76,7 @@ export async function simulate(options: SimulateOptions): Promise<void> {
         nextProgress += 1000;
         options.onProgress?.((t - start) / durationMs);
         await clock.yieldToEventLoop();
-        if (release.violation !== undefined) break;
+        if (release.violation !== undefined || options.until?.(t) === true) break;
       }
     }
     if (release.violation === undefined) options.onProgress?.(1);

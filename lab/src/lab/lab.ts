@@ -11,6 +11,7 @@ import { type ScenarioSource, scenarioSource } from './scenario-source.js';
 import { fileProblem } from './file-problem.js';
 import { RealTimeInSimulationError } from 'damper';
 import { type Scenario, worldOf } from './worlds.js';
+import { type RunOptions } from './clients.js';
 
 /** The package's root: the nearest folder above this module with a package.json (src/, dist/ and a test build all sit below it). */
 export function packageRoot(): string {
@@ -64,7 +65,7 @@ export type LabProgress = (p: { scenario: string; variant: VariantName; fraction
 export async function runScenario(scenario: Scenario, seed: number, onProgress?: (variant: VariantName, fraction: number) => void): Promise<ScenarioRun> {
   const world = worldOf(scenario);
   const variants = {} as Record<VariantName, JudgedRun>;
-  for (const variant of VARIANTS) variants[variant] = await runVariant(scenario, variant, seed, onProgress === undefined ? undefined : (f) => onProgress(variant, f));
+  for (const variant of VARIANTS) variants[variant] = await runVariant(scenario, variant, seed, { onProgress: onProgress === undefined ? undefined : (f) => onProgress(variant, f) });
   return {
     name: scenario.name,
     title: scenario.title,
@@ -83,10 +84,10 @@ export async function runScenario(scenario: Scenario, seed: number, onProgress?:
 }
 
 /** Runs one variant of a scenario and judges it. */
-async function runVariant(scenario: Scenario, variant: VariantName, seed: number, onProgress?: (fraction: number) => void): Promise<JudgedRun> {
+async function runVariant(scenario: Scenario, variant: VariantName, seed: number, options: RunOptions): Promise<JudgedRun> {
   let run;
   try {
-    run = await worldOf(scenario).run(scenario, variant, seed, onProgress);
+    run = await worldOf(scenario).run(scenario, variant, seed, options);
   } catch (error) {
     // The lab's own code never reads real time (its tests run every world under the ban); a user's module may.
     const config = scenario.damper?.config;
@@ -102,7 +103,8 @@ async function runVariant(scenario: Scenario, variant: VariantName, seed: number
  */
 export async function runSummaries(scenario: Scenario, seed: number, variants: readonly VariantName[]): Promise<Partial<Record<VariantName, VariantSummary>>> {
   const summaries: Partial<Record<VariantName, VariantSummary>> = {};
-  for (const variant of variants) summaries[variant] = (await runVariant(scenario, variant, seed)).summary;
+  // A cell keeps its verdict and figures, not its series: it ends once the verdict is decided (VerdictWatch).
+  for (const variant of variants) summaries[variant] = (await runVariant(scenario, variant, seed, { end: 'verdict' })).summary;
   return summaries;
 }
 

@@ -109,16 +109,33 @@ export class Recorder {
     this.origin[this.second(t)]!++;
   }
 
+  /** The p99 of the requests that ended in second `s`; null when none did. */
+  private p99Of(s: number): number | null {
+    const ended = this.good[s]! + this.bad[s]!;
+    return ended === 0 ? null : percentile(this.latency, s * BUCKETS, ended, 0.99);
+  }
+
   series(): Series {
     const n = this.seconds;
     const p99Ms: (number | null)[] = [];
     const hitRatio: (number | null)[] = [];
     for (let s = 0; s < n; s++) {
       const ended = this.good[s]! + this.bad[s]!;
-      p99Ms.push(ended === 0 ? null : percentile(this.latency, s * BUCKETS, ended, 0.99));
+      p99Ms.push(this.p99Of(s));
       hitRatio.push(ended === 0 ? null : round(this.hits[s]! / ended));
     }
     return { offered: [...this.offered], goodput: [...this.good], errors: [...this.bad], originQps: [...this.origin], p99Ms, hitRatio };
+  }
+
+  /**
+   * Whether second `s` met the objective: the rule of {@link healthySecond},
+   * read from the counters rather than a series, so a run can ask it while
+   * it goes on (see {@link VerdictWatch}).
+   */
+  healthy(objective: ScenarioCommon['objective'], s: number): boolean {
+    const offered = this.offered[s]!;
+    const p99 = this.p99Of(s);
+    return offered > 0 && this.good[s]! >= objective.goodputRatio * offered && p99 !== null && p99 <= objective.p99Ms;
   }
 
   summary(scenario: ScenarioCommon, series: Series): MeasuredSummary {

@@ -58,7 +58,7 @@ function cellTitle(result: SweepResult, cell: SweepCell, v: VariantName): string
   const s = summaryOf(cell, v);
   const o = outcome(s, result.quickS);
   const how = o === 'stuck' ? `stuck: not healthy again in the ${num(cell.watchedS, 0)} s watched after the trigger` : `${OUTCOME_WORDS[o]}: healthy ${num(s.recoverySeconds ?? 0, 0)} s after the trigger ended`;
-  return `${v} at ${axisAt(result.across, cell.across)}, ${axisAt(result.up, cell.up)}: ${how}; origin peak ${times(s.amplification)} baseline; goodput ${percent(s.goodputRatio)}`;
+  return `${v} at ${axisAt(result.across, cell.across)}, ${axisAt(result.up, cell.up)}: ${how}; origin peak ${times(s.amplification)} baseline; goodput ${percent(s.goodputRatio)} up to the verdict`;
 }
 
 /** An axis's title under or beside a heatmap; the load axis says what 1× is. */
@@ -174,7 +174,7 @@ function renderTable(result: SweepResult, v: VariantName): string {
     rows.push(`<tr><th scope="row">${axisTick(result.up, result.up.values[t]!)}</th>${cells.join('')}</tr>`);
   }
   return `<table class="grid" data-variant="${v}">
-<caption><span class="variant">${v}</span>: recovery time after the trigger ended; below, origin peak ÷ baseline · goodput over the run</caption>
+<caption><span class="variant">${v}</span>: recovery time after the trigger ended; below, origin peak ÷ baseline · goodput up to the verdict (a cell’s run ends once its verdict is decided)</caption>
 <thead>${head}</thead>
 <tbody>
 ${rows.join('\n')}

@@ -1,3 +1,4 @@
+import { type RunOptions } from './clients.js';
 import { type VariantName, type VariantRun } from './results.js';
 import { type Json, parseJson, type ScenarioCommon, type TriggerAxis } from './scenario.js';
 import { scenarioSchema } from './schema/index.js';
@@ -18,8 +19,8 @@ import { webFarm, type WebFarmScenario } from './world/web-farm.js';
 export interface WorldKind<S extends ScenarioCommon & { readonly world: string }> {
   /** Checks a whole scenario document of this world; every problem is a ScenarioError naming its field. */
   parse(doc: Record<string, Json>, where: string): S;
-  /** Runs one variant of the scenario at `seed`. Same scenario and seed, same result. */
-  run(scenario: S, variant: VariantName, seed: number, onProgress?: (fraction: number) => void): Promise<VariantRun>;
+  /** Runs one variant of the scenario at `seed`. Same scenario and seed, same result (to the horizon, or to the verdict: see `RunOptions`). */
+  run(scenario: S, variant: VariantName, seed: number, options?: RunOptions): Promise<VariantRun>;
   /** The origin's healthy capacity, queries/s. */
   originCapacityQps(scenario: S): number;
   /** Whether the system has a cache: without one, the report draws no hit ratio. */

@@ -1,5 +1,5 @@
 import { VirtualClock } from 'damper';
-import { Clients } from '../clients.js';
+import { Clients, type RunOptions } from '../clients.js';
 import { Recorder } from '../metrics.js';
 import { Network } from '../network.js';
 import { type VariantName, type VariantRun } from '../results.js';
@@ -50,7 +50,7 @@ export function parseCacheAside(o: Record<string, Json>, where: string): CacheAs
 /** The cache-aside world, for the registry in worlds.ts. */
 export const cacheAside: WorldKind<CacheAsideScenario> = {
   parse: parseCacheAside,
-  run: (scenario, variant, seed, onProgress) => runCacheAside(scenario, variant, seed, onProgress),
+  run: (scenario, variant, seed, options) => runCacheAside(scenario, variant, seed, options),
   originCapacityQps: (scenario) => scenario.origin.capacityQps,
   cached: true,
   trigger: spanAxis('invalid value held (s)'),
@@ -106,7 +106,7 @@ class FrontDoor {
  * Both variants get the same arrivals and keys and the same faults; they
  * differ only in their `Reader`.
  */
-export async function runCacheAside(scenario: CacheAsideScenario, variant: VariantName, seed: number, onProgress?: (fraction: number) => void): Promise<VariantRun> {
+export async function runCacheAside(scenario: CacheAsideScenario, variant: VariantName, seed: number, options: RunOptions = {}): Promise<VariantRun> {
   const clock = new VirtualClock({ seed });
   const recorder = new Recorder(scenario.durationS);
   const network = new Network(clock, scenario.network.hopDelay, seed);
@@ -151,6 +151,6 @@ export async function runCacheAside(scenario: CacheAsideScenario, variant: Varia
       everyStep: (t) => door.update(t),
     },
   );
-  await clients.run(onProgress);
+  await clients.run(options);
   return clients.result();
 }

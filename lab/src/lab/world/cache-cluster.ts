@@ -1,5 +1,5 @@
 import { Cache, type CacheOptions, CircuitBreaker, ConcurrencyLimiter, OverloadedError, pipeline, RateLimiter, type Snapshot, VirtualClock } from 'damper';
-import { type ClientRequest, Clients, type Replies } from '../clients.js';
+import { type ClientRequest, Clients, type Replies, type RunOptions } from '../clients.js';
 import { cacheOptions, damperSettings } from '../damper-config.js';
 import { Recorder } from '../metrics.js';
 import { type VariantName, type VariantRun } from '../results.js';
@@ -59,7 +59,7 @@ export function parseCacheCluster(o: Record<string, Json>, where: string): Cache
 /** The cache-cluster world, for the registry in worlds.ts. */
 export const cacheCluster: WorldKind<CacheClusterScenario> = {
   parse: parseCacheCluster,
-  run: (scenario, variant, seed, onProgress) => runCacheCluster(scenario, variant, seed, onProgress),
+  run: (scenario, variant, seed, options) => runCacheCluster(scenario, variant, seed, options),
   originCapacityQps: (scenario) => scenario.origin.capacityQps,
   cached: true,
   trigger: spanAxis('nodes degraded (s)'),
@@ -89,7 +89,7 @@ interface ClusterReader {
  * Both variants get the same arrivals, keys and processes, and the same
  * faults; they differ only in their read path.
  */
-export async function runCacheCluster(scenario: CacheClusterScenario, variant: VariantName, seed: number, onProgress?: (fraction: number) => void): Promise<VariantRun> {
+export async function runCacheCluster(scenario: CacheClusterScenario, variant: VariantName, seed: number, options: RunOptions = {}): Promise<VariantRun> {
   const clock = new VirtualClock({ seed });
   const recorder = new Recorder(scenario.durationS);
   const network = new Network(clock, scenario.network.hopDelay, seed);
@@ -124,7 +124,7 @@ export async function runCacheCluster(scenario: CacheClusterScenario, variant: V
 
   // No stack traces are captured during the run: the engine's `simulate` sees to that.
   try {
-    await clients.run(onProgress);
+    await clients.run(options);
   } finally {
     await reader.close();
   }

@@ -1,5 +1,5 @@
 import { ConcurrencyLimiter, DeadlineExceededError, OverloadedError, type Guard, type GuardContext, pipeline, Retry, type Timer, VirtualClock } from 'damper';
-import { Clients } from '../clients.js';
+import { Clients, type RunOptions } from '../clients.js';
 import { damperSettings, type DamperSettings } from '../damper-config.js';
 import { Recorder } from '../metrics.js';
 import { Network } from '../network.js';
@@ -98,7 +98,7 @@ export function parseRetryStorm(o: Record<string, Json>, where: string): RetrySt
 /** The retry-storm world, for the registry in worlds.ts. */
 export const retryStorm: WorldKind<RetryStormScenario> = {
   parse: parseRetryStorm,
-  run: (scenario, variant, seed, onProgress) => runRetryStorm(scenario, variant, seed, onProgress),
+  run: (scenario, variant, seed, options) => runRetryStorm(scenario, variant, seed, options),
   originCapacityQps: (scenario) => (scenario.server.workers * 1000) / scenario.server.baseServiceMs,
   cached: false,
   trigger: spanAxis('trigger held (s)'),
@@ -254,7 +254,7 @@ function damperStack(clock: VirtualClock, recorder: Recorder, server: Server, sc
  * arrivals and the same faults; they differ only in the client stack and the
  * server's admission.
  */
-export async function runRetryStorm(scenario: RetryStormScenario, variant: VariantName, seed: number, onProgress?: (fraction: number) => void): Promise<VariantRun> {
+export async function runRetryStorm(scenario: RetryStormScenario, variant: VariantName, seed: number, options: RunOptions = {}): Promise<VariantRun> {
   const clock = new VirtualClock({ seed });
   const recorder = new Recorder(scenario.durationS);
   const network = new Network(clock, scenario.network.hopDelay, seed);
@@ -290,6 +290,6 @@ export async function runRetryStorm(scenario: RetryStormScenario, variant: Varia
       },
     },
   );
-  await clients.run(onProgress);
+  await clients.run(options);
   return clients.result();
 }

@@ -1,5 +1,5 @@
 import { type Cache, VirtualClock } from 'damper';
-import { type ClientRequest, Clients, type Replies } from '../clients.js';
+import { type ClientRequest, Clients, type Replies, type RunOptions } from '../clients.js';
 import { cacheOptions, damperSettings, type DamperSettings } from '../damper-config.js';
 import { Recorder } from '../metrics.js';
 import { Network } from '../network.js';
@@ -66,7 +66,7 @@ export function parseService(o: Record<string, Json>, where: string): ServiceSce
 
 export const service: WorldKind<ServiceScenario> = {
   parse: parseService,
-  run: (scenario, variant, seed, onProgress) => runService(scenario, variant, seed, onProgress),
+  run: (scenario, variant, seed, options) => runService(scenario, variant, seed, options),
   originCapacityQps: (scenario) => scenario.database?.capacityQps ?? serverCapacityQps(scenario),
   // The report's hit-ratio chart: without a cache tier every answer waited (0 %).
   cached: true,
@@ -134,7 +134,7 @@ function requestPath(clock: VirtualClock, scenario: ServiceScenario, variant: Va
  * same faults; they differ in the client tiers, the front, the servers'
  * admission and the cache.
  */
-export async function runService(scenario: ServiceScenario, variant: VariantName, seed: number, onProgress?: (fraction: number) => void): Promise<VariantRun> {
+export async function runService(scenario: ServiceScenario, variant: VariantName, seed: number, options: RunOptions = {}): Promise<VariantRun> {
   const clock = new VirtualClock({ seed });
   const recorder = new Recorder(scenario.durationS);
   const network = new Network(clock, scenario.network.hopDelay, seed);
@@ -180,7 +180,7 @@ export async function runService(scenario: ServiceScenario, variant: VariantName
     },
   );
   try {
-    await clients.run(onProgress);
+    await clients.run(options);
   } finally {
     path.close();
     data?.cache?.close();

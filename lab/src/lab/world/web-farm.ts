@@ -1,6 +1,6 @@
 import { VirtualClock } from 'damper';
 import { damperSettings } from '../damper-config.js';
-import { Clients } from '../clients.js';
+import { Clients, type RunOptions } from '../clients.js';
 import { Recorder } from '../metrics.js';
 import { Network } from '../network.js';
 import { type VariantName, type VariantRun } from '../results.js';
@@ -59,7 +59,7 @@ export function parseWebFarm(o: Record<string, Json>, where: string): WebFarmSce
 /** The web-farm world, for the registry in worlds.ts. */
 export const webFarm: WorldKind<WebFarmScenario> = {
   parse: parseWebFarm,
-  run: (scenario, variant, seed, onProgress) => runWebFarm(scenario, variant, seed, onProgress),
+  run: (scenario, variant, seed, options) => runWebFarm(scenario, variant, seed, options),
   originCapacityQps: (scenario) => scenario.origin.capacityQps,
   cached: true,
   trigger: spanAxis('server hung (s)', (s) => s.faults.find((f) => f.kind === 'hang-server')!),
@@ -76,7 +76,7 @@ export const webFarm: WorldKind<WebFarmScenario> = {
  * arrivals and pages, the same servers and database, and the same faults; they
  * differ in the balancer and in what runs on the servers.
  */
-export async function runWebFarm(scenario: WebFarmScenario, variant: VariantName, seed: number, onProgress?: (fraction: number) => void): Promise<VariantRun> {
+export async function runWebFarm(scenario: WebFarmScenario, variant: VariantName, seed: number, options: RunOptions = {}): Promise<VariantRun> {
   const clock = new VirtualClock({ seed });
   const recorder = new Recorder(scenario.durationS);
   const network = new Network(clock, scenario.network.hopDelay, seed);
@@ -132,7 +132,7 @@ export async function runWebFarm(scenario: WebFarmScenario, variant: VariantName
   );
 
   try {
-    await clients.run(onProgress);
+    await clients.run(options);
   } finally {
     door.close();
     for (const s of servers) if (s instanceof DamperServer) s.close();

@@ -1,0 +1,45 @@
+import { type Recorder } from './metrics.js';
+import { type ScenarioCommon, triggerEndS } from './scenario.js';
+
+/**
+ * Whether a run's verdict is decided while it goes on: what lets a sweep's
+ * cell end there instead of at the scenario's horizon (issue 29, part 2).
+ *
+ * The verdict is the summary's: recovered at the first second after the
+ * trigger's end that starts `holdS` healthy seconds in a row, else stuck.
+ * Both are decided before the horizon, and nothing later can change them:
+ * - recovered, once such a streak has been seen (the summary takes the first);
+ * - stuck, once the seconds left could not hold a streak of `holdS` even if
+ *   every one of them were healthy (which saves at most `holdS` seconds of a
+ *   stuck cell: a rule that guessed more would be a guess).
+ * A second is read only once it is over (every request that ended in it has
+ * been counted: see {@link Recorder.ended}), and never before the trigger
+ * window is over, which the judgement reads whole. So a run ended here
+ * reports the same recovery second, to the second, as the run to its horizon;
+ * its other figures (origin peak, goodput) cover the part that ran.
+ */
+export class VerdictWatch {
+  /** The next whole second to read. */
+  private next: number;
+  /** Healthy seconds in a row, up to `next`. */
+  private streak = 0;
+  private readonly triggerOverAt: number;
+
+  constructor(
+    private readonly recorder: Recorder,
+    private readonly scenario: ScenarioCommon,
+  ) {
+    this.next = Math.floor(triggerEndS(scenario));
+    this.triggerOverAt = Math.ceil(triggerEndS(scenario));
+  }
+
+  /** True when nothing after the first `overS` whole seconds of the run can change its verdict. */
+  decided(overS: number): boolean {
+    if (overS < this.triggerOverAt) return false;
+    const { holdS } = this.scenario.objective;
+    const end = Math.min(overS, this.recorder.seconds);
+    for (; this.next < end && this.streak < holdS; this.next++) this.streak = this.recorder.healthy(this.scenario.objective, this.next) ? this.streak + 1 : 0;
+    if (this.streak >= holdS) return true;
+    return this.streak + (this.recorder.seconds - end) < holdS;
+  }
+}

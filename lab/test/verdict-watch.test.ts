@@ -1,0 +1,109 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import fc from 'fast-check';
+import { loadScenarioSource, runScenario, runSummaries } from '../src/lab/lab.js';
+import { VARIANTS } from '../src/lab/results.js';
+import { Recorder } from '../src/lab/metrics.js';
+import { type ScenarioCommon } from '../src/lab/scenario.js';
+import { scenarioSource } from '../src/lab/scenario-source.js';
+import { cellScenarioAt } from '../src/lab/sweep-axis.js';
+import { VerdictWatch } from '../src/lab/verdict-watch.js';
+
+/**
+ * A sweep's cell ends at its verdict (issue 29, part 2): proven here to give
+ * the verdict and the recovery second of the run to the horizon, first as a
+ * property of the rule over any run of healthy and unhealthy seconds, then on
+ * a real grid whose cells recover and stick.
+ */
+
+/** A scenario of `seconds` seconds whose trigger ends at `triggerEndS`, holding `holdS` healthy seconds to recover. */
+function scenarioOf(seconds: number, triggerEndS: number, holdS: number): ScenarioCommon {
+  return {
+    durationS: seconds,
+    baseline: { fromS: 0, toS: 1 },
+    objective: { p99Ms: 100, goodputRatio: 0.9, holdS },
+    faults: [{ kind: 'slowdown', startS: 0, endS: triggerEndS, trigger: true }],
+  } as unknown as ScenarioCommon;
+}
+
+/** Second `s` of `recorder`: ten requests, all answered in 1 ms when healthy, all failed when not. */
+function fill(recorder: Recorder, s: number, healthy: boolean): void {
+  for (let i = 0; i < 10; i++) {
+    recorder.started(s * 1000 + i);
+    recorder.ended(s * 1000 + i, s * 1000 + i + 1, healthy ? 'good' : 'bad');
+  }
+}
+
+const verdictOf = (recorder: Recorder, scenario: ScenarioCommon) => {
+  const { recovered, recoverySeconds } = recorder.summary(scenario, recorder.series());
+  return { recovered, recoverySeconds };
+};
+
+describe('a cell ends at its verdict', () => {
+  test('property: the run ended where the watch says gives the verdict and recovery second of the whole run', () => {
+    fc.assert(
+      fc.property(fc.array(fc.boolean(), { minLength: 1, maxLength: 80 }), fc.integer({ min: 1, max: 10 }), fc.nat(), fc.boolean(), (healthy, holdS, end, half) => {
+        const seconds = healthy.length;
+        const triggerEndS = Math.min(end % seconds, seconds - 1) + (half ? 0.5 : 0);
+        const scenario = scenarioOf(seconds, triggerEndS, holdS);
+        const whole = new Recorder(seconds);
+        healthy.forEach((h, s) => fill(whole, s, h));
+        // The run as the engine would end it: asked after each whole second, with that second over.
+        const partial = new Recorder(seconds);
+        const watch = new VerdictWatch(partial, scenario);
+        let over = 0;
+        while (over < seconds && !watch.decided(over)) fill(partial, over, healthy[over++]!);
+        assert.ok(over === seconds || over >= Math.ceil(triggerEndS), `decided at ${over} s, before the trigger window was over`);
+        assert.deepEqual(verdictOf(partial, scenario), verdictOf(whole, scenario), `ended after ${over} of ${seconds} s`);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  test('a recovery is decided at the end of its streak; a stuck run once the streak cannot fit', () => {
+    // Trigger over at 10 s, 3 healthy seconds to recover, 30 s in all.
+    const scenario = scenarioOf(30, 10, 3);
+    const recorder = new Recorder(30);
+    const watch = new VerdictWatch(recorder, scenario);
+    for (let s = 0; s < 12; s++) fill(recorder, s, s !== 11);
+    assert.equal(watch.decided(10), false, 'nothing read before the trigger window is over');
+    assert.equal(watch.decided(12), false, 'one healthy second, then one not');
+    for (let s = 12; s < 15; s++) fill(recorder, s, true);
+    assert.equal(watch.decided(14), false, 'two in a row');
+    assert.equal(watch.decided(15), true, 'three in a row: recovered at 12 s, 2 s after the trigger');
+    assert.equal(verdictOf(recorder, scenario).recoverySeconds, 2);
+
+    const stuck = new Recorder(30);
+    const never = new VerdictWatch(stuck, scenario);
+    for (let s = 0; s < 28; s++) fill(stuck, s, false);
+    assert.equal(never.decided(27), false, 'three seconds left could still hold three healthy ones');
+    assert.equal(never.decided(28), true, 'two left cannot');
+  });
+
+  test('retry-storm: a cell that recovers and one that sticks end with the verdicts and figures of the run to the horizon', async () => {
+    // The sweep test's grid's corners (half load and a 5 s slowdown: naive recovers; 1.5× and 55 s: it is stuck), watched a minute after the trigger.
+    const shipped = await loadScenarioSource('retry-storm');
+    const source = scenarioSource(JSON.stringify({ ...(shipped.doc as Record<string, unknown>), durationS: 120 + 55 + 60 }), shipped.where, shipped.path);
+    const verdicts = new Set<boolean>();
+    for (const [load, trigger] of [
+      [0.5, 5],
+      [1.5, 55],
+    ] as const) {
+      const scenario = cellScenarioAt(source, [[{ kind: 'load' }, load], [{ kind: 'trigger' }, trigger]], 'removed');
+      const ended = await runSummaries(scenario, 1, VARIANTS);
+      const full = await runScenario(scenario, 1);
+      for (const v of VARIANTS) {
+        const cut = ended[v]!;
+        const whole = full.variants[v].summary;
+        const where = `${v} at ${load}× × ${trigger} s`;
+        assert.equal(cut.recovered, whole.recovered, where);
+        assert.equal(cut.recoverySeconds, whole.recoverySeconds, where);
+        // The peak over the part run: never above the whole run's (at half load and a 5 s slowdown, a later minute beat the trigger's).
+        assert.ok(cut.amplification <= whole.amplification, `${where}: ${cut.amplification} ≤ ${whole.amplification}`);
+        assert.ok(cut.simulatedRequests < whole.simulatedRequests, `${where}: ended before the horizon (${cut.simulatedRequests} of ${whole.simulatedRequests} requests)`);
+        verdicts.add(whole.recovered);
+      }
+    }
+    assert.deepEqual([...verdicts].sort(), [false, true], 'cells of both verdicts');
+  });
+});
