@@ -222,4 +222,37 @@ describe('degrade, do not redirect: no lease, no load for a key that can be serv
     assert.equal(w.loads, 1);
     assertLeasesGivenBack(w);
   });
+
+  test('granted, then the store stops answering: no load; the lease it could not give back is given back at its next look, not left to its ttl', async () => {
+    const w = world(2);
+    // Process 0's store falls silent (refuses) right after granting it the lease.
+    const log: LeaseLog = { granted: [], returned: [] };
+    const inner = leaseStore(w, log, true);
+    const silentAfterGrant: LeaseStore = {
+      ...inner,
+      async acquire(key, token, ttlMs) {
+        const grant = await inner.acquire(key, token, ttlMs);
+        if (grant.ok && grant.value.granted) w.store.outage = 'error';
+        return grant;
+      },
+    };
+    const p0 = new ClusterFlight(silentAfterGrant, w.clock, { id: 'p0', leasePoll: 200, leaseMargin: 1_000 });
+    const first = request(w, loader(w, 40), { servable: true });
+    const answer = await within(w, 100, p0.resolve(first));
+    first.hard.cancel();
+    assert.equal(answer.kind, 'deferred', 'a process with a value serves it and loads nothing');
+    assert.equal(w.loads, 0);
+    assert.equal(log.returned.length, 1, 'it tried to give the lease back');
+
+    // The store answers again. Without the give-back, process 1 (nothing to serve) would wait out the lease's ttl (11 s).
+    w.store.outage = 'none';
+    const again = request(w, loader(w, 40), { servable: true });
+    const waiting = request(w, loader(w, 40));
+    const [, loaded] = await within(w, 1_000, Promise.all([p0.resolve(again), w.processes[1]!.flight.resolve(waiting)]));
+    again.hard.cancel();
+    waiting.hard.cancel();
+    assert.equal(loaded!.kind, 'loaded', 'the other process got the lease within a second, and loaded');
+    assert.equal(w.loads, 1);
+    assert.equal(log.returned.filter((t) => t === log.granted[0]).length, 2, 'the owed lease was given back again, by its own token');
+  });
 });
