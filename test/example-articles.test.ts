@@ -148,12 +148,19 @@ test('examples/articles: a hung instance is ejected, the other never; a cold res
   const bSnap = snap.upstreams.find((u) => u.id === 'b')!;
   const firstOut = snap.events.find((e) => e.id === 'a' && (e.event === 'eject' || e.event === 'health-fail') && e.at >= hungAt);
   const aEjectedAt = snap.events.find((e) => e.id === 'a' && e.event === 'eject' && e.at >= hungAt)?.at;
-  t.diagnostic(`front after the spike: a ${aSnap.state} (${aSnap.ejections} ejections), b ${bSnap.state} (${bSnap.ejections}); a ejected ${aEjectedAt === undefined ? 'never' : `${aEjectedAt - hungAt} ms`} after the hang, first failed probe/ejection ${firstOut === undefined ? 'none' : `${firstOut.at - hungAt} ms`}`);
+  // Out of rotation when it hung: ejected before the hang (its answers timed out on a machine this busy) and not restored since.
+  // Seen once in a clean run (Node 20, the host in a slow phase): one ejection, before the hang; after it, failed probes kept it out.
+  const before = snap.events.filter((e) => e.id === 'a' && e.at < hungAt && (e.event === 'eject' || e.event === 'restore'));
+  const outAtHang = before.at(-1)?.event === 'eject';
+  t.diagnostic(
+    `front after the spike: a ${aSnap.state} (${aSnap.ejections} ejections), b ${bSnap.state} (${bSnap.ejections}); a ejected ${aEjectedAt === undefined ? 'never' : `${aEjectedAt - hungAt} ms`} after the hang, first failed probe/ejection ${firstOut === undefined ? 'none' : `${firstOut.at - hungAt} ms`}; before the hang: ${JSON.stringify(before.map((e) => ({ ...e, at: e.at - hungAt })))}`,
+  );
 
   assert.ok(successRate >= 0.99, `success rate ${successRate} through the hang`);
   assert.ok(spikeP99 < 1_000, `p99 ${spikeP99} ms`);
   assert.notEqual(aSnap.state, 'healthy', 'the hung instance is out of rotation');
-  assert.ok(aEjectedAt !== undefined && aEjectedAt - hungAt < 2_000, 'the hung instance is ejected within a few health-check intervals');
+  assert.ok((aEjectedAt !== undefined && aEjectedAt - hungAt < 2_000) || outAtHang, 'the hung instance is ejected within a few health-check intervals (or was out already when it hung)');
+  assert.ok(!snap.events.some((e) => e.id === 'a' && e.event === 'restore' && e.at >= hungAt), 'the hung instance is never restored while it hangs');
   assert.equal(bSnap.state, 'healthy', 'the other instance is never out');
   assert.equal(bSnap.ejections, 0);
   assert.ok(!snap.events.some((e) => e.id === 'b' && e.event === 'eject'), 'b never ejected');
