@@ -54,7 +54,16 @@ describe('a cell ends at its verdict', () => {
         let over = 0;
         while (over < seconds && !watch.decided(over)) fill(partial, over, healthy[over++]!);
         assert.ok(over === seconds || over >= Math.ceil(triggerEndS), `decided at ${over} s, before the trigger window was over`);
-        assert.deepEqual(verdictOf(partial, scenario), verdictOf(whole, scenario), `ended after ${over} of ${seconds} s`);
+        // The definition, written out here: the first second from the trigger's end that starts holdS healthy ones in a row.
+        const from = Math.floor(triggerEndS);
+        let recoverySeconds: number | null = null;
+        for (let s = from, run = 0; s < seconds && recoverySeconds === null; s++) {
+          run = healthy[s] ? run + 1 : 0;
+          if (run === holdS) recoverySeconds = s - holdS + 1 - from;
+        }
+        const expected = { recovered: recoverySeconds !== null, recoverySeconds };
+        assert.deepEqual(verdictOf(whole, scenario), expected, 'the whole run');
+        assert.deepEqual(verdictOf(partial, scenario), expected, `ended after ${over} of ${seconds} s`);
       }),
       { numRuns: 2000 },
     );

@@ -1,5 +1,6 @@
 import { type MeasuredSummary, type Series } from './results.js';
-import { type ScenarioCommon, triggerEndS, triggerStartS } from './scenario.js';
+import { type ScenarioCommon, triggerStartS } from './scenario.js';
+import { VerdictWatch } from './verdict-watch.js';
 
 /**
  * Per-second counters and latency histograms of one simulated run, and the
@@ -133,26 +134,16 @@ export class Recorder {
    * it goes on (see {@link VerdictWatch}).
    */
   healthy(objective: ScenarioCommon['objective'], s: number): boolean {
-    const offered = this.offered[s]!;
-    const p99 = this.p99Of(s);
-    return offered > 0 && this.good[s]! >= objective.goodputRatio * offered && p99 !== null && p99 <= objective.p99Ms;
+    return meetsObjective(objective, this.offered[s]!, this.good[s]!, this.p99Of(s));
   }
 
   summary(scenario: ScenarioCommon, series: Series): MeasuredSummary {
     const triggerStart = triggerStartS(scenario);
-    const triggerEnd = triggerEndS(scenario);
-    const { objective, baseline } = scenario;
-    const healthy = (s: number): boolean => healthySecond(objective, series, s);
-    // Recovery: the first second from the trigger's end that starts `holdS` healthy seconds in a row.
-    let recoverySeconds: number | null = null;
-    let run = 0;
-    for (let s = Math.floor(triggerEnd); s < this.seconds; s++) {
-      run = healthy(s) ? run + 1 : 0;
-      if (run === objective.holdS) {
-        recoverySeconds = s - objective.holdS + 1 - Math.floor(triggerEnd);
-        break;
-      }
-    }
+    const { baseline } = scenario;
+    // Recovery: the first second from the trigger's end that starts `holdS` healthy seconds in a row (read over the whole run).
+    const watch = new VerdictWatch(this, scenario);
+    watch.decided(this.seconds);
+    const { recoverySeconds } = watch;
     const mean = (from: number, to: number): number => {
       let sum = 0;
       for (let s = from; s < to; s++) sum += series.originQps[s]!;
@@ -185,9 +176,12 @@ export class Recorder {
  * within the objective.
  */
 export function healthySecond(objective: ScenarioCommon['objective'], series: Series, s: number): boolean {
-  const offered = series.offered[s]!;
-  const p99 = series.p99Ms[s];
-  return offered > 0 && series.goodput[s]! >= objective.goodputRatio * offered && p99 !== null && p99 !== undefined && p99 <= objective.p99Ms;
+  return meetsObjective(objective, series.offered[s]!, series.goodput[s]!, series.p99Ms[s] ?? null);
+}
+
+/** The rule of {@link healthySecond} on one second's figures: from a series, or from a {@link Recorder} while its run goes on. */
+function meetsObjective(objective: ScenarioCommon['objective'], offered: number, goodput: number, p99Ms: number | null): boolean {
+  return offered > 0 && goodput >= objective.goodputRatio * offered && p99Ms !== null && p99Ms <= objective.p99Ms;
 }
 
 /** Four decimals: enough for any chart, and stable across platforms' float printing. */

@@ -19,18 +19,32 @@ import { type ScenarioCommon, triggerEndS } from './scenario.js';
  * its other figures (origin peak, goodput) cover the part that ran.
  */
 export class VerdictWatch {
+  /** The whole second the trigger ends in: recovery is counted from it. */
+  private readonly from: number;
+  /** The first whole second after the trigger window. */
+  private readonly triggerOverAt: number;
   /** The next whole second to read. */
   private next: number;
   /** Healthy seconds in a row, up to `next`. */
   private streak = 0;
-  private readonly triggerOverAt: number;
 
   constructor(
     private readonly recorder: Recorder,
     private readonly scenario: ScenarioCommon,
   ) {
-    this.next = Math.floor(triggerEndS(scenario));
+    this.from = Math.floor(triggerEndS(scenario));
     this.triggerOverAt = Math.ceil(triggerEndS(scenario));
+    this.next = this.from;
+  }
+
+  /**
+   * Seconds from the trigger's end to the recovery, once it has been seen;
+   * null before (and for good once {@link decided} says stuck). The summary
+   * reads it after the whole run, so the rule is written once.
+   */
+  get recoverySeconds(): number | null {
+    const { holdS } = this.scenario.objective;
+    return this.streak >= holdS ? this.next - holdS - this.from : null;
   }
 
   /** True when nothing after the first `overS` whole seconds of the run can change its verdict. */
