@@ -105,7 +105,7 @@ function p99(latencies: number[]): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))]!;
 }
 
-test('examples/articles: a hung instance is ejected, the other never; a cold restart stays within the warm-up budget', { timeout: 50_000 }, async (t) => {
+test('examples/articles: a hung instance is taken out of rotation, the other never; a cold restart stays within the warm-up budget', { timeout: 50_000 }, async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'damper-articles-'));
   const children: ChildProcess[] = [];
   t.after(async () => {
@@ -130,11 +130,8 @@ test('examples/articles: a hung instance is ejected, the other never; a cold res
   const front = await start('front.ts', { UPSTREAMS: urls.join(','), PORT: '0' }, children);
   const base = `http://127.0.0.1:${front.ready.port}`;
 
-  // The spike starts once both instances have warmed their hot ids. Started at once (before this wait), on
-  // Node 20 with the host in a slow phase, instance a answered three attempts past the front's 250 ms while it
-  // was still warming and was ejected 3.5 s before the hang, a healthy instance out for being cold and busy: the
-  // front's outlier rule counts timeouts, so slow looks dead there (principle 5; noted for the example's owners).
-  // This test is about the hang; the cold restart below is the cold-start test.
+  // The spike starts once both instances have warmed their hot ids: this part is about the hang; the cold
+  // restart below is the cold-start test.
   for (const x of [a, b]) {
     const port = x.ready.port;
     const until = Date.now() + 20_000;
@@ -160,24 +157,29 @@ test('examples/articles: a hung instance is ejected, the other never; a cold res
   const snap = await json<FrontSnap>(`${base}/admin/upstreams`);
   const aSnap = snap.upstreams.find((u) => u.id === 'a')!;
   const bSnap = snap.upstreams.find((u) => u.id === 'b')!;
-  const firstOut = snap.events.find((e) => e.id === 'a' && (e.event === 'eject' || e.event === 'health-fail') && e.at >= hungAt);
-  const aEjectedAt = snap.events.find((e) => e.id === 'a' && e.event === 'eject' && e.at >= hungAt)?.at;
-  // Out of rotation when it hung: ejected before the hang (its answers timed out on a machine this busy) and not restored since.
-  // Seen once in a clean run (Node 20, the host in a slow phase): one ejection, before the hang; after it, failed probes kept it out.
-  const before = snap.events.filter((e) => e.id === 'a' && e.at < hungAt && (e.event === 'eject' || e.event === 'restore'));
-  const outAtHang = before.at(-1)?.event === 'eject';
+  // Out of rotation: ejected (errors) or failing its health checks. A hang gives no errors, only timeouts, which
+  // the front does not count (slow is not dead), so the health checks take it out: two probes unanswered.
+  const OUT = new Set(['eject', 'unhealthy']);
+  const IN = new Set(['restore', 'healthy']);
+  const aOutAt = snap.events.find((e) => e.id === 'a' && OUT.has(e.event) && e.at >= hungAt)?.at;
+  // Or out already when it hung (its probes went unanswered on a machine this busy) and not back since.
+  const before = snap.events.filter((e) => e.id === 'a' && e.at < hungAt && (OUT.has(e.event) || IN.has(e.event)));
+  const outAtHang = OUT.has(before.at(-1)?.event ?? '');
   t.diagnostic(
-    `front after the spike: a ${aSnap.state} (${aSnap.ejections} ejections), b ${bSnap.state} (${bSnap.ejections}); a ejected ${aEjectedAt === undefined ? 'never' : `${aEjectedAt - hungAt} ms`} after the hang, first failed probe/ejection ${firstOut === undefined ? 'none' : `${firstOut.at - hungAt} ms`}; before the hang: ${JSON.stringify(before.map((e) => ({ ...e, at: e.at - hungAt })))}`,
+    `front after the spike: a ${aSnap.state} (${aSnap.ejections} ejections), b ${bSnap.state} (${bSnap.ejections}); a out ${aOutAt === undefined ? 'never' : `${aOutAt - hungAt} ms`} after the hang; events from 1 s before the hang: ${JSON.stringify(snap.events.filter((e) => e.at >= hungAt - 1_000).map((e) => ({ ...e, at: e.at - hungAt })))}`,
   );
 
   assert.ok(successRate >= 0.99, `success rate ${successRate} through the hang`);
   assert.ok(spikeP99 < 1_000, `p99 ${spikeP99} ms`);
   assert.notEqual(aSnap.state, 'healthy', 'the hung instance is out of rotation');
-  assert.ok((aEjectedAt !== undefined && aEjectedAt - hungAt < 2_000) || outAtHang, 'the hung instance is ejected within a few health-check intervals (or was out already when it hung)');
-  assert.ok(!snap.events.some((e) => e.id === 'a' && e.event === 'restore' && e.at >= hungAt), 'the hung instance is never restored while it hangs');
+  // Two probes (500 ms timeout each, 250 ms ± 20 % apart, the first up to an interval away): about 1.6 s at most.
+  assert.ok((aOutAt !== undefined && aOutAt - hungAt < 3_000) || outAtHang, 'the hung instance is out of rotation within a few health-check rounds (or was out already when it hung)');
+  assert.ok(!snap.events.some((e) => e.id === 'a' && IN.has(e.event) && e.at >= hungAt), 'the hung instance is never back in rotation while it hangs');
+  // The one instance left carries the spike: never ejected (its slowness and its sheds are not errors), never
+  // failing its checks (so the front never falls back to routing to the hung one: no panic).
+  assert.ok(!snap.events.some((e) => e.id === 'b' && OUT.has(e.event)), 'b never out of rotation');
   assert.equal(bSnap.state, 'healthy', 'the other instance is never out');
   assert.equal(bSnap.ejections, 0);
-  assert.ok(!snap.events.some((e) => e.id === 'b' && e.event === 'eject'), 'b never ejected');
   assert.equal(snap.panic, false);
 
   // Restart both cold, on the same ports (the front's upstream set is fixed).

@@ -12,10 +12,17 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { Balancer, OverloadedError } from 'damper';
+import { Balancer, OverloadedError, type PickedUpstream } from 'damper';
 
 /** Per-attempt timeout of a forwarded request, ms: a hung instance costs this, then the call goes elsewhere. */
 const ATTEMPT_TIMEOUT_MS = 250;
+/**
+ * A health probe not answered within this is a failure, ms. Two in a row take
+ * an instance out of rotation. Well above what a live instance takes to answer
+ * `/health` on a busy machine (a critical request there): a timeout is where
+ * slow is declared dead, so it sits far from slow.
+ */
+const PROBE_TIMEOUT_MS = 500;
 
 const children: ChildProcess[] = [];
 
@@ -54,8 +61,8 @@ const balancer = new Balancer<string>({
       if (!r.ok) throw new Error(`health ${r.status}`);
     },
     interval: 250,
-    timeout: 200,
-    slowMs: 100,
+    timeout: PROBE_TIMEOUT_MS,
+    slowMs: 150,
     unhealthyThreshold: 2,
     healthyThreshold: 2,
   },
@@ -64,35 +71,74 @@ const balancer = new Balancer<string>({
 balancer.events.on('eject', (e) => events.push({ at: Date.now(), event: 'eject', id: e.id, detail: e.reason }));
 balancer.events.on('ejectRefused', (e) => events.push({ at: Date.now(), event: 'ejectRefused', id: e.id, detail: e.reason }));
 balancer.events.on('restore', (e) => events.push({ at: Date.now(), event: 'restore', id: e.id, detail: e.via }));
+balancer.events.on('panic', (e) => events.push({ at: Date.now(), event: e.active ? 'panic' : 'panic-end', id: '*' }));
+/** Whether each instance passed its last checks, to log the changes ('unhealthy', 'healthy'), not every probe. */
+const passing = new Map<string, boolean>();
 balancer.events.on('health', (e) => {
   if (!e.ok) events.push({ at: Date.now(), event: 'health-fail', id: e.id, detail: e.healthy });
+  if ((passing.get(e.id) ?? true) !== e.healthy) events.push({ at: Date.now(), event: e.healthy ? 'healthy' : 'unhealthy', id: e.id });
+  passing.set(e.id, e.healthy);
 });
 
+/** The instance answered with an error (5xx other than 503). */
 class UpstreamError extends Error {}
+/** The instance shed the request (503): overloaded, not failing. */
+class InstanceShed extends Error {}
+/** No answer within {@link ATTEMPT_TIMEOUT_MS}: slow, or hung; the health checks tell which. */
+class AttemptTimedOut extends Error {}
 
-/** One attempt through the balancer: a 5xx or no answer within the timeout counts against the instance. */
-async function attempt(path: string, priority: string): Promise<{ status: number; body: string }> {
-  return balancer.run(async (url, signal) => {
-    const r = await fetch(`${url}${path}`, { signal: AbortSignal.any([signal, AbortSignal.timeout(ATTEMPT_TIMEOUT_MS)]), headers: { 'x-priority': priority } });
+/**
+ * Whether a failed attempt counts against the instance. Slow is not dead
+ * (principle 5): an attempt past its timeout, and an instance's own 503 (it
+ * shed), count neither way. Counted, they ejected the one instance left when
+ * the other hung on a busy machine: it answered the spike slowly, three
+ * timeouts in a row, and was taken out, as the Columbia Missourian's second
+ * server was. A hang gives only timeouts; the health checks judge it.
+ */
+function countsAgainstInstance(error: unknown): boolean {
+  return !(error instanceof AttemptTimedOut || error instanceof InstanceShed);
+}
+
+/** One attempt on a picked instance, reported to the balancer as a success, a failure or neither. */
+async function attempt(picked: PickedUpstream<string>, path: string, priority: string): Promise<{ status: number; body: string }> {
+  const url = picked.target;
+  const timeout = AbortSignal.timeout(ATTEMPT_TIMEOUT_MS);
+  balancer.start(picked);
+  try {
+    const r = await fetch(`${url}${path}`, { signal: timeout, headers: { 'x-priority': priority } });
     const body = await r.text();
+    if (r.status === 503) throw new InstanceShed(`${url} shed the request (503)`);
     if (r.status >= 500) throw new UpstreamError(`${url} answered ${r.status}`);
+    balancer.finish(picked, true);
     return { status: r.status, body };
-  }, { priority: priority === 'low' || priority === 'background' || priority === 'critical' ? priority : 'normal' });
+  } catch (caught) {
+    const error = timeout.aborted ? new AttemptTimedOut(`${url}: no answer within ${ATTEMPT_TIMEOUT_MS} ms`) : caught;
+    if (countsAgainstInstance(error)) balancer.finish(picked, false);
+    else balancer.release(picked);
+    throw error;
+  }
 }
 
 async function forward(req: IncomingMessage, res: ServerResponse): Promise<void> {
   const path = req.url ?? '/';
-  const priority = String(req.headers['x-priority'] ?? 'normal');
+  const header = String(req.headers['x-priority'] ?? 'normal');
+  const priority = header === 'low' || header === 'background' || header === 'critical' ? header : 'normal';
   let result: { status: number; body: string } | undefined;
   let lastError: unknown;
-  // GETs are idempotent: one more attempt after a failure, which the balancer
-  // routes by load (a hung instance has its slots full, or is out).
+  // GETs are idempotent: one more attempt after a failure, on another instance
+  // when one has room (a retry sent back to a hung instance fails again).
+  const tried = new Set<string>();
   for (let i = 0; i < 2 && result === undefined; i++) {
+    const picked = balancer.pick({ priority, avoid: tried });
+    if (picked === undefined) {
+      lastError = new OverloadedError(`front: every instance is saturated for priority ${priority}; shed`);
+      break; // shed, not retried: retrying overload feeds it
+    }
+    tried.add(picked.id);
     try {
-      result = await attempt(path, priority);
+      result = await attempt(picked, path, header);
     } catch (error) {
       lastError = error;
-      if (error instanceof OverloadedError) break; // shed, not retried: retrying overload feeds it
     }
   }
   if (result === undefined) {
