@@ -67,7 +67,7 @@ async function json<T>(url: string): Promise<T> {
   return (await r.json()) as T;
 }
 
-/** A fixed number of requests at a fixed concurrency; ids skewed towards the hot ones (seeded). */
+/** A fixed number of requests at a fixed concurrency, ids skewed towards the hot ones (seeded); `latencies[n - 1]` is the n-th request sent's. */
 async function load(base: string, total: number, concurrency: number, onSent?: (n: number) => void): Promise<{ ok: number; latencies: number[]; ids: Set<string>; statuses: Map<number, number> }> {
   let seed = 42;
   const rand = (): number => ((seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648) / 2_147_483_648);
@@ -91,7 +91,7 @@ async function load(base: string, total: number, concurrency: number, onSent?: (
       } catch {
         status = 0;
       }
-      latencies.push(performance.now() - t);
+      latencies[n - 1] = performance.now() - t;
       statuses.set(status, (statuses.get(status) ?? 0) + 1);
       if (status === 200) ok++;
     }
@@ -151,8 +151,17 @@ test('examples/articles: a hung instance is taken out of rotation, the other nev
     }
   });
   const successRate = spike.ok / TOTAL;
-  const spikeP99 = p99(spike.latencies);
-  t.diagnostic(`spike: ${TOTAL} requests, concurrency 32, instance a hung after ${TOTAL / 5}: success ${(successRate * 100).toFixed(2)} %, p99 ${spikeP99.toFixed(1)} ms, statuses ${JSON.stringify([...spike.statuses])}`);
+  // Latency is judged against the same spike's before the hang, on the same machine in the same minute, not
+  // against a figure in ms: on a host twice as slow as usual the whole spike's p99 was 1.36 s (Node 20, a
+  // clean run) with every request answered. After the hang one instance carries what two did, at the same
+  // concurrency (a closed loop: twice the wait), and a request caught on the hung one pays one attempt
+  // timeout before its retry goes to the other.
+  // Before the hang, past the front's first requests (its connections opened, its code compiled: up to 1.6 s each on a busy host).
+  const calmP99 = p99(spike.latencies.slice(TOTAL / 10, TOTAL / 5));
+  const hungP99 = p99(spike.latencies.slice(TOTAL / 5));
+  const ATTEMPT_TIMEOUT_MS = 250; // examples/articles/front.ts
+  const hungBound = 2 * calmP99 + ATTEMPT_TIMEOUT_MS + 100;
+  t.diagnostic(`spike: ${TOTAL} requests, concurrency 32, instance a hung after ${TOTAL / 5}: success ${(successRate * 100).toFixed(2)} %, p99 ${calmP99.toFixed(1)} ms before the hang, ${hungP99.toFixed(1)} ms after (bound ${hungBound.toFixed(0)}), statuses ${JSON.stringify([...spike.statuses])}`);
 
   const snap = await json<FrontSnap>(`${base}/admin/upstreams`);
   const aSnap = snap.upstreams.find((u) => u.id === 'a')!;
@@ -170,7 +179,7 @@ test('examples/articles: a hung instance is taken out of rotation, the other nev
   );
 
   assert.ok(successRate >= 0.99, `success rate ${successRate} through the hang`);
-  assert.ok(spikeP99 < 1_000, `p99 ${spikeP99} ms`);
+  assert.ok(hungP99 <= hungBound, `p99 ${hungP99.toFixed(1)} ms after the hang, against ${calmP99.toFixed(1)} ms before it: a hung instance costs at most one attempt timeout`);
   assert.notEqual(aSnap.state, 'healthy', 'the hung instance is out of rotation');
   // Two probes (500 ms timeout each, 250 ms ± 20 % apart, the first up to an interval away): about 1.6 s at most.
   assert.ok((aOutAt !== undefined && aOutAt - hungAt < 3_000) || outAtHang, 'the hung instance is out of rotation within a few health-check rounds (or was out already when it hung)');
