@@ -56,10 +56,13 @@ const FILE_LIMIT_MS = 15 * 60_000;
  * whenever it asks, and the computing jobs take what is left.
  */
 const REAL_TIME = new Map([
-  // Averages 0.6; weighed above half the cores so that two (one per Node)
-  // never run at once: eight workers at 750 gets/s each, two Redis and two
-  // PostgreSQL servers starve one another's event loops.
-  ['test/chaos.test.js', 1.2],
+  // Averaged 0.6 of a core on a usual day, but 1.05 on a day the host ran
+  // everything at half speed (2026-12-02: 167 CPU s in 158 s, alone). Beside
+  // the HTTP retry storm there, its workers' Redis calls timed out before the
+  // baseline was taken and both files failed (the storm's warm-up was not
+  // healthy either). Weighed at the whole machine: it runs beside no other
+  // real-time file, its own run on the other Node included.
+  ['test/chaos.test.js', 2],
   ['test/http-storm.test.js', 0.5],
   // Uses 0.3 of a core, but its slow upstream is 80 ms against a 300 ms
   // attempt timeout, judged in one event loop beside the load it makes and

@@ -277,6 +277,12 @@ test('a degraded Redis or PostgreSQL never turns into a herd; an invalid row nev
 
   assert.ok(last.gets > 0.8 * WORKERS * GETS_PER_SECOND * marks['end']!, `the load ran: ${context}`);
   assert.ok(baselinePgQps > 20, `a healthy baseline was measured: ${context}`);
+  // Every bound below is against this baseline, so it must be healthy: the shared tier answering. On a host running at
+  // half speed, beside another real-time file, the workers' Redis calls timed out through the whole baseline (~800 store
+  // errors a second, no L2 hits) and the test failed later, misleadingly, on PostgreSQL's ratio to that baseline.
+  const baselineStoreErrors = window('storeErrors', marks['baselineFrom']!, marks['baselineTo']!);
+  const baselineGets = window('gets', marks['baselineFrom']!, marks['baselineTo']!);
+  assert.ok(baselineStoreErrors <= 0.01 * baselineGets && window('l2Hits', marks['baselineFrom']!, marks['baselineTo']!) > 0, `the baseline is healthy (${baselineStoreErrors} store errors for ${baselineGets} gets): this machine could not carry the load, and no bound below would mean anything: ${context}`);
   // Redis paused, then killed: callers see no errors for keys that had a value…
   assert.equal(last.errorsHad, 0, `no errors for keys with a value: ${context}`);
   // … and PostgreSQL stays within 1.5× its healthy rate, every second.
