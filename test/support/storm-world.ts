@@ -67,8 +67,9 @@ export const WORLD = {
   /**
    * Phases, seconds: unmeasured traffic at the same rate so that every
    * process is warm (its code compiled, its connections open) when time zero
-   * comes, as a service in production is when its back end slows; then
-   * healthy, the back end slowed, after.
+   * comes, as a service in production is when its back end slows (at least
+   * `prewarm` seconds, and until two seconds in a row are fully answered:
+   * test/http-storm.test.ts); then healthy, the back end slowed, after.
    */
   // Warm-up 5 s and after 15 s (10 s and 20 s before issue 25): the warm-up
   // checks a healthy world, the after-window holds the damper stack's
