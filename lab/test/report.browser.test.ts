@@ -18,7 +18,10 @@ import { inChromium } from './support/browser.js';
 const SERIES = { r: 0x1f, g: 0x6f, b: 0xeb };
 const BEST = { r: 0xd5, g: 0xc4, b: 0xf7 };
 
-test('report: every chart draws in Chromium, with no console or page errors', { timeout: 120_000 }, async () => {
+// No time limit of its own: it computes every shipped scenario first, and a limit here measured the host
+// (report: 120.3 s on a day the host ran at half speed; its Node 24 twin took 119.8 s). The runner's per-file
+// limit catches a hang.
+test('report: every chart draws in Chromium, with no console or page errors', async () => {
   // Every shipped scenario, both variants, at the default seed, as `npm start` reports them.
   const run = { seed: 1, scenarios: await Promise.all((await shippedScenarios()).map(async (name) => runIsolated(await loadScenario(name), 1))) };
   const characteristicCharts = (s: (typeof run.scenarios)[number]): number => characteristicMetrics(s).reduce((n, m) => n + VARIANTS.filter((v) => m.key in s.variants[v].characteristics).length, 0);
