@@ -101,8 +101,8 @@ const MAX_PREWARM = 20;
  *
  * Time zero comes once the stack is warm, not after a fixed pre-warm: at
  * least `prewarm` seconds and {@link WARM_STREAK} seconds in a row fully
- * answered, then one more (the services are told time zero a second ahead). On a host running at half speed, three fixed seconds were not
- * enough: the pre-warm's last requests reached tier 1 in a burst, its throttle
+ * answered, then one more (the services are told time zero a second ahead).
+ * On a host running at half speed, three fixed seconds were not enough: the pre-warm's last requests reached tier 1 in a burst, its throttle
  * remembered the cold start's refusals, and the damper stack lost 40 % of the
  * warm-up's first second (the warm-up judged 92 %, against 95 %).
  */
