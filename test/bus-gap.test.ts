@@ -160,8 +160,11 @@ describe('the invalidation bus on a real redis-server: no gap is silent', { time
       proxy.watch((direction, bytes) => {
         const text = bytes.toString('latin1');
         if (direction === 'requests' && /EVAL/i.test(text)) scriptSent = true;
-        // The lease scripts answer an array of four; PUBLISH, GET and TIME answer otherwise.
-        else if (direction === 'replies' && scriptSent && text.startsWith('*4') && !stalled) {
+        // The lease scripts answer an array of four; PUBLISH, GET and TIME answer otherwise. Anywhere in the
+        // chunk: the bus's heartbeat is a PUBLISH on the same connection, and Redis may answer it and the script
+        // in one write (":1\r\n*4\r\n…"). Matched at the chunk's start only, such a grant went by, this process
+        // loaded as it should with a store that answers, and the next grant stalled the proxy (Node 24, loaded).
+        else if (direction === 'replies' && scriptSent && text.includes('*4\r\n') && !stalled) {
           stalled = true;
           setImmediate(() => proxy.set('both', { stalled: true }));
         }
