@@ -114,7 +114,7 @@ const PART_CORE = new Map([
  * printed them on this 2-core machine: only the order matters.
  */
 const EXPECTED_S = new Map([
-  ['test/chaos.test.js', 150],
+  ['test/chaos.test.js', 130],
   ['test/http-storm.test.js', 130],
   ['lab/test/sweep.test.js', 100],
   ['lab/test/check.test.js', 80],
@@ -165,8 +165,8 @@ if (only === undefined) jobs.push({ name: 'lint', weight: 1, after: [], cwd: ROO
 const BUILDS = ['build the library (dist/)', 'build the lab (lab/dist/)'];
 const labels = new Map(nodes.map((n) => [n, spawnSync(n, ['--version'], { encoding: 'utf8' }).stdout.trim()]));
 
-/** The test files after their build, found once it has run. */
-function testJobs(root, build) {
+/** The test files after their build, found once it has run; `needs`: the builds they use besides their own. */
+function testJobs(root, build, needs) {
   const dir = join(root, 'build', 'test');
   if (!existsSync(dir)) return [];
   const files = readdirSync(dir, { recursive: true }).filter((f) => f.endsWith('.test.js')).sort();
@@ -177,7 +177,7 @@ function testJobs(root, build) {
     return nodes.map((n, i) => ({
       name: `${source}${nodes.length > 1 ? ` [node ${labels.get(n)}]` : ''}`,
       weight: REAL_TIME.get(key) ?? PART_CORE.get(key) ?? 1,
-      after: [...BUILDS, build],
+      after: [...needs, build],
       cwd: root,
       command: n,
       args: ['--test', '--test-reporter=spec', join(root, 'build', 'test', f)],
@@ -195,13 +195,24 @@ function testJobs(root, build) {
 const done = new Map();
 /** @type {Set<Job>} */
 const running = new Set();
-let expanded = false;
+/**
+ * Each package's test files, and the builds they wait for. The library's use
+ * the library alone, so they start without waiting for the lab's builds: the
+ * real-time files, which run one after another, are the run's other critical
+ * path, and they start ~20 s sooner (2026-12-02: the first began 39 s in).
+ */
+const suites = [
+  { root: ROOT, build: 'build the library tests (build/)', needs: ['build the library (dist/)'] },
+  { root: LAB, build: 'build the lab tests (lab/build/)', needs: BUILDS },
+];
+const expanded = new Set();
 
 function expand() {
-  if (expanded) return;
-  if (!['build the library tests (build/)', 'build the lab tests (lab/build/)', ...BUILDS].every((b) => done.has(b))) return;
-  expanded = true;
-  jobs.push(...testJobs(ROOT, 'build the library tests (build/)'), ...testJobs(LAB, 'build the lab tests (lab/build/)'));
+  for (const suite of suites) {
+    if (expanded.has(suite) || ![...suite.needs, suite.build].every((b) => done.has(b))) continue;
+    expanded.add(suite);
+    jobs.push(...testJobs(suite.root, suite.build, suite.needs));
+  }
 }
 
 const computing = (job) => job.file === undefined || !REAL_TIME.has(job.file);
