@@ -12,9 +12,20 @@ import { type RedisCluster, type RedisServer, startRedis, startRedisCluster } fr
 // of the lease protocol never makes this process load a key it can serve.
 // Time is real: these are real connections cut by Redis itself.
 
-/** The heartbeat of every cache here, ms: the bound on how long a lost invalidation goes unnoticed. */
+/** The heartbeat of every cache here, ms: how long a lost invalidation goes unnoticed once messages flow again. */
 const HEARTBEAT = 200;
-/** Slack for a busy machine's event loop on top of that bound, ms (the test fails past it, it does not wait for it). */
+/** Silence after which a cache here counts its bus as lost (three heartbeats, as the default's 3 s is three of 1 s). */
+const BUS_TIMEOUT = 3 * HEARTBEAT;
+/** How long a value stays fresh once the bus is lost. */
+const FRESH_WITHOUT_BUS = HEARTBEAT;
+/**
+ * docs/shared-tier.md's bound for these settings when nothing flows at all
+ * (a subscription that is not back yet): `busTimeout + heartbeat +
+ * freshWithoutBus`. A Cluster's subscriber came back after more than 2 s on
+ * a busy machine (Node 24, issue 25), so a test may only count on this.
+ */
+const SILENT_BOUND = BUS_TIMEOUT + HEARTBEAT + FRESH_WITHOUT_BUS;
+/** Slack for a busy machine's event loop on top of a bound, ms (the test fails past it, it does not wait for it). */
 const SLACK = 1_000;
 
 interface Pair {
@@ -30,7 +41,7 @@ let namespaces = 0;
 function pair(storeOf: () => RedisStore, bOptions: { store?: RedisStore } = {}): Pair {
   const namespace = `gap${++namespaces}`;
   const stores = [storeOf(), bOptions.store ?? storeOf()];
-  const [a, b] = stores.map((store) => new Cache<string>({ ttl: 60_000, staleFor: 60_000, earlyRefresh: 0, shared: { store, namespace, heartbeat: HEARTBEAT, timeout: 500 } })) as [Cache<string>, Cache<string>];
+  const [a, b] = stores.map((store) => new Cache<string>({ ttl: 60_000, staleFor: 60_000, earlyRefresh: 0, shared: { store, namespace, heartbeat: HEARTBEAT, busTimeout: BUS_TIMEOUT, freshWithoutBus: FRESH_WITHOUT_BUS, timeout: 500 } })) as [Cache<string>, Cache<string>];
   const events: Pair['events'] = [];
   a.on('bus', (e) => events.push({ cause: e.cause, up: e.up, ...(e.missed === undefined ? {} : { missed: e.missed }), at: performance.now() }));
   return {
@@ -52,9 +63,9 @@ async function until(what: string, condition: () => boolean, ms = 10_000): Promi
  * a and b hold `k`; `cut` interrupts a's subscription; b deletes `k` at once,
  * in the gap. From the delete on, a is read every 5 ms: the test measures how
  * long a still answered the deleted value as a fresh hit, and asserts it is
- * within one heartbeat (plus slack), and that a's next answers are right.
+ * within `bound` (plus slack), and that a's next answers are right.
  */
-async function deleteInGap(t: TestContext, p: Pair, cut: () => Promise<unknown>): Promise<void> {
+async function deleteInGap(t: TestContext, p: Pair, cut: () => Promise<unknown>, bound: number): Promise<void> {
   let version = 1;
   const loader = async ({ key }: { key: string }): Promise<string> => `${key}@${version}`;
   assert.equal(await p.a.get('k', loader), 'k@1');
@@ -66,7 +77,7 @@ async function deleteInGap(t: TestContext, p: Pair, cut: () => Promise<unknown>)
   await p.b.delete('k');
   let lastFreshOld = Number.NEGATIVE_INFINITY;
   let answer = '';
-  for (const end = deletedAt + HEARTBEAT + SLACK + 1_000; performance.now() < end; await sleep(5)) {
+  for (const end = deletedAt + bound + SLACK + 1_000; performance.now() < end; await sleep(5)) {
     const hits = p.a.stats().hits;
     answer = await p.a.get('k', loader);
     if (answer === 'k@1' && p.a.stats().hits > hits) lastFreshOld = performance.now();
@@ -75,7 +86,7 @@ async function deleteInGap(t: TestContext, p: Pair, cut: () => Promise<unknown>)
   const freshFor = Math.max(0, lastFreshOld - deletedAt);
   t.diagnostic(`a answered the deleted value as fresh for ${freshFor.toFixed(0)} ms after the delete; a's bus: ${JSON.stringify(p.events.map((e) => ({ ...e, at: Math.round(e.at - deletedAt) })))}`);
   assert.equal(answer, 'k@2', 'a came to the value the delete made (a load)');
-  assert.ok(freshFor <= HEARTBEAT + SLACK, `the deleted value was fresh in a for ${freshFor.toFixed(0)} ms: more than one heartbeat (${HEARTBEAT} ms) and the slack`);
+  assert.ok(freshFor <= bound + SLACK, `the deleted value was fresh in a for ${freshFor.toFixed(0)} ms: more than the bound (${bound} ms) and the slack`);
 }
 
 describe('the invalidation bus on a real redis-server: no gap is silent', { timeout: 60_000 }, () => {
@@ -94,7 +105,8 @@ describe('the invalidation bus on a real redis-server: no gap is silent', { time
   test('CLIENT KILL TYPE pubsub (ioredis re-subscribes ~50 ms later): a sees the cut at once, and the delete sent in the gap is not served fresh', async (t) => {
     const p = pair(store());
     try {
-      await deleteInGap(t, p, () => admin.client('KILL', 'TYPE', 'pubsub'));
+      // The store reports the cut: not fresh past it.
+      await deleteInGap(t, p, () => admin.client('KILL', 'TYPE', 'pubsub'), 0);
       assert.ok(p.events.some((e) => e.cause === 'disconnect'), 'the cut was reported as a bus event');
       assert.ok((p.a.stats().shared?.busGaps ?? 0) >= 1);
       await until('the bus is up again', () => p.a.stats().shared?.busUp === true);
@@ -106,7 +118,8 @@ describe('the invalidation bus on a real redis-server: no gap is silent', { time
   test('a gap of a few ms (the subscriber reconnects after 1 ms): seen all the same', async (t) => {
     const p = pair(store({ retryStrategy: () => 1 }));
     try {
-      await deleteInGap(t, p, () => admin.client('KILL', 'TYPE', 'pubsub'));
+      // The store reports the cut: not fresh past it.
+      await deleteInGap(t, p, () => admin.client('KILL', 'TYPE', 'pubsub'), 0);
       assert.ok(p.events.some((e) => e.cause === 'disconnect'));
     } finally {
       await p.close();
@@ -196,11 +209,14 @@ describe('the invalidation bus on a three-master Redis Cluster', { timeout: 90_0
   });
   after(() => cluster.stop());
 
-  test("every node kills its pub/sub clients (ioredis picks a subscriber node again, and tells nothing): a finds the hole at b's next heartbeat", async (t) => {
+  test("every node kills its pub/sub clients (ioredis picks a subscriber node again, and tells nothing): a finds the hole at b's next heartbeat once it is back, or counts the bus lost while it is not", async (t) => {
     const p = pair(() => new RedisStore({ connection: { cluster: cluster.nodes } }));
     const admins = cluster.nodes.map((n) => new Redis(n));
     try {
-      await deleteInGap(t, p, () => Promise.all(admins.map((r) => r.client('KILL', 'TYPE', 'pubsub'))));
+      // Nothing reports the cut, and how soon ioredis subscribes again is its own affair: the delete itself may
+      // arrive (re-subscribed in time), or the hole is found at b's next heartbeat (24 ms on an idle machine), or,
+      // on a busy one, nothing came for over 2 s and the bus was counted lost. Each way, within the bound.
+      await deleteInGap(t, p, () => Promise.all(admins.map((r) => r.client('KILL', 'TYPE', 'pubsub'))), SILENT_BOUND);
     } finally {
       for (const r of admins) r.disconnect();
       await p.close();
