@@ -358,6 +358,8 @@ function report() {
     // The lab's simulations compute on every core: another busy process halves them while the waiting tests barely notice (issue 25's slowdown).
     if (cpu.others + cpu.stolen >= 15) process.stdout.write(`WARNING: ${cpu.others + cpu.stolen}% of the machine went to other work: this run's times are not this code's.\n`);
   }
+  process.stdout.write(`${speed.line}\n`);
+  if (speed.share < SLOW_HOST) process.stdout.write(`WARNING: the host ran at ${Math.round(speed.share * 100)} % of its usual speed: expect every file to take about ${(1 / speed.share).toFixed(1)}× as long, whatever the code.\n`);
   if (failed.length > 0) process.stdout.write(`Failed:\n${failed.map((d) => `  ${d.job.name}\n`).join('')}`);
   if (total > BUDGET_S) process.stdout.write(`WARNING: the run took ${(total / 60).toFixed(1)} minutes, over the ${BUDGET_S / 60}-minute budget: find what slowed it (the ten slowest files above).\n`);
   process.exitCode = failed.length > 0 ? 1 : 0;
@@ -395,6 +397,78 @@ function cpuShares(from, to) {
 }
 
 /**
+ * The CPU milliseconds {@link calibrate} took on this 2-core machine on a
+ * usual day (2026-12-02, idle, Node 20: the fastest of five, 106–135 ms), when a clean
+ * clone's `.ci/run` took 11.5 minutes. The day before, the same code took
+ * 28–33 minutes: the host ran everything at about half speed, no CPU was
+ * stolen as the kernel counts it, and nothing in the run could tell. That is
+ * issue 25's unexplained slowdown (the lab's files, which only compute, took
+ * 744 s where they had taken 257 s): this figure tells it on the day.
+ */
+const CALIBRATION_USUAL_MS = 120;
+/** Slower than this share of the usual speed, the run's times are the host's, and it says so. */
+const SLOW_HOST = 0.67;
+
+/**
+ * A fixed piece of work shaped like a simulation's engine (a binary heap of
+ * timers, a map of keys, integer arithmetic), in this process: its CPU
+ * milliseconds, about 0.12 s on a usual day. Allocation-heavy work (objects,
+ * promises, strings) was tried first: the garbage collector made it vary
+ * 230–360 ms from one idle try to the next, this one 106–135.
+ */
+function calibrate() {
+  const t0 = process.cpuUsage();
+  const heap = new Float64Array(1 << 16);
+  let size = 0;
+  const swap = (i, j) => {
+    const t = heap[i];
+    heap[i] = heap[j];
+    heap[j] = t;
+  };
+  const push = (v) => {
+    let i = size++;
+    heap[i] = v;
+    while (i > 0 && heap[(i - 1) >> 1] > heap[i]) {
+      swap(i, (i - 1) >> 1);
+      i = (i - 1) >> 1;
+    }
+  };
+  const pop = () => {
+    const top = heap[0];
+    heap[0] = heap[--size];
+    for (let i = 0; ; ) {
+      const l = 2 * i + 1;
+      let m = i;
+      if (l < size && heap[l] < heap[m]) m = l;
+      if (l + 1 < size && heap[l + 1] < heap[m]) m = l + 1;
+      if (m === i) return top;
+      swap(i, m);
+      i = m;
+    }
+  };
+  const keys = new Map();
+  let x = 12_345;
+  let check = 0;
+  for (let i = 0; i < 1_500_000; i++) {
+    x = (Math.imul(x, 1_103_515_245) + 12_345) >>> 0;
+    if (size < 60_000) push(x / 4_294_967_296 + i);
+    else check += pop();
+    keys.set(x & 4_095, (keys.get(x & 4_095) ?? 0) + 1);
+  }
+  const used = process.cpuUsage(t0);
+  if (Math.round(check) + keys.size !== 477_000_334_086) throw new Error('the calibration computed something else: it is not the work CALIBRATION_USUAL_MS was measured on');
+  return (used.user + used.system) / 1_000;
+}
+
+/** The host's speed against a usual day: the fastest of five calibrations (the first also compiles it), and the line that says it. */
+function hostSpeed() {
+  const ms = Math.min(...Array.from({ length: 5 }, calibrate));
+  const share = CALIBRATION_USUAL_MS / ms;
+  const line = `The host's speed: a fixed piece of work took ${ms.toFixed(0)} ms of CPU, ${CALIBRATION_USUAL_MS} ms on a usual day: ${Math.round(share * 100)} % of its usual speed.`;
+  return { share, line };
+}
+
+/**
  * The cores left by other processes, measured over one second before the run
  * starts (in half cores, at least one). On a machine that is busy with other
  * work, the run's weights fit in what is left, so that its real-time tests
@@ -421,4 +495,6 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
 
 capacity = await freeCores();
 if (capacity < CORES) process.stdout.write(`Other processes are keeping ${(CORES - capacity).toFixed(1)} of the ${CORES} cores busy: the run fills ${capacity.toFixed(1)}.\n`);
+const speed = hostSpeed();
+process.stdout.write(`${speed.line}\n`);
 schedule();
