@@ -399,7 +399,7 @@ function cpuShares(from, to) {
 /**
  * The CPU milliseconds {@link calibrate} took on this 2-core machine on a
  * usual day (2026-12-02, idle, Node 20: the fastest of five, 106–135 ms), when a clean
- * clone's `.ci/run` took 11.5 minutes. The day before, the same code took
+ * clone's `.ci/run` took 11.5 minutes. Hours before, the same code took
  * 28–33 minutes: the host ran everything at about half speed, no CPU was
  * stolen as the kernel counts it, and nothing in the run could tell. That is
  * issue 25's unexplained slowdown (the lab's files, which only compute, took
