@@ -181,8 +181,9 @@ function testJobs(root, build, needs) {
       cwd: root,
       command: n,
       args: ['--test', '--test-reporter=spec', join(root, 'build', 'test', f)],
-      // One lab thread per file: the weights above count a computing file as one core.
-      env: { DAMPER_LAB_THREADS: '1' },
+      // One lab thread per file: the weights above count a computing file as one core. And the file's kind, for
+      // test/runner.test.ts, which checks from inside a job that the runner really lowered a computing job's priority.
+      env: { DAMPER_LAB_THREADS: '1', DAMPER_TEST_JOB: REAL_TIME.has(key) ? 'real-time' : 'computing' },
       // The other Nodes (24) run the lab about a third faster than 20.
       expected: (EXPECTED_S.get(key) ?? 0) * (i === 0 ? 1 : 0.7),
       file: key,
