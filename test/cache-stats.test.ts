@@ -90,7 +90,7 @@ describe('stats: every get ends as one outcome, and loads are the origin queries
     await clock.settle();
     await a.get('k', () => 1);
     assert.equal(await b.get('k', () => 2), 1, 'b reads a’s value from the shared tier');
-    assert.deepEqual(b.stats().shared, { reads: 1, hits: 1, errors: 0, leaseWaits: 0, busUp: true, busGaps: 0 });
+    assert.deepEqual(b.stats().shared, { reads: 1, hits: 1, errors: 0, leaseWaits: 0, busUp: true, busGaps: 0, tagInvalidationsHeard: 0 });
     assert.equal(b.stats().loads, 0, 'no origin query in b');
     assert.equal(a.stats().shared?.hits, 0);
     await a.close();

@@ -55,7 +55,7 @@ function leaseStore(w: World, log: LeaseLog, shareable: boolean): LeaseStore {
       if (!verdict.ok) return { kind: 'none' };
       const { ttlMs } = read.value;
       const freshMs = ttlMs - decoded.envelope.staleFor;
-      const found = { value: verdict.value, servableMs: ttlMs, loadMs: decoded.envelope.loadMs };
+      const found = { value: verdict.value, servableMs: ttlMs, loadMs: decoded.envelope.loadMs, tags: decoded.envelope.tags };
       return freshMs > 0 ? { kind: 'hit', freshMs, ...found } : { kind: 'stale', ...found };
     },
     async acquire(key, token, ttlMs) {
@@ -66,7 +66,7 @@ function leaseStore(w: World, log: LeaseLog, shareable: boolean): LeaseStore {
     fill: (key, token, text, ttlMs) => called('fill', w.store.fill(key, returned(token), text, ttlMs)),
     fail: (key, token, failures, backoffMs) => called('fail', w.store.fail(key, returned(token), failures, backoffMs)),
     release: (key, token) => called('release', w.store.release(key, returned(token))),
-    encode: (_key, value, staleFor, loadMs) => (shareable ? encodeEnvelope(value, staleFor, loadMs) : undefined),
+    encode: (_key, value, freshMs, staleFor, loadMs) => (shareable ? { text: encodeEnvelope(value, staleFor, loadMs), ttlMs: freshMs + staleFor } : undefined),
     async announce(_kind, key) {
       for (const other of w.processes) if (other.log !== log) other.flight.wake(key);
     },
@@ -108,6 +108,7 @@ function request(w: World, load: () => Promise<string>, over: Partial<ResolveReq
     backoff: (failures) => 1_000 * 2 ** failures,
     accept: (value) => ({ ok: true, value: value as string }),
     load,
+    tags: () => undefined,
     ...over,
   };
 }

@@ -16,7 +16,7 @@ interface Article {
 }
 
 function context<V>(key: string, signal: AbortSignal = new AbortController().signal): LoaderContext<V> {
-  return { key, signal, stale: undefined };
+  return { key, signal, stale: undefined, setTags: () => {} };
 }
 
 const articleRow = (r: { title: string; body: string }): Article => ({ title: r.title, body: r.body });

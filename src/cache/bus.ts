@@ -22,8 +22,11 @@ export type BusCause = 'heartbeat' | 'disconnect' | 'missed';
 
 /** What the bus reports to the shared tier. */
 export interface BusHooks {
-  /** Another process's message about `key`: filled (`f`), set (`s`), deleted (`d`) or failed (`x`). */
-  message(kind: 'f' | 's' | 'd' | 'x', key: string): void;
+  /**
+   * Another process's message about `key`: filled (`f`), set (`s`), deleted
+   * (`d`) or failed (`x`); or tags invalidated (`t`, and `key` is their JSON).
+   */
+  message(kind: MessageKind, key: string): void;
   /**
    * The bus went down or up (`heartbeat`, `disconnect`), or messages were lost
    * (`disconnect`, `missed`: `missed` is how many, when known).
@@ -54,8 +57,11 @@ interface Sender {
 /** Senders not heard for this many bus timeouts are forgotten (a process that stopped or left). */
 const FORGET_AFTER_TIMEOUTS = 10;
 
-/** The message kinds that change another process's memory and are numbered: a set (`s`) and a delete (`d`). */
-const NUMBERED = new Set(['s', 'd']);
+/** What a bus message says: a fill, a set, a delete, a failure, tags invalidated. */
+export type MessageKind = 'f' | 's' | 'd' | 'x' | 't';
+
+/** The message kinds that change another process's memory and are numbered: a set (`s`), a delete (`d`), tags invalidated (`t`). */
+const NUMBERED = new Set(['s', 'd', 't']);
 
 /**
  * The invalidation bus of one cache: heartbeats, numbered invalidations, and
@@ -65,7 +71,7 @@ const NUMBERED = new Set(['s', 'd']);
  * connection is down (a reconnect, a re-subscribe after a Cluster failover,
  * a client Redis dropped for a full output buffer) is lost without trace,
  * and the deleted value would stay fresh in that process to its ttl. So
- * every sender numbers its sets and deletes, and every message it sends,
+ * every sender numbers its sets, deletes and tag invalidations, and every message it sends,
  * heartbeats included, carries the number of its last one: a receiver that
  * sees a number jump knows it missed some, whatever the cause, by the
  * sender's next message at the latest (one heartbeat), and makes every value
@@ -74,7 +80,7 @@ const NUMBERED = new Set(['s', 'd']);
  * process does not hear back for `busTimeout` means the bus is down: values
  * are then fresh for at most `freshWithoutBus` (the cache's rule).
  *
- * Messages: `<kind><id>:<seq>|<key>`. A message without `:<seq>` (an older
+ * Messages: `<kind><id>:<seq>|<key>` (for `t`, the tags' JSON in place of the key). A message without `:<seq>` (an older
  * damper) is applied, and its sender not tracked.
  */
 export class InvalidationBus {
@@ -135,11 +141,11 @@ export class InvalidationBus {
   }
 
   /**
-   * Sends `kind` for `key`. A set or delete takes the next number, sent or
+   * Sends `kind` for `key`. A set, delete or tag invalidation takes the next number, sent or
    * not: if it is lost, the receivers see the hole at this process's next
    * message. Resolves to whether the store took it.
    */
-  send(kind: 'f' | 's' | 'd' | 'x', key: string): Promise<Called<void>> {
+  send(kind: MessageKind, key: string): Promise<Called<void>> {
     if (NUMBERED.has(kind)) this.sent++;
     return this.transport.publish(`${kind}${this.settings.id}:${this.sent}|${key}`);
   }
@@ -161,12 +167,12 @@ export class InvalidationBus {
     }
     if (kind === 'h') return;
     const key = message.slice(bar + 1);
-    if (key.length === 0 || !(kind === 'f' || kind === 's' || kind === 'd' || kind === 'x')) return;
+    if (key.length === 0 || !(kind === 'f' || kind === 's' || kind === 'd' || kind === 'x' || kind === 't')) return;
     this.hooks.message(kind, key);
   }
 
   /**
-   * Checks a sender's numbering: a set or delete should be its last one plus
+   * Checks a sender's numbering: a numbered message (set, delete, tags) should be its last one plus
    * one, any other message its last one. More is a hole: messages lost. A
    * sender first heard sets where its numbering starts here (what it sent
    * before cannot be told from what came before this process listened).
@@ -241,7 +247,7 @@ export class InvalidationBus {
     await this.heartbeat();
   }
 
-  /** A heartbeat: heard back, it tells this process its subscription works; with its number, it shows others any set or delete of ours they missed. */
+  /** A heartbeat: heard back, it tells this process its subscription works; with its number, it shows others any numbered message of ours they missed. */
   private heartbeat(): Promise<Called<void>> {
     return this.transport.publish(`h${this.settings.id}:${this.sent}|`);
   }

@@ -18,7 +18,8 @@ import { HardTimeout } from './hard-timeout.js';
 import { CacheCounters, type CacheStats } from './stats.js';
 import { type CacheOptions, type LoadOptions, resolveCacheShape, resolveLoadOptions, type ResolvedLoadOptions } from './options.js';
 import { type Resolution } from './cluster-flight.js';
-import { type Lookup, SharedTier } from './shared-tier.js';
+import { type Lookup, MAX_TAGS_PER_INVALIDATION, SharedTier } from './shared-tier.js';
+import { checkTags, sharesTag, TagIndex } from './tags.js';
 import { checkSnapshot, resolveRestoreOptions, type RestoreOptions, type RestoreSummary, type Snapshot, SNAPSHOT_FORMAT, SNAPSHOT_VERSION, type SnapshotEntry } from './snapshot.js';
 import { compileValidator, type Verdict, verdictBefore, verdictWithin } from './validate.js';
 import { warm, type WarmKeyOutcome, type WarmOptions, type WarmSummary } from './warm.js';
@@ -30,6 +31,13 @@ export interface LoaderContext<V> {
   readonly signal: AbortSignal;
   /** The last known good value, if the key has one (even past its stale window), else `undefined`. */
   readonly stale: V | undefined;
+  /**
+   * Sets the tags of the value this load returns, in place of the call's
+   * `tags` (what the value depends on is often known only once it is read:
+   * the author of a post, the products of an order).
+   * @throws ArgumentError for anything but an array of at most 32 non-empty strings.
+   */
+  setTags(tags: readonly string[]): void;
 }
 
 /**
@@ -108,6 +116,8 @@ export class Cache<V> {
   private readonly random: () => number;
   private readonly store: MemoryStore<Entry<V>>;
   private readonly flights = new Flights<V>();
+  /** Which keys in memory carry which tag: `invalidateTags` finds them without a scan. */
+  private readonly tagIndex = new TagIndex();
   private readonly defaults: ResolvedLoadOptions;
   private readonly check: ((value: V) => Verdict<V> | Promise<Verdict<V>>) | undefined;
   private readonly backoff: Backoff;
@@ -152,13 +162,17 @@ export class Cache<V> {
       maxEntries: shape.maxEntries,
       maxBytes: options.maxBytes,
       sizeOf: size === undefined ? undefined : (e, key) => (e.hasValue ? size(e.value, key) : 1),
-      onEvict: (key) => this.evicted(key, 'capacity'),
+      onEvict: (key, entry) => {
+        this.tagIndex.remove(key, entry.tags);
+        this.evicted(key, 'capacity');
+      },
     });
     this.shared =
       options.shared === undefined
         ? undefined
         : new SharedTier(options.shared, this.clock, {
             invalidate: (key, how) => this.invalidate(key, how),
+            invalidateTags: (tags) => void this.staleTags(tags),
             bus: (up, cause, missed) => this.onBus(up, cause, missed),
             corrupt: (key, reason) => this.events.emit('corrupt', { key, reason }),
             error: (operation, error) => this.events.emit('sharedError', { operation, error }),
@@ -264,7 +278,7 @@ export class Cache<V> {
    * @throws SharedTierError when the shared tier could not be written: this
    *   process holds the value, the others were not told.
    */
-  async set(key: string, value: V, options?: Pick<LoadOptions, 'ttl' | 'staleFor' | 'absentTtl'>): Promise<void> {
+  async set(key: string, value: V, options?: Pick<LoadOptions, 'ttl' | 'staleFor' | 'absentTtl' | 'tags'>): Promise<void> {
     assertKey(key);
     const o = options === undefined ? this.defaults : resolveLoadOptions(options, this.defaults);
     let stored = value;
@@ -275,8 +289,8 @@ export class Cache<V> {
     }
     this.flights.supersede(key);
     const fresh = this.freshFor(stored, o);
-    this.commit(key, stored, fresh, fresh + o.staleFor, 0, 'set');
-    await this.shared?.write(key, stored, fresh, o.staleFor);
+    this.commit(key, stored, fresh, fresh + o.staleFor, 0, 'set', o.tags);
+    await this.shared?.write(key, stored, fresh, o.staleFor, o.tags);
   }
 
   /**
@@ -294,6 +308,7 @@ export class Cache<V> {
   async delete(key: string): Promise<boolean> {
     assertKey(key);
     this.flights.supersede(key);
+    this.tagIndex.remove(key, this.store.peek(key)?.tags);
     const had = this.store.delete(key);
     await this.shared?.remove(key);
     return had;
@@ -303,6 +318,34 @@ export class Cache<V> {
   clear(): void {
     this.flights.supersedeAll();
     this.store.clear();
+    this.tagIndex.clear();
+  }
+
+  /**
+   * Makes every value carrying one of `tags` stale, in this process and, with
+   * a shared tier, in every process and in the store: a value set or loaded
+   * before this call is never served as fresh once it resolves (in another
+   * process, once the bus message arrives; a lost message makes all its
+   * values stale, see docs/shared-tier.md). Stale, not deleted: each is
+   * still served while one refresh per key runs within the origin budget, so
+   * invalidating a tag on many hot keys is no stampede (Facebook 2010's
+   * loop was a herd of repairs), and a key whose refresh fails keeps its
+   * last known good value. Resolves to how many values in this process it
+   * made stale.
+   *
+   * @throws ArgumentError for anything but an array of non-empty strings (at most 1 000).
+   * @throws SharedTierError when the store or the bus could not be reached:
+   *   this process's values are stale all the same; other processes' may not be.
+   */
+  async invalidateTags(tags: readonly string[]): Promise<number> {
+    const list = checkTags('tags', tags, MAX_TAGS_PER_INVALIDATION);
+    if (list === undefined) return 0;
+    let staled = 0;
+    if (this.shared === undefined) return this.staleTags(list);
+    await this.shared.invalidateTags(list, () => {
+      staled = this.staleTags(list);
+    });
+    return staled;
   }
 
   /**
@@ -338,7 +381,8 @@ export class Cache<V> {
     const entries: SnapshotEntry<V>[] = [];
     for (const [key, e] of this.store.entriesOldestFirst()) {
       if (!isServable(e, now) || e.value === undefined) continue;
-      entries.push({ key, value: e.value, freshMs: Math.max(0, e.freshUntil - now), servableMs: e.staleUntil - now });
+      const windows = { key, value: e.value, freshMs: Math.max(0, e.freshUntil - now), servableMs: e.staleUntil - now };
+      entries.push(e.tags === undefined ? windows : { ...windows, tags: e.tags });
     }
     return { format: SNAPSHOT_FORMAT, version: SNAPSHOT_VERSION, entries };
   }
@@ -362,7 +406,8 @@ export class Cache<V> {
     let kept = 0;
     for (const e of s.entries) {
       const servable = Math.min(e.servableMs - o.elapsedMs, o.maxAgeMs);
-      const fresh = Math.min(Math.max(0, e.freshMs - o.elapsedMs), servable);
+      // A tagged value restores stale beside a shared tier: another process may have invalidated a tag while this one was down.
+      const fresh = e.tags !== undefined && this.shared !== undefined ? 0 : Math.min(Math.max(0, e.freshMs - o.elapsedMs), servable);
       if (!(servable > 0)) {
         expired++;
         continue;
@@ -386,9 +431,11 @@ export class Cache<V> {
         expired++;
         continue;
       }
-      const entry: Entry<V> = { value, hasValue: true, freshUntil: start + fresh, staleUntil: start + servable, loadMs: 0, failures: prev?.failures ?? 0, retryAt: prev?.retryAt ?? 0, error: prev?.error };
-      if (this.store.set(e.key, entry)) restored++;
-      else this.evicted(e.key, 'oversize');
+      const entry: Entry<V> = { value, hasValue: true, freshUntil: start + fresh, staleUntil: start + servable, loadMs: 0, failures: prev?.failures ?? 0, retryAt: prev?.retryAt ?? 0, error: prev?.error, tags: e.tags };
+      if (this.store.set(e.key, entry)) {
+        this.tagIndex.replace(e.key, prev?.tags, e.tags);
+        restored++;
+      } else this.evicted(e.key, 'oversize');
     }
     return { restored, invalid, expired, kept };
   }
@@ -465,7 +512,7 @@ export class Cache<V> {
     // rather than awaited, so no suspended frame is kept per miss.
     return shared.lookup(key, accept).then((first) => {
       if (first.kind !== 'hit') return this.resolve(key, flight, loader, o, entry, { started, deadline, accept, first });
-      const outcome = this.settle(key, flight, first, o, started);
+      const outcome = this.settle(key, flight, first, o, started, undefined);
       this.flights.land(key, flight);
       return outcome;
     });
@@ -477,7 +524,9 @@ export class Cache<V> {
     // Armed for what is left of loadTimeout after the first read: the get's one bound, from its start.
     const hard = new HardTimeout(this.clock, key, o.loadTimeout, deadline - this.clock.now());
     const stale = entry !== undefined && entry.hasValue ? entry.value : undefined;
-    const load = (): Promise<V> => this.load(key, flight, hard, loader, o, stale, deadline);
+    // The call's tags, which the loader may replace (setTags) before its value is stored.
+    const tagged: LoadTags = { tags: o.tags };
+    const load = (): Promise<V> => this.load(key, flight, hard, loader, o, stale, deadline, tagged);
     try {
       if (this.shared !== undefined) {
         const resolution = await this.shared.resolve<V>({
@@ -492,13 +541,14 @@ export class Cache<V> {
           backoff: (failures) => this.backoff.delay(failures, this.random),
           accept,
           load,
+          tags: () => tagged.tags,
         }, first);
-        return this.settle(key, flight, resolution, o, started);
+        return this.settle(key, flight, resolution, o, started, tagged.tags);
       }
       const value = await load();
       if (!flight.superseded) {
         const fresh = this.freshFor(value, o);
-        this.commit(key, value, fresh, fresh + o.staleFor, preciseNow(this.clock) - started, 'load');
+        this.commit(key, value, this.unlessTagged(flight, tagged.tags, fresh), fresh + o.staleFor, preciseNow(this.clock) - started, 'load', tagged.tags);
       }
       return { ok: true, value };
     } catch (thrown) {
@@ -513,11 +563,11 @@ export class Cache<V> {
   }
 
   /** One origin load: through the guard (the origin budget), then validated. Rejects on any failure. */
-  private async load(key: string, flight: Flight<V>, hard: HardTimeout, loader: Loader<V>, o: ResolvedLoadOptions, stale: V | undefined, deadline: number): Promise<V> {
+  private async load(key: string, flight: Flight<V>, hard: HardTimeout, loader: Loader<V>, o: ResolvedLoadOptions, stale: V | undefined, deadline: number, tagged: LoadTags): Promise<V> {
     // Only a caller who waits queues for the origin budget; a warm-up keeps its priority, a background refresh has none.
     const wait = flight.kind === 'read';
     const context = { key, signal: hard.signal, wait, priority: wait || flight.kind === 'warm' ? o.priority : 'background', deadline };
-    const loaded = await this.guard.run((attempt) => this.callLoader(key, flight, loader, attempt, stale), context);
+    const loaded = await this.guard.run((attempt) => this.callLoader(key, flight, loader, attempt, stale, tagged), context);
     if (this.check === undefined || loaded === undefined) return loaded;
     const checked = this.check(loaded);
     // The hard timeout covers validation too: an async validator that never settles ends with the load's LoadTimeoutError.
@@ -531,19 +581,19 @@ export class Cache<V> {
   }
 
   /** Applies what the shared tier decided to this process's memory, and turns it into the flight's outcome. */
-  private settle(key: string, flight: Flight<V>, r: Resolution<V>, o: ResolvedLoadOptions, started: number): Outcome<V> {
+  private settle(key: string, flight: Flight<V>, r: Resolution<V>, o: ResolvedLoadOptions, started: number, loadedTags: readonly string[] | undefined): Outcome<V> {
     const keep = !flight.superseded;
     switch (r.kind) {
       case 'hit':
         // Read before messages on the bus were found lost: it may predate an invalidation this process never got.
-        if (keep) this.commit(key, r.value, started < (this.shared?.lastBusGapAt ?? Number.NEGATIVE_INFINITY) ? 0 : r.freshMs, r.servableMs, r.loadMs, 'shared');
+        if (keep) this.commit(key, r.value, started < (this.shared?.lastBusGapAt ?? Number.NEGATIVE_INFINITY) ? 0 : this.unlessTagged(flight, r.tags, r.freshMs), r.servableMs, r.loadMs, 'shared', r.tags);
         return { ok: true, value: r.value };
       case 'loaded':
-        if (keep && r.keep) this.commit(key, r.value, r.freshMs, r.freshMs + o.staleFor, r.loadMs, 'load');
+        if (keep && r.keep) this.commit(key, r.value, this.unlessTagged(flight, loadedTags, r.freshMs), r.freshMs + o.staleFor, r.loadMs, 'load', loadedTags);
         return { ok: true, value: r.value };
       case 'stale':
         // Another process refreshes it: keep the shared (newest) copy, stale, and look again later.
-        if (keep) this.commit(key, r.value, 0, r.servableMs, r.loadMs, 'shared');
+        if (keep) this.commit(key, r.value, 0, r.servableMs, r.loadMs, 'shared', r.tags);
         this.defer(key, r.retryInMs);
         return { ok: true, value: r.value };
       case 'deferred':
@@ -559,14 +609,17 @@ export class Cache<V> {
    * Calls the loader, turning every way it can misbehave into a rejection with
    * an Error, and giving up when `signal` aborts even if the loader ignores it.
    */
-  private callLoader(key: string, flight: Flight<V>, loader: Loader<V>, signal: AbortSignal, stale: V | undefined): Promise<V> {
+  private callLoader(key: string, flight: Flight<V>, loader: Loader<V>, signal: AbortSignal, stale: V | undefined, tagged: LoadTags): Promise<V> {
     const abortedLoad = (reason: unknown): Error => (isError(reason) ? reason : new AbortedError(`load of "${key}" aborted`, reason));
     if (signal.aborted) return Promise.reject(abortedLoad(signal.reason));
     this.counts.loads++;
     if (flight.kind === 'warm') this.counts.warmLoads++;
     // The load's time limit is the signal's (the hard timeout, or a guard's attempt): no limit of its own.
     // A loader may return a plain value: runAbandonable starts it through startTask, which makes it a promise.
-    return runAbandonable((s) => loader({ key, signal: s, stale }) as Promise<V>, {
+    const setTags = (tags: readonly string[]): void => {
+      tagged.tags = checkTags('setTags', tags);
+    };
+    return runAbandonable((s) => loader({ key, signal: s, stale, setTags }) as Promise<V>, {
       clock: this.clock,
       parent: signal,
       at: undefined,
@@ -665,12 +718,16 @@ export class Cache<V> {
    * the shared tier took no load here, and a `load` with `ms: 0` would drag
    * down every load-duration histogram built on the event.
    */
-  private commit(key: string, value: V, freshMs: number, servableMs: number, loadMs: number, source: 'load' | 'shared' | 'set'): void {
+  private commit(key: string, value: V, freshMs: number, servableMs: number, loadMs: number, source: 'load' | 'shared' | 'set', tags: readonly string[] | undefined): void {
     const now = this.clock.now();
     const fresh = this.shared !== undefined && !this.shared.busUp ? Math.min(freshMs, this.shared.freshWithoutBus) : freshMs;
-    const entry: Entry<V> = { value, hasValue: true, freshUntil: now + fresh, staleUntil: now + servableMs, loadMs, failures: 0, retryAt: 0, error: undefined };
+    const entry: Entry<V> = { value, hasValue: true, freshUntil: now + fresh, staleUntil: now + servableMs, loadMs, failures: 0, retryAt: 0, error: undefined, tags };
     assert(fresh >= 0 && entry.staleUntil >= entry.freshUntil, 'a stale window starts where freshness ends');
-    if (!this.store.set(key, entry)) {
+    const before = this.store.peek(key)?.tags;
+    if (this.store.set(key, entry)) {
+      this.tagIndex.replace(key, before, tags);
+    } else {
+      this.tagIndex.remove(key, before);
       this.store.delete(key);
       this.evicted(key, 'oversize');
     }
@@ -687,6 +744,7 @@ export class Cache<V> {
   private invalidate(key: string, how: 'drop' | 'expire'): void {
     if (how === 'drop') {
       this.flights.supersede(key);
+      this.tagIndex.remove(key, this.store.peek(key)?.tags);
       this.store.delete(key);
       return;
     }
@@ -696,6 +754,39 @@ export class Cache<V> {
       entry.freshUntil = Math.min(entry.freshUntil, this.clock.now());
       entry.retryAt = 0;
     }
+  }
+
+  /**
+   * `tags` were invalidated (here, or by another process through the bus):
+   * every value in memory carrying one is stale from now (still the last
+   * known good, served for its stale window while it is refreshed), and a load in flight stores
+   * what it brings stale if it carries one: it may have read the origin
+   * before the invalidation. A key backing off after failures keeps its
+   * backoff. Returns how many values it made stale.
+   */
+  private staleTags(tags: readonly string[]): number {
+    const now = this.clock.now();
+    let staled = 0;
+    for (const tag of tags) {
+      for (const key of this.tagIndex.keysOf(tag)) {
+        const entry = this.store.peek(key);
+        if (entry === undefined || !entry.hasValue || entry.tags?.includes(tag) !== true) continue;
+        if (entry.freshUntil > now) {
+          // The stale window now starts here, as if the value had aged out: with `staleFor: 0` it is not served at all.
+          entry.staleUntil = now + (entry.staleUntil - entry.freshUntil);
+          entry.freshUntil = now;
+          staled++;
+        }
+        if (entry.failures === 0) entry.retryAt = 0;
+      }
+    }
+    this.flights.invalidateTags(tags);
+    return staled;
+  }
+
+  /** `freshMs`, or 0 when a value with `tags` was brought by a flight that a tag invalidation overtook. */
+  private unlessTagged(flight: Flight<V>, tags: readonly string[] | undefined, freshMs: number): number {
+    return sharesTag(tags, flight.invalidatedTags) ? 0 : freshMs;
   }
 
   /**
@@ -756,6 +847,11 @@ export class Cache<V> {
     this.counts.evictions++;
     this.events.emit('evict', { key, reason });
   }
+}
+
+/** The tags of the value one load brings: the call's, until its loader sets its own. */
+interface LoadTags {
+  tags: readonly string[] | undefined;
 }
 
 /** Longest wait before a key whose refresh the origin budget refused tries again, ms. */

@@ -5,7 +5,7 @@ import { type LeaseGrant } from '../stores/backend.js';
 import { type Clock, preciseNow } from '../time/clock.js';
 import { type HardTimeout } from './hard-timeout.js';
 import { refusedByBudget } from './refusal.js';
-import { type Called, type Lookup } from './shared-tier.js';
+import { type Called, type Lookup, type Shareable } from './shared-tier.js';
 import { type Verdict } from './validate.js';
 
 /** What one process asks of the cluster for one key in flight. */
@@ -30,16 +30,18 @@ export interface ResolveRequest<V> {
   accept(value: unknown): Verdict<V> | Promise<Verdict<V>>;
   /** Loads from the origin, through the cache's guard, validated. Rejects on failure. */
   load(): Promise<V>;
+  /** The tags of the value `load` brought (the call's, or the loader's own), read once it resolved. */
+  tags(): readonly string[] | undefined;
 }
 
 /** How a key in flight was resolved. */
 export type Resolution<V> =
   /** Fresh in the shared tier; no origin load. Windows are durations from now. */
-  | { readonly kind: 'hit'; readonly value: V; readonly freshMs: number; readonly servableMs: number; readonly loadMs: number }
+  | { readonly kind: 'hit'; readonly value: V; readonly freshMs: number; readonly servableMs: number; readonly loadMs: number; readonly tags: readonly string[] | undefined }
   /** Loaded from the origin by this process. `keep` is false when a newer write or delete overtook the load. */
   | { readonly kind: 'loaded'; readonly value: V; readonly freshMs: number; readonly loadMs: number; readonly keep: boolean }
   /** Another process holds the lease; here is the shared tier's stale value to serve meanwhile. */
-  | { readonly kind: 'stale'; readonly value: V; readonly servableMs: number; readonly loadMs: number; readonly retryInMs: number }
+  | { readonly kind: 'stale'; readonly value: V; readonly servableMs: number; readonly loadMs: number; readonly tags: readonly string[] | undefined; readonly retryInMs: number }
   /** Nothing to do now: serve this process's stale value and look again in `retryInMs` (lease held elsewhere, or the store unavailable). */
   | { readonly kind: 'deferred'; readonly error: DamperError; readonly retryInMs: number }
   /** The load failed, here or in the cluster; the key backs off for `retryInMs`. */
@@ -57,8 +59,8 @@ export interface LeaseStore {
   fill(key: string, token: string, text: string, ttlMs: number): Promise<Called<boolean>>;
   fail(key: string, token: string, failures: number, backoffMs: number): Promise<Called<boolean>>;
   release(key: string, token: string): Promise<Called<void>>;
-  /** The envelope of a loaded value, or undefined (reported) when it cannot be shared. */
-  encode(key: string, value: unknown, staleFor: number, loadMs: number): string | undefined;
+  /** The envelope of a loaded value and its lifetime in the store, or undefined (reported) when it cannot be shared. */
+  encode(key: string, value: unknown, freshMs: number, staleFor: number, loadMs: number, tags: readonly string[] | undefined): Shareable | undefined;
   /** Tells the other processes the key was filled (`f`) or failed (`x`), which wakes their waiters. Best effort, never rejects. */
   announce(kind: 'f' | 'x', key: string): Promise<void>;
   /** The store's breaker: when it is open, a deferred key looks again once it may admit a probe. */
@@ -225,13 +227,13 @@ export class ClusterFlight {
     }
     const loadMs = preciseNow(this.clock) - started;
     const freshMs = r.freshFor(value);
-    const text = this.store.encode(r.key, value, r.staleFor, loadMs);
-    if (text === undefined) {
+    const shared = this.store.encode(r.key, value, freshMs, r.staleFor, loadMs, r.tags());
+    if (shared === undefined) {
       // Cannot be shared (too large, or not JSON): free the lease so waiters do not sit out its ttl.
       await this.release(lease);
       return { kind: 'loaded', value, freshMs, loadMs, keep: true };
     }
-    const filled = await this.store.fill(r.key, this.giveBack(lease), text, freshMs + r.staleFor);
+    const filled = await this.store.fill(r.key, this.giveBack(lease), shared.text, shared.ttlMs);
     if (filled.ok && filled.value) await this.store.announce('f', r.key);
     // Refused: a write or delete came after the lease was granted; this value may be older than it.
     return { kind: 'loaded', value, freshMs, loadMs, keep: !filled.ok || filled.value };

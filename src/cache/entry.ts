@@ -20,11 +20,13 @@ export interface Entry<V> {
   retryAt: number;
   /** The last failure, given to callers that have no value while the key backs off. */
   error: unknown;
+  /** The value's tags (`invalidateTags` makes it stale), or undefined when it has none. */
+  tags: readonly string[] | undefined;
 }
 
 /** An entry that records only failures: the key has never had a valid value. */
 export function emptyEntry<V>(): Entry<V> {
-  return { value: undefined as V, hasValue: false, freshUntil: 0, staleUntil: 0, loadMs: 0, failures: 0, retryAt: 0, error: undefined };
+  return { value: undefined as V, hasValue: false, freshUntil: 0, staleUntil: 0, loadMs: 0, failures: 0, retryAt: 0, error: undefined, tags: undefined };
 }
 
 /** An entry with a value: what {@link isFresh} and {@link isServable} narrow to (an entry that fails them may still hold an error record). */

@@ -23,12 +23,15 @@ export interface Flight<V> {
   readonly promise: Promise<Outcome<V>>;
   /** Set by `set`/`delete`/`clear`: the result still reaches its waiters but is not stored. */
   readonly superseded: boolean;
+  /** Tags invalidated while it flew: a value it brings carrying one may predate that, and is stored stale. */
+  readonly invalidatedTags: readonly string[] | undefined;
 }
 
 /** The mutable side of a flight, held by {@link Flights} alone. */
 interface OwnedFlight<V> extends Flight<V> {
   promise: Promise<Outcome<V>>;
   superseded: boolean;
+  invalidatedTags: string[] | undefined;
 }
 
 /**
@@ -65,7 +68,7 @@ export class Flights<V> {
    */
   start(key: string, kind: FlightKind, run: (flight: Flight<V>) => Promise<Outcome<V>>): Flight<V> {
     assert(!this.byKey.has(key), 'one load per key in flight');
-    const flight: OwnedFlight<V> = { kind, promise: undefined as unknown as Promise<Outcome<V>>, superseded: false };
+    const flight: OwnedFlight<V> = { kind, promise: undefined as unknown as Promise<Outcome<V>>, superseded: false, invalidatedTags: undefined };
     this.byKey.set(key, flight);
     flight.promise = run(flight);
     return flight;
@@ -82,6 +85,11 @@ export class Flights<V> {
     if (flight === undefined) return;
     flight.superseded = true;
     this.byKey.delete(key);
+  }
+
+  /** `tags` were invalidated: every flight now in the air learns it (see {@link Flight.invalidatedTags}). */
+  invalidateTags(tags: readonly string[]): void {
+    for (const flight of this.byKey.values()) (flight.invalidatedTags ??= []).push(...tags);
   }
 
   /** Every key at once (`clear`). */

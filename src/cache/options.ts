@@ -1,3 +1,5 @@
+import { checkTags } from './tags.js';
+import { MAX_TAGS } from '../stores/envelope.js';
 import { between, boolean, duration, integer, optionalSignal, or } from '../config.js';
 import { ConfigError, describe } from '../errors.js';
 import { type Guard } from '../guard/guard.js';
@@ -58,10 +60,17 @@ export interface LoadOptions {
    * only on failure or after `softTimeout` (false).
    */
   staleWhileRevalidate?: boolean;
+  /**
+   * Tags for the value a load this call starts stores (a loader may replace
+   * them with `setTags`): `invalidateTags` makes every value carrying one of
+   * them stale, in every process. At most 32, each a non-empty string.
+   * Default: none.
+   */
+  tags?: readonly string[] | undefined;
 }
 
 /** Options of `new Cache(options)`. */
-export interface CacheOptions<V> extends Omit<LoadOptions, 'signal' | 'waitTimeout'>, ListenerErrorOption {
+export interface CacheOptions<V> extends Omit<LoadOptions, 'signal' | 'waitTimeout' | 'tags'>, ListenerErrorOption {
   /** Most keys held in process (values and error records). Default 10 000. */
   maxEntries?: number;
   /** Optional bound on the summed size of values; needs `size`. */
@@ -112,6 +121,7 @@ export interface ResolvedLoadOptions {
   readonly signal: AbortSignal | undefined;
   readonly priority: Priority | undefined;
   readonly staleWhileRevalidate: boolean;
+  readonly tags: readonly string[] | undefined;
 }
 
 /** Applies defaults to, and checks, the load options; `base` supplies what `o` leaves out. */
@@ -144,6 +154,8 @@ function resolve(o: LoadOptions, base: ResolvedLoadOptions | undefined): Resolve
     signal,
     priority,
     staleWhileRevalidate: swr,
+    // Per call only: the cache's own defaults carry none.
+    tags: base === undefined || o.tags === undefined ? undefined : checkTags('tags', o.tags, MAX_TAGS, (m) => new ConfigError(m)),
   };
 }
 

@@ -54,12 +54,21 @@ export interface SharedTierOptions {
   leaseMargin?: number;
   /** Largest envelope read or written, in UTF-16 code units. Default 1 048 576. Larger ones are not shared (written) or are a reported miss (read). */
   maxValueChars?: number;
+  /**
+   * How long the store keeps the record of a tag's invalidation, ms. Default
+   * 86 400 000 (a day). A tagged value is stored in the shared tier for at
+   * most this long (its `ttl + staleFor` is cut to it), so no tagged value
+   * outlives the record that makes it stale.
+   */
+  tagRetention?: number;
 }
 
 /** What the shared tier reports to its cache. */
 export interface SharedTierHooks {
   /** Another process changed `key`: `drop` (set or delete) forgets it, `expire` (a refill) keeps it as last known good, stale. */
   invalidate(key: string, how: 'drop' | 'expire'): void;
+  /** Another process invalidated `tags`: every value here carrying one is stale. */
+  invalidateTags(tags: readonly string[]): void;
   /**
    * The bus was lost (`up: false`) or is back (`true`), or messages on it were
    * lost (`disconnect`, `missed`: every value in memory is to be made stale).
@@ -85,14 +94,14 @@ interface PendingCall {
 /** What one look at the shared tier found. */
 export type Lookup<V> =
   | Extract<Resolution<V>, { kind: 'hit' }>
-  | { readonly kind: 'stale'; readonly value: V; readonly servableMs: number; readonly loadMs: number }
+  | { readonly kind: 'stale'; readonly value: V; readonly servableMs: number; readonly loadMs: number; readonly tags: readonly string[] | undefined }
   | { readonly kind: 'none' }
   | { readonly kind: 'unavailable'; readonly error: SharedTierError };
 
 const NEVER = new AbortController().signal;
 
 /** The store's operations (a backend's methods), as the breaker and the error reports name them; checked at construction, so a half-made store fails there, not at its first miss. */
-const BACKEND_METHODS = ['read', 'acquire', 'fill', 'fail', 'release', 'write', 'remove', 'publish', 'subscribe'] as const;
+const BACKEND_METHODS = ['read', 'acquire', 'fill', 'fail', 'release', 'write', 'remove', 'markTag', 'tagAge', 'publish', 'subscribe'] as const;
 type Operation = (typeof BACKEND_METHODS)[number];
 
 /** One breaker context per operation, made once: the read path runs on every L1 miss. */
@@ -112,7 +121,19 @@ interface Decoded<V> {
   readonly value: V;
   readonly staleFor: number;
   readonly loadMs: number;
+  readonly tags: readonly string[] | undefined;
+  /** With tags: its whole lifetime in the store, ms. */
+  readonly lifeMs: number;
 }
+
+/** A value ready for the store: its envelope, and the lifetime to store it for. */
+export interface Shareable {
+  readonly text: string;
+  readonly ttlMs: number;
+}
+
+/** Most tags one `invalidateTags` call takes: they travel in one bus message. */
+export const MAX_TAGS_PER_INVALIDATION = 1_000;
 
 /**
  * The shared tier's logic, apart from any client: the store's breaker and
@@ -139,6 +160,7 @@ export class SharedTier {
   private readonly timeout: number;
   readonly freshWithoutBus: number;
   private readonly maxValueChars: number;
+  private readonly tagRetention: number;
   private readonly hooks: SharedTierHooks;
   /** This process's name on the bus, and the prefix of its lease tokens. */
   private readonly id: string;
@@ -153,6 +175,7 @@ export class SharedTier {
   private reads = 0;
   private hits = 0;
   private errors = 0;
+  private tagsHeard = 0;
 
   constructor(sharedOptions: SharedTierOptions, clock: Clock, hooks: SharedTierHooks) {
     if (sharedOptions === undefined) throw new ConfigError('shared must be an object with a `store`');
@@ -177,6 +200,7 @@ export class SharedTier {
     const leasePoll = duration('shared.leasePoll', or(options.leasePoll, 200), { positive: true, timer: true });
     const leaseMargin = duration('shared.leaseMargin', or(options.leaseMargin, 1_000));
     this.maxValueChars = integer('shared.maxValueChars', or(options.maxValueChars, 1_048_576), 16);
+    this.tagRetention = duration('shared.tagRetention', or(options.tagRetention, 86_400_000), { positive: true });
     this.breaker =
       isInstance(options.breaker, CircuitBreaker)
         ? options.breaker
@@ -191,9 +215,15 @@ export class SharedTier {
       },
       {
         message: (kind, key) => {
-          this.cluster.wake(key);
+          if (kind !== 't') this.cluster.wake(key);
           if (kind === 'f') this.hooks.invalidate(key, 'expire');
           else if (kind === 's' || kind === 'd') this.hooks.invalidate(key, 'drop');
+          else if (kind === 't') {
+            const tags = busTags(key);
+            if (tags === undefined) return;
+            this.tagsHeard++;
+            this.hooks.invalidateTags(tags);
+          }
         },
         changed: (up, cause, missed) => this.hooks.bus(up, cause, missed),
       },
@@ -218,7 +248,7 @@ export class SharedTier {
 
   /** What this tier has done, and its bus now (a cache's `stats().shared`). */
   stats(): SharedTierStats {
-    return { reads: this.reads, hits: this.hits, errors: this.errors, leaseWaits: this.cluster.leaseWaits, busUp: this.bus.isUp, busGaps: this.bus.gaps };
+    return { reads: this.reads, hits: this.hits, errors: this.errors, leaseWaits: this.cluster.leaseWaits, busUp: this.bus.isUp, busGaps: this.bus.gaps, tagInvalidationsHeard: this.tagsHeard };
   }
 
   /** Stops the heartbeat and leaves the bus. The store itself is the caller's to close. */
@@ -240,13 +270,31 @@ export class SharedTier {
    * @throws SharedTierError when the store could not be reached, or the other
    *   processes could not be told (the store itself was changed then).
    */
-  async write(key: string, value: unknown, freshMs: number, staleFor: number): Promise<void> {
-    const text = this.encode(key, value, staleFor, 0);
+  async write(key: string, value: unknown, freshMs: number, staleFor: number, tags: readonly string[] | undefined): Promise<void> {
+    const shared = this.encode(key, value, freshMs, staleFor, 0, tags);
     // A value that cannot be shared (too large, not JSON) must not leave the
     // older one in the store for the other processes to serve: remove it.
-    if (text === undefined) return this.remove(key);
-    const done = await this.call('write', () => this.store.write(this.keyOf(key), text, freshMs + staleFor));
+    if (shared === undefined) return this.remove(key);
+    const done = await this.call('write', () => this.store.write(this.keyOf(key), shared.text, shared.ttlMs));
     await this.tell('s', key, done);
+  }
+
+  /**
+   * Invalidates `tags` cluster-wide: each is marked in the store (so a value
+   * whose data is older is stale to every reader of the store from now on),
+   * then `local` makes this process's values stale, then the other processes
+   * are told (their values carrying a tag go stale as the message arrives).
+   * Local marking comes after the store's: a refresh that read the store
+   * before the mark is in flight when `local` runs, and stores stale.
+   * @throws SharedTierError when a mark could not be made, or the other
+   *   processes could not be told (this process's values are stale all the same).
+   */
+  async invalidateTags(tags: readonly string[], local: () => void): Promise<void> {
+    const marked = await Promise.all(tags.map((tag) => this.call('markTag', () => this.store.markTag(this.tagKeyOf(tag), this.tagRetention))));
+    local();
+    const sent = await this.bus.send('t', JSON.stringify(tags));
+    for (const done of marked) if (!done.ok) throw done.error;
+    if (!sent.ok) throw sent.error;
   }
 
   /**
@@ -284,27 +332,55 @@ export class SharedTier {
    */
   lookup<V>(key: string, accept: (value: unknown) => Verdict<V> | Promise<Verdict<V>>): Promise<Lookup<V>> {
     this.reads++;
+    const sentAt = this.clock.now();
     // Chained, not awaited: this is the L2 hit path, and each async layer costs it a promise and a tick.
-    return this.ask('read', () => this.store.read(this.keyOf(key)), (read) => this.found(key, accept, read), UNAVAILABLE);
+    return this.ask('read', () => this.store.read(this.keyOf(key)), (read) => this.found(key, accept, read, sentAt), UNAVAILABLE);
   }
 
   /** What a read brought: none, or the decoded value judged by its remaining lifetime. */
-  private found<V>(key: string, accept: (value: unknown) => Verdict<V> | Promise<Verdict<V>>, read: SharedRead | undefined): Lookup<V> | Promise<Lookup<V>> {
+  private found<V>(key: string, accept: (value: unknown) => Verdict<V> | Promise<Verdict<V>>, read: SharedRead | undefined, sentAt: number): Lookup<V> | Promise<Lookup<V>> {
     if (read === undefined) return NONE;
     const { ttlMs } = read;
     const decoded = this.decode(key, accept, read.value);
-    return decoded instanceof Promise ? decoded.then((d) => this.judge(d, ttlMs)) : this.judge(decoded, ttlMs);
+    return decoded instanceof Promise ? decoded.then((d) => this.judge(d, ttlMs, sentAt)) : this.judge(decoded, ttlMs, sentAt);
   }
 
-  /** A decoded shared value is a hit while fresh, else stale; `undefined` (unusable) is none. */
-  private judge<V>(found: Decoded<V> | undefined, ttlMs: number): Lookup<V> {
+  /**
+   * A decoded shared value is a hit while fresh, else stale; `undefined`
+   * (unusable) is none. A tagged value is fresh only if none of its tags was
+   * invalidated after its data was read from the origin (one more look at
+   * the store per tag; an untagged value costs nothing more).
+   */
+  private judge<V>(found: Decoded<V> | undefined, ttlMs: number, sentAt: number): Lookup<V> | Promise<Lookup<V>> {
     if (found === undefined) return NONE;
     const freshMs = ttlMs - found.staleFor;
-    if (freshMs > 0) {
-      this.hits++;
-      return { kind: 'hit', value: found.value, freshMs, servableMs: ttlMs, loadMs: found.loadMs };
-    }
-    return { kind: 'stale', value: found.value, servableMs: ttlMs, loadMs: found.loadMs };
+    if (freshMs <= 0) return { kind: 'stale', value: found.value, servableMs: ttlMs, loadMs: found.loadMs, tags: found.tags };
+    if (found.tags === undefined) return this.hit(found, freshMs, ttlMs);
+    // How long ago the value's data left the origin, on the store's clock: its age in the store, plus the load.
+    const dataAge = Math.max(0, found.lifeMs - ttlMs) + found.loadMs;
+    return this.invalidatedSince(found.tags, dataAge, sentAt).then((invalidated) =>
+      invalidated ? { kind: 'stale', value: found.value, servableMs: ttlMs, loadMs: found.loadMs, tags: found.tags } : this.hit(found, freshMs, ttlMs),
+    );
+  }
+
+  private hit<V>(found: Decoded<V>, freshMs: number, ttlMs: number): Lookup<V> {
+    this.hits++;
+    return { kind: 'hit', value: found.value, freshMs, servableMs: ttlMs, loadMs: found.loadMs, tags: found.tags };
+  }
+
+  /**
+   * Whether any of `tags` was invalidated after data `dataAge` ms old (as
+   * the value's read saw it) was read. The value's age and each tag's are
+   * read by two calls, so the comparison allows for the time between them
+   * (at most from this read's start until now) and a millisecond of
+   * rounding, always towards "invalidated": a tag the store cannot be asked
+   * about counts as invalidated too. Wrong that way costs one refresh;
+   * wrong the other way would serve an invalidated value as fresh.
+   */
+  private async invalidatedSince(tags: readonly string[], dataAge: number, sentAt: number): Promise<boolean> {
+    const ages = await Promise.all(tags.map((tag) => this.call('tagAge', () => this.store.tagAge(this.tagKeyOf(tag)))));
+    const slack = this.clock.now() - sentAt + 1;
+    return ages.some((age) => !age.ok || (age.value !== undefined && age.value <= dataAge + slack));
   }
 
   /**
@@ -318,8 +394,8 @@ export class SharedTier {
       this.hooks.corrupt(key, decoded.reason);
       return undefined;
     }
-    const { value, staleFor, loadMs } = decoded.envelope;
-    if (value === undefined) return { value: value as V, staleFor, loadMs };
+    const { value, staleFor, loadMs, tags, lifeMs } = decoded.envelope;
+    if (value === undefined) return { value: value as V, staleFor, loadMs, tags, lifeMs };
     let verdict: Verdict<V> | Promise<Verdict<V>>;
     try {
       verdict = accept(value);
@@ -327,17 +403,23 @@ export class SharedTier {
       verdict = THREW;
     }
     const judged = (v: Verdict<V>): Decoded<V> | undefined => {
-      if (v.ok) return { value: v.value, staleFor, loadMs };
+      if (v.ok) return { value: v.value, staleFor, loadMs, tags, lifeMs };
       this.hooks.corrupt(key, 'invalid');
       return undefined;
     };
     return verdict instanceof Promise ? verdict.then(judged, () => judged(THREW)) : judged(verdict);
   }
 
-  private encode(key: string, value: unknown, staleFor: number, loadMs: number): string | undefined {
+  /**
+   * A value as the store keeps it, or undefined (reported) when it cannot be
+   * shared. A tagged value lives at most `tagRetention`: past it, the record
+   * of a tag's invalidation may be gone.
+   */
+  private encode(key: string, value: unknown, freshMs: number, staleFor: number, loadMs: number, tags: readonly string[] | undefined): Shareable | undefined {
+    const ttlMs = tags === undefined ? freshMs + staleFor : Math.min(freshMs + staleFor, this.tagRetention);
     let text: string;
     try {
-      text = encodeEnvelope(value, staleFor, loadMs);
+      text = encodeEnvelope(value, staleFor, loadMs, tags === undefined ? undefined : { tags, lifeMs: ttlMs });
     } catch (error) {
       this.hooks.error('encode', new SharedTierError(`encode of "${key}"`, error));
       return undefined;
@@ -346,12 +428,17 @@ export class SharedTier {
       this.hooks.corrupt(key, 'oversize');
       return undefined;
     }
-    return text;
+    return { text, ttlMs };
   }
 
   /** The store's key: the namespace keeps caches that share a store apart (their keys and their bus). */
   private keyOf(key: string): string {
     return `${this.namespace}:${key}`;
+  }
+
+  /** A tag's mark in the store: `|` sets it apart from every key (`namespace:key`), as no namespace holds one. */
+  private tagKeyOf(tag: string): string {
+    return `${this.namespace}|${tag}`;
   }
 
   /** The store as the leases see it: this namespace, every call through the breaker and the time limit. */
@@ -362,7 +449,7 @@ export class SharedTier {
       fill: (key, token, text, ttlMs) => this.call('fill', () => this.store.fill(this.keyOf(key), token, text, ttlMs)),
       fail: (key, token, failures, backoffMs) => this.call('fail', () => this.store.fail(this.keyOf(key), token, failures, backoffMs)),
       release: (key, token) => this.call('release', () => this.store.release(this.keyOf(key), token)),
-      encode: (key, value, staleFor, loadMs) => this.encode(key, value, staleFor, loadMs),
+      encode: (key, value, freshMs, staleFor, loadMs, tags) => this.encode(key, value, freshMs, staleFor, loadMs, tags),
       announce: async (kind, key) => void (await this.bus.send(kind, key)),
       breaker: this.breaker,
     };
@@ -460,4 +547,16 @@ export class SharedTier {
     }
     if (this.pending.size > 0) this.sweeper = this.clock.setTimer(this.sweep, this.timeout / 4);
   };
+}
+
+/** The tags of a bus message (untrusted bytes): a JSON array of 1 to {@link MAX_TAGS_PER_INVALIDATION} non-empty strings, else undefined. */
+function busTags(text: string): readonly string[] | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (!Array.isArray(parsed) || parsed.length === 0 || parsed.length > MAX_TAGS_PER_INVALIDATION) return undefined;
+  return parsed.every((tag) => typeof tag === 'string' && tag.length > 0) ? (parsed as string[]) : undefined;
 }

@@ -1,4 +1,5 @@
 import { ArgumentError, ConfigError, describe } from '../errors.js';
+import { checkTags } from './tags.js';
 
 /** Format tag and version of {@link Snapshot}; a snapshot with another version is refused. */
 export const SNAPSHOT_FORMAT = 'damper.cache.snapshot';
@@ -16,6 +17,8 @@ export interface SnapshotEntry<V> {
   readonly freshMs: number;
   /** How much longer the value was servable at all (fresh plus stale window), ms; ≥ `freshMs`, > 0. */
   readonly servableMs: number;
+  /** The value's tags, when it has any: restored with it, so `invalidateTags` still finds it. */
+  readonly tags?: readonly string[];
 }
 
 /**
@@ -82,7 +85,7 @@ function copyChecked(s: object): Snapshot<unknown> {
   const seen = new Set<string>();
   const entries = o.entries.map((e: unknown, i): SnapshotEntry<unknown> => {
     if (typeof e !== 'object' || e === null) throw new ArgumentError(`snapshot.entries[${i}] must be an object`);
-    const { key, freshMs, servableMs } = e as Record<string, unknown>;
+    const { key, freshMs, servableMs, tags } = e as Record<string, unknown>;
     if (typeof key !== 'string' || key.length === 0) throw new ArgumentError(`snapshot.entries[${i}].key must be a non-empty string`);
     if (seen.has(key)) throw new ArgumentError(`snapshot.entries[${i}]: key "${key}" appears twice`);
     seen.add(key);
@@ -91,7 +94,10 @@ function copyChecked(s: object): Snapshot<unknown> {
     if (typeof servableMs !== 'number' || !Number.isFinite(servableMs) || servableMs < freshMs || servableMs <= 0) {
       throw new ArgumentError(`snapshot.entries[${i}].servableMs must be a finite number > 0 and ≥ freshMs`);
     }
-    return { key, value: (e as { value: unknown }).value, freshMs, servableMs };
+    const value = (e as { value: unknown }).value;
+    if (tags === undefined) return { key, value, freshMs, servableMs };
+    const checked = checkTags(`snapshot.entries[${i}].tags`, tags);
+    return checked === undefined ? { key, value, freshMs, servableMs } : { key, value, freshMs, servableMs, tags: checked };
   });
   return { format: SNAPSHOT_FORMAT, version: SNAPSHOT_VERSION, entries };
 }

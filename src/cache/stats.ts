@@ -75,6 +75,8 @@ export interface SharedTierStats {
    * failovers, Redis's `client-output-buffer-limit`).
    */
   readonly busGaps: number;
+  /** Tag invalidations other processes sent that reached this one (`invalidateTags`), each applied on arrival. */
+  readonly tagInvalidationsHeard: number;
 }
 
 /**

@@ -6,7 +6,8 @@
  * Redis or Redis Cluster; the incident lab implements it over simulated cache
  * nodes, so the same lease and breaker code runs in both.
  *
- * Keys arrive namespaced and opaque. A backend keeps, per key, three things
+ * Keys arrive namespaced and opaque. Tags (`markTag`, `tagAge`) are a space of
+ * their own: a tag and a key spelled alike are kept apart. A backend keeps, per key, three things
  * that must live together (one Redis Cluster slot):
  * - the value: an opaque string (damper's envelope) with a time to live;
  * - the lease: a token, or a failure marker, with its own time to live;
@@ -55,6 +56,20 @@ export interface SharedBackend {
 
   /** Removes the value, the lease and the failure count: a lease granted before this can no longer fill. */
   remove(key: string): Promise<void>;
+
+  /**
+   * Records that `tag` was invalidated now, on the backend's clock, and keeps
+   * the record for `retainMs` (a later mark replaces it). A value whose data
+   * is older than the mark is stale to every reader: `cache.invalidateTags`.
+   */
+  markTag(tag: string, retainMs: number): Promise<void>;
+
+  /**
+   * How long ago `tag` was last marked, ms on the backend's clock (≥ 0), or
+   * `undefined` when it never was or its record expired. A duration, like
+   * every lifetime here: readers on other machines need no shared clock.
+   */
+  tagAge(tag: string): Promise<number | undefined>;
 
   /** Sends `message` to every subscriber of `channel`, in every process, this one included. */
   publish(channel: string, message: string): Promise<void>;

@@ -6,6 +6,16 @@
  *
  *     d1|<staleFor ms>|<load ms>|<JSON of the value, or empty for "absent">
  *
+ * A value with tags carries them, and its whole lifetime in the store, so a
+ * reader can tell how long ago its data was read from the origin (lifetime
+ * minus remaining lifetime, plus the load's time) and compare that with how
+ * long ago each tag was invalidated, both durations on the store's clock:
+ *
+ *     d2|<staleFor ms>|<load ms>|<lifetime ms>|<length of the tags' JSON>|<tags' JSON><value's JSON>
+ *
+ * An untagged value keeps the `d1` layout, so the processes of an earlier
+ * version still read it; they read a `d2` value as a miss of another version.
+ *
  * No instant is stored: the backend's time to live (Redis `PTTL`) gives how
  * much of `fresh + staleFor` remains, so freshness is read off one clock (the
  * backend's) and processes with skewed clocks still agree on it.
@@ -18,6 +28,15 @@
  */
 
 const TAG = 'd1|';
+const TAGGED = 'd2|';
+/**
+ * Most tags one value may carry: each costs a read from the shared tier one
+ * more look. The cache refuses more at its boundary; a stored envelope with
+ * more is untrusted bytes, and corrupt.
+ */
+export const MAX_TAGS = 32;
+/** Longest tag, in UTF-16 code units. */
+export const MAX_TAG_CHARS = 1_024;
 
 /** The decoded envelope. `value` is `undefined` for a cached "absent". */
 export interface Envelope {
@@ -26,22 +45,36 @@ export interface Envelope {
   readonly staleFor: number;
   /** How long the load that produced the value took, ms (early refresh's delta). */
   readonly loadMs: number;
+  /** The value's tags, or undefined when it has none. */
+  readonly tags: readonly string[] | undefined;
+  /** With tags: the lifetime the value was stored for, ms (`fresh + staleFor`); 0 without. */
+  readonly lifeMs: number;
+}
+
+/** The tags of a value to share, and the lifetime it is stored for. */
+export interface TaggedLife {
+  readonly tags: readonly string[];
+  readonly lifeMs: number;
 }
 
 /** Why a stored string was not a usable envelope. */
 export type CorruptReason = 'oversize' | 'version' | 'header' | 'json';
 
 /** Encodes a value. Throws (a `TypeError` from JSON) only for values JSON cannot hold, such as a BigInt or a cycle. */
-export function encodeEnvelope(value: unknown, staleFor: number, loadMs: number): string {
+export function encodeEnvelope(value: unknown, staleFor: number, loadMs: number, tagged?: TaggedLife): string {
   const body = value === undefined ? '' : JSON.stringify(value);
   // JSON.stringify returns undefined for a function or a symbol: no value a reader could get back.
   if (body === undefined) throw new TypeError(`a ${typeof value} cannot be stored in the shared tier`);
-  return `${TAG}${Math.round(staleFor)}|${Math.round(loadMs)}|${body}`;
+  if (tagged === undefined) return `${TAG}${Math.round(staleFor)}|${Math.round(loadMs)}|${body}`;
+  const tags = JSON.stringify(tagged.tags);
+  // Load time rounded up: a reader's "how long ago was this read" must never come out short.
+  return `${TAGGED}${Math.round(staleFor)}|${Math.ceil(loadMs)}|${Math.round(tagged.lifeMs)}|${tags.length}|${tags}${body}`;
 }
 
 /** Decodes a stored string; a bad one is reported, never thrown. `maxChars` bounds what is parsed. */
 export function decodeEnvelope(raw: string, maxChars: number): { ok: true; envelope: Envelope } | { ok: false; reason: CorruptReason } {
   if (raw.length > maxChars) return { ok: false, reason: 'oversize' };
+  if (raw.startsWith(TAGGED)) return decodeTagged(raw);
   if (!raw.startsWith(TAG)) return { ok: false, reason: 'version' };
   const a = raw.indexOf('|', TAG.length);
   const b = a < 0 ? -1 : raw.indexOf('|', a + 1);
@@ -49,13 +82,48 @@ export function decodeEnvelope(raw: string, maxChars: number): { ok: true; envel
   const staleFor = header(raw, TAG.length, a);
   const loadMs = header(raw, a + 1, b);
   if (staleFor === undefined || loadMs === undefined) return { ok: false, reason: 'header' };
-  if (b + 1 === raw.length) return { ok: true, envelope: { value: undefined, staleFor, loadMs } };
-  const body = raw.slice(b + 1);
+  return body(raw, b + 1, staleFor, loadMs, undefined, 0);
+}
+
+/** The value's JSON from `from` on, or empty for "absent". */
+function body(raw: string, from: number, staleFor: number, loadMs: number, tags: readonly string[] | undefined, lifeMs: number): { ok: true; envelope: Envelope } | { ok: false; reason: CorruptReason } {
+  if (from === raw.length) return { ok: true, envelope: { value: undefined, staleFor, loadMs, tags, lifeMs } };
   try {
-    return { ok: true, envelope: { value: safeParse(body), staleFor, loadMs } };
+    return { ok: true, envelope: { value: safeParse(raw.slice(from)), staleFor, loadMs, tags, lifeMs } };
   } catch {
     return { ok: false, reason: 'json' };
   }
+}
+
+/** A `d2` envelope: four header fields, then the tags' JSON of the stated length, then the value. */
+function decodeTagged(raw: string): { ok: true; envelope: Envelope } | { ok: false; reason: CorruptReason } {
+  const fields: number[] = [];
+  let from = TAGGED.length;
+  for (let i = 0; i < 4; i++) {
+    const bar = raw.indexOf('|', from);
+    const n = bar < 0 ? undefined : header(raw, from, bar);
+    if (n === undefined) return { ok: false, reason: 'header' };
+    fields.push(n);
+    from = bar + 1;
+  }
+  const [staleFor, loadMs, lifeMs, length] = fields as [number, number, number, number];
+  if (from + length > raw.length) return { ok: false, reason: 'header' };
+  const tags = parseTags(raw.slice(from, from + length));
+  if (tags === undefined) return { ok: false, reason: 'header' };
+  return body(raw, from + length, staleFor, loadMs, tags, lifeMs);
+}
+
+/** A stored tag list: a JSON array of 1 to {@link MAX_TAGS} non-empty strings, else undefined. */
+function parseTags(text: string): readonly string[] | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (!Array.isArray(parsed) || parsed.length === 0 || parsed.length > MAX_TAGS) return undefined;
+  for (const tag of parsed) if (typeof tag !== 'string' || tag.length === 0 || tag.length > MAX_TAG_CHARS) return undefined;
+  return parsed as string[];
 }
 
 /** A non-negative integer header field, or undefined. */

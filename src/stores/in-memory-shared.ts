@@ -38,7 +38,7 @@ export class InMemorySharedStore implements SharedBackend {
    */
   dropMessages = false;
   /** Calls answered, by operation: for tests and the lab's metrics. */
-  readonly calls = { read: 0, acquire: 0, fill: 0, fail: 0, release: 0, write: 0, remove: 0, publish: 0 };
+  readonly calls = { read: 0, acquire: 0, fill: 0, fail: 0, release: 0, write: 0, remove: 0, markTag: 0, tagAge: 0, publish: 0 };
 
   constructor(storeOptions?: InMemorySharedStoreOptions) {
     const options = optionsObject('InMemorySharedStore options', storeOptions);
@@ -88,6 +88,14 @@ export class InMemorySharedStore implements SharedBackend {
 
   remove(key: string): Promise<void> {
     return this.op('remove', () => this.slots.remove(key));
+  }
+
+  markTag(tag: string, retainMs: number): Promise<void> {
+    return this.op('markTag', () => this.slots.markTag(tag, retainMs));
+  }
+
+  tagAge(tag: string): Promise<number | undefined> {
+    return this.op('tagAge', () => this.slots.tagAge(tag));
   }
 
   publish(channel: string, message: string): Promise<void> {

@@ -104,6 +104,27 @@ return 1`,
     lua: `if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
 return 0`,
   },
+  /**
+   * KEYS: tag mark. ARGV: retention. The mark is the instant on Redis's own
+   * clock (TIME, so effects replication, as in {@link setValue}).
+   */
+  damperMarkTag: {
+    numberOfKeys: 1,
+    lua: `if redis.replicate_commands then redis.replicate_commands() end
+local t = redis.call('TIME')
+redis.call('SET', KEYS[1], string.format('%.0f', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)), 'PX', ARGV[1])
+return 1`,
+  },
+  /** KEYS: tag mark. Returns ms since the mark on Redis's clock, or -1 when there is none (or it is not a number: untrusted bytes). */
+  damperTagAge: {
+    numberOfKeys: 1,
+    lua: `local at = tonumber(redis.call('GET', KEYS[1]))
+if not at then return -1 end
+local t = redis.call('TIME')
+local age = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) - at
+if age < 0 then return 0 end
+return age`,
+  },
   damperFill: fillScript('pttl'),
   damperFillStamped: fillScript('server-clock'),
   damperWrite: writeScript('pttl'),
@@ -316,6 +337,15 @@ export class RedisStore implements SharedBackend {
     await this.client.del(`${base}v`, `${base}l`, `${base}f`);
   }
 
+  async markTag(tag: string, retainMs: number): Promise<void> {
+    await this.scripts.damperMarkTag(this.keyOf(tag, 't'), duration('retainMs', retainMs));
+  }
+
+  async tagAge(tag: string): Promise<number | undefined> {
+    const reply = await this.scripts.damperTagAge(this.keyOf(tag, 't'));
+    return typeof reply === 'number' && reply >= 0 ? reply : undefined;
+  }
+
   /**
    * PUBLISH on the command connection. On a cluster any node will do: Redis
    * Cluster forwards a PUBLISH to the subscribers of every node.
@@ -433,7 +463,7 @@ export class RedisStore implements SharedBackend {
     }
   }
 
-  /** `prefix:{tag}:` for `key`; the Redis keys append `v`, `l` or `f`. */
+  /** `prefix:{tag}:` for `key`; the Redis keys append `v`, `l` or `f` (a key's), or `t` (a tag's mark). */
   private baseOf(key: string): string {
     if (typeof key !== 'string' || key.length === 0) throw new ArgumentError('key must be a non-empty string');
     // Hot path: most keys need no escaping, and a test is cheaper than a replace.
@@ -441,7 +471,7 @@ export class RedisStore implements SharedBackend {
     return `${this.prefix}:{${tag}}:`;
   }
 
-  private keyOf(key: string, part: 'v' | 'l'): string {
+  private keyOf(key: string, part: 'v' | 'l' | 't'): string {
     return this.baseOf(key) + part;
   }
 

@@ -26,6 +26,8 @@ const FAILED = '\0failed';
  */
 export class SharedSlots {
   private readonly slots = new Map<string, Slot>();
+  /** Tag marks: when each tag was last invalidated, and until when the record is kept. */
+  private readonly tags = new Map<string, { readonly at: number; readonly expiresAt: number }>();
 
   constructor(private readonly clock: Clock) {
     if (!hasMethods(clock, ['now'])) throw new ConfigError('SharedSlots needs the Clock its expiries are read on');
@@ -80,8 +82,25 @@ export class SharedSlots {
     this.slots.delete(key);
   }
 
+  markTag(tag: string, retainMs: number): void {
+    const now = this.clock.now();
+    this.tags.set(tag, { at: now, expiresAt: now + retainMs });
+  }
+
+  tagAge(tag: string): number | undefined {
+    const mark = this.tags.get(tag);
+    if (mark === undefined) return undefined;
+    const now = this.clock.now();
+    if (mark.expiresAt <= now) {
+      this.tags.delete(tag);
+      return undefined;
+    }
+    return now - mark.at;
+  }
+
   clear(): void {
     this.slots.clear();
+    this.tags.clear();
   }
 
   /** The slot of `key` with expired parts dropped (Redis expires them the same way). */

@@ -40,6 +40,8 @@ function counted(store: SharedBackend, stats: { l2Hits: number }): SharedBackend
     release: (k, t) => store.release(k, t),
     write: (k, v, ttl) => store.write(k, v, ttl),
     remove: (k) => store.remove(k),
+    markTag: (t, r) => store.markTag(t, r),
+    tagAge: (t) => store.tagAge(t),
     publish: (c, m) => store.publish(c, m),
     subscribe: (c, l) => store.subscribe(c, l),
   };

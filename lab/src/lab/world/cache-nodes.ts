@@ -274,6 +274,14 @@ export class CacheCluster implements SharedBackend {
     return this.on(key, (node) => node.data.remove(key));
   }
 
+  markTag(tag: string, retainMs: number): Promise<void> {
+    return this.on(tag, (node) => node.data.markTag(tag, retainMs));
+  }
+
+  tagAge(tag: string): Promise<number | undefined> {
+    return this.on(tag, (node) => node.data.tagAge(tag));
+  }
+
   publish(channel: string, message: string): Promise<void> {
     if (this.seeding) return Promise.resolve();
     return this.on(channel, () => {
