@@ -498,8 +498,8 @@ describe('shared tier: untrusted bytes', () => {
     assert.equal(merged.polluted, undefined);
     assert.equal(({} as Record<string, unknown>).polluted, undefined);
     assert.equal(Object.hasOwn(value, 'constructor'), false);
-    assert.deepEqual(decodeEnvelope(encodeEnvelope({ constructor: 'Ford' }, 5, 2), 100), { ok: true, envelope: { value: { constructor: 'Ford' }, staleFor: 5, loadMs: 2 } });
-    assert.deepEqual(decodeEnvelope(encodeEnvelope(undefined, 5, 2), 100), { ok: true, envelope: { value: undefined, staleFor: 5, loadMs: 2 } });
+    assert.deepEqual(decodeEnvelope(encodeEnvelope({ constructor: 'Ford' }, 5, 2), 100), { ok: true, envelope: { value: { constructor: 'Ford' }, staleFor: 5, loadMs: 2, tags: undefined, lifeMs: 0 } });
+    assert.deepEqual(decodeEnvelope(encodeEnvelope(undefined, 5, 2), 100), { ok: true, envelope: { value: undefined, staleFor: 5, loadMs: 2, tags: undefined, lifeMs: 0 } });
   });
 
   test('a value in the shared tier whose async validation never settles does not hold the key (issue 13, item 3)', async () => {
@@ -538,6 +538,6 @@ describe('shared tier: untrusted bytes', () => {
       assert.equal(({} as Record<string, unknown>).polluted, undefined);
     }
     // An escape that spells nothing dangerous decodes to the same value as before.
-    assert.deepEqual(decodeEnvelope(encodeEnvelope({ bell: '\u0007' }, 5, 2), 100), { ok: true, envelope: { value: { bell: '\u0007' }, staleFor: 5, loadMs: 2 } });
+    assert.deepEqual(decodeEnvelope(encodeEnvelope({ bell: '\u0007' }, 5, 2), 100), { ok: true, envelope: { value: { bell: '\u0007' }, staleFor: 5, loadMs: 2, tags: undefined, lifeMs: 0 } });
   });
 });

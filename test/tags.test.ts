@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { ArgumentError, Cache, type CacheOptions, ConfigError, InMemorySharedStore, type LoaderContext, SharedTierError, sleep, VirtualClock } from '../src/index.js';
+import { decodeEnvelope, encodeEnvelope } from '../src/stores/envelope.js';
 import { track } from './helpers.js';
 
 // Invalidation by tag (docs/cache.md, "Tags"): an invalidated value is stale,
@@ -237,6 +238,18 @@ describe('bad input: a clear error, nothing lost', () => {
     assert.equal(getCounted(cache, 'k', () => 'x').fresh, true);
     assert.equal(await cache.get('k', () => 'x'), 'v');
     assert.equal(await cache.invalidateTags([]), 0);
+  });
+
+  test('a tagged envelope from the store is untrusted bytes: a bad tag list is corrupt, never a value', () => {
+    const text = encodeEnvelope({ n: 1 }, 500, 12.2, { tags: ['a', 'b|c'], lifeMs: 1_500 });
+    assert.deepEqual(decodeEnvelope(text, 1_000), { ok: true, envelope: { value: { n: 1 }, staleFor: 500, loadMs: 13, tags: ['a', 'b|c'], lifeMs: 1_500 } });
+    assert.equal(decodeEnvelope(encodeEnvelope(undefined, 5, 0, { tags: ['t'], lifeMs: 9 }), 100).ok, true);
+    const tags = (json: string): string => `d2|500|1|1500|${json.length}|${json}{}`;
+    for (const bad of [tags('{}'), tags('[]'), tags('[1]'), tags('[""]'), tags('"a"'), tags('[a]'), tags(JSON.stringify(new Array(33).fill('t'))), 'd2|500|1|1500|99|["a"]{}', 'd2|500|1|1500|x|["a"]{}', 'd2|500|1|1500']) {
+      assert.deepEqual(decodeEnvelope(bad, 10_000), { ok: false, reason: 'header' }, bad);
+    }
+    assert.deepEqual(decodeEnvelope(`${tags('["a"]').slice(0, -2)}{"__proto__":{"polluted":1}}`, 1_000).ok, true);
+    assert.equal(({} as Record<string, unknown>)['polluted'], undefined);
   });
 
   test('a tag message on the bus that is not a list of tags is ignored', async () => {

@@ -32,7 +32,8 @@ const AFTER = 150;
  * The rules a {@link SharedBackend} must keep for damper's shared tier to be
  * right: the atomic lease, fill only by the lease's token, failure markers
  * whose count outlives them, writes and removes that overtake a lease,
- * expiries, keys kept apart however they are spelled, and a bus that reaches
+ * expiries, keys kept apart however they are spelled, tag marks read as ages
+ * on the store's clock, and a bus that reaches
  * every subscriber of every view, never inside the publisher's call.
  * Written once, and run against `RedisStore` (a server and a Cluster),
  * `InMemorySharedStore` and the lab's simulated cache cluster; run it
@@ -151,6 +152,28 @@ export const SHARED_BACKEND_RULES: readonly SharedBackendRule[] = [
       const names = ['{a}', 'a}', '{a', 'a:b', 'a%7Bb', '%', 'ключ', '🔑', 'a b', 'a'];
       for (const [i, name] of names.entries()) await settle(a.write(key(name), `v${i}`, 10_000));
       for (const [i, name] of names.entries()) assert.equal((await settle(b.read(key(name))))?.value, `v${i}`, name);
+    },
+  },
+  {
+    name: 'tags: a mark is read by the other view as an age on the store\u2019s clock; unmarked and expired tags have none; a tag and a key spelled alike are apart',
+    async check({ stores: [a, b], settle, pass }, key) {
+      assert.equal(await settle(b.tagAge(key('t'))), undefined);
+      await settle(a.write(key('t'), 'value', 10_000));
+      assert.equal(await settle(b.tagAge(key('t'))), undefined, 'a key is no tag');
+      await settle(a.markTag(key('t'), 10_000));
+      const first = await settle(b.tagAge(key('t')));
+      assert.ok(first !== undefined && first >= 0 && first < 1_000, `age right after the mark: ${first} ms`);
+      assert.equal((await settle(b.read(key('t'))))?.value, 'value', 'a tag is no key');
+      await pass(AFTER);
+      const later = await settle(b.tagAge(key('t')));
+      assert.ok(later !== undefined && later >= first + AFTER - 5, `age ${later} ms, ${AFTER} ms after ${first} ms`);
+      // A new mark replaces the old one: the age starts again.
+      await settle(b.markTag(key('t'), 10_000));
+      const again = await settle(a.tagAge(key('t')));
+      assert.ok(again !== undefined && again < later, `age after a new mark: ${again} ms`);
+      await settle(a.markTag(key('short'), TTL));
+      await pass(TTL + AFTER);
+      assert.equal(await settle(b.tagAge(key('short'))), undefined, 'a mark expires with its retention');
     },
   },
   {
