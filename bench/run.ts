@@ -21,6 +21,7 @@ import { hitPath } from './hit-path.js';
 import { httpBench, httpOptionsFromEnv, httpReport } from './http.js';
 import { instrumentedBench, instrumentedTable } from './instrumented.js';
 import { l2Bench, l2LatencyTable, type L2Result, l2ThroughputTable } from './l2.js';
+import { tagsBench, tagsTable } from './tags.js';
 import { damper, type Peer, peers, versionOf } from './peers.js';
 import { describe, failingTable, hitTable, machine, stampedeTable } from './report.js';
 import { stampede } from './stampede.js';
@@ -91,6 +92,10 @@ log('8. damper/http: the undici interceptor against plain undici, on loopback (n
 const http = await httpBench(log, httpOptionsFromEnv());
 log(`\n${httpReport(http)}\n`);
 
+log('9. tags: a tagged read against an untagged one, from memory and from the shared tier');
+const tags = await tagsBench(log, { rounds, minCpuTimeMs });
+log(`\n${tagsTable(tags)}\n`);
+
 const results = {
   generatedAt: new Date().toISOString(),
   command: 'npm run bench',
@@ -148,6 +153,12 @@ const results = {
       throughput: Object.fromEntries(http.throughput.map(({ name, ...row }) => [name, row])),
       fetch: Object.fromEntries(http.fetch.map(({ name, ...row }) => [name, row])),
       served: http.served,
+    },
+    tags: {
+      rounds: tags.rounds,
+      note: 'nsPerOp: median over rounds of mitata’s mean per awaited get; ratioToUntagged: median of the within-round ratio to the untagged row of the same tier (L1: two tags; L2: one tag, every call an L1 miss and a fresh Redis hit)',
+      l1: Object.fromEntries(tags.l1.map(({ name, ...row }) => [name, row])),
+      l2: 'skipped' in tags.l2 ? tags.l2 : Object.fromEntries(tags.l2.map(({ name, ...row }) => [name, row])),
     },
   },
 };
