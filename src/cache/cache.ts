@@ -1,28 +1,22 @@
-import assert from 'node:assert/strict';
 import { clockOption, isInstance, optionalFunction, optionsObject } from '../config.js';
-import { AbortedError, ArgumentError, ConfigError, type DamperError, isError, LoaderError, LoadTimeoutError, type SharedTierError, ValidationError } from '../errors.js';
+import { ArgumentError, ConfigError, type SharedTierError, ValidationError } from '../errors.js';
 import { Events } from '../events.js';
 import { Backoff } from '../guard/backoff.js';
-import { runAbandonable } from '../guard/abandon.js';
 import { checkGuard, type Guard } from '../guard/guard.js';
 import { ConcurrencyLimiter } from '../guard/limiter.js';
-import { type Priority } from '../guard/priority.js';
-import { MemoryStore } from '../stores/memory.js';
-import { type Clock, preciseNow, type Timer } from '../time/clock.js';
+import { type Clock } from '../time/clock.js';
 import { type BusCause } from './bus.js';
 import { shouldRefreshEarly } from './early-refresh.js';
-import { emptyEntry, type Entry, isBackingOff, isFresh, isServable } from './entry.js';
-import { type Flight, type FlightKind, Flights, type Outcome } from './flight.js';
-import { countsAgainstKey, refusedByBudget } from './refusal.js';
-import { HardTimeout } from './hard-timeout.js';
-import { CacheCounters, type CacheStats } from './stats.js';
+import { type Entry, isFresh, isServable } from './entry.js';
+import { LocalTier } from './local-tier.js';
 import { type CacheOptions, type LoadOptions, resolveCacheShape, resolveLoadOptions, type ResolvedLoadOptions } from './options.js';
-import { type Resolution } from './cluster-flight.js';
-import { type Lookup, MAX_TAGS_PER_INVALIDATION, SharedTier } from './shared-tier.js';
-import { checkTags, sharesTag, TagIndex } from './tags.js';
-import { checkSnapshot, resolveRestoreOptions, type RestoreOptions, type RestoreSummary, type Snapshot, SNAPSHOT_FORMAT, SNAPSHOT_VERSION, type SnapshotEntry } from './snapshot.js';
-import { compileValidator, type Verdict, verdictBefore, verdictWithin } from './validate.js';
-import { warm, type WarmKeyOutcome, type WarmOptions, type WarmSummary } from './warm.js';
+import { ReadPath } from './read-path.js';
+import { MAX_TAGS_PER_INVALIDATION, SharedTier } from './shared-tier.js';
+import { checkSnapshot, resolveRestoreOptions, type RestoreOptions, type RestoreSummary, type Snapshot, SNAPSHOT_FORMAT, SNAPSHOT_VERSION } from './snapshot.js';
+import { CacheCounters, type CacheStats } from './stats.js';
+import { checkTags } from './tags.js';
+import { compileValidator, type Verdict } from './validate.js';
+import { warm, type WarmOptions, type WarmSummary } from './warm.js';
 
 /** What a loader receives. */
 export interface LoaderContext<V> {
@@ -46,17 +40,6 @@ export interface LoaderContext<V> {
  * possible when `V` includes `undefined`.
  */
 export type Loader<V> = (context: LoaderContext<V>) => Promise<V> | V;
-
-/** When and how a load began: what `resolve` needs from `run`. */
-interface LoadStart<V> {
-  /** Precise clock reading at the start, for the load's duration. */
-  readonly started: number;
-  /** When the get's `loadTimeout` ends, on the clock. */
-  readonly deadline: number;
-  readonly accept: (value: unknown) => Verdict<V> | Promise<Verdict<V>>;
-  /** The shared tier's first read, when it was made and was no hit. */
-  readonly first: Lookup<V> | undefined;
-}
 
 /** Why a stale value was served. */
 export type StaleReason = 'revalidate' | 'error' | 'backoff' | 'timeout';
@@ -112,71 +95,70 @@ export interface CacheEvents {
  */
 export class Cache<V> {
   private readonly clock: Clock;
-  /** The clock's `random`, bound: a user's Clock may implement it as a method that uses `this`. */
-  private readonly random: () => number;
-  private readonly store: MemoryStore<Entry<V>>;
-  private readonly flights = new Flights<V>();
-  /** Which keys in memory carry which tag: `invalidateTags` finds them without a scan. */
-  private readonly tagIndex = new TagIndex();
+  /** The in-process tier (L1): each key's entry, and the rules that write one. */
+  private readonly local: LocalTier<V>;
+  /** The same entries' map, read directly by the hit path (one lookup, no call in between). */
+  private readonly store: LocalTier<V>['store'];
+  /** Everything a get does past a fresh hit: the flight, the shared tier, the lease, the origin. */
+  private readonly reads: ReadPath<V>;
   private readonly defaults: ResolvedLoadOptions;
   private readonly check: ((value: V) => Verdict<V> | Promise<Verdict<V>>) | undefined;
-  private readonly backoff: Backoff;
-  private readonly guard: Guard;
-  private readonly ttlJitter: number;
   private readonly beta: number;
+  private readonly random: () => number;
   private readonly events: Events<CacheEvents>;
   private readonly counts = new CacheCounters();
   /** The shared tier (Redis), when configured. */
   private readonly shared: SharedTier | undefined;
-  /**
-   * Validates a value read from the shared tier (untrusted bytes) for a load
-   * that must end by `deadline`: `validate`, or accept as is. An async verdict
-   * gets what is left of the load's time: the first read of the shared tier
-   * comes before the load's hard timeout is armed, and nothing else would end
-   * a validator that never settles. So `loadTimeout` bounds the whole get.
-   */
-  private acceptBy(deadline: number): (value: unknown) => Verdict<V> | Promise<Verdict<V>> {
-    const check = this.check;
-    if (check === undefined) return acceptAny as (value: unknown) => Verdict<V>;
-    return (value) => {
-      const verdict = check(value as V);
-      return verdict instanceof Promise ? verdictWithin(verdict, this.clock, Math.max(0, deadline - this.clock.now())) : verdict;
-    };
-  }
 
   constructor(cacheOptions?: CacheOptions<V>) {
     const options = optionsObject('Cache options', cacheOptions);
     const shape = resolveCacheShape(options as CacheOptions<unknown>);
-    this.clock = clockOption('clock', options.clock);
+    const clock = clockOption('clock', options.clock);
+    this.clock = clock;
     this.events = new Events<CacheEvents>(optionalFunction('onListenerError', options.onListenerError));
-    const clock = this.clock;
+    // The clock's `random`, bound: a user's Clock may implement it as a method that uses `this`.
     this.random = () => clock.random();
     this.defaults = resolveLoadOptions(options);
-    this.ttlJitter = shape.ttlJitter;
     this.beta = shape.earlyRefresh;
-    this.backoff = isInstance(options.backoff, Backoff) ? options.backoff : new Backoff(options.backoff);
-    this.guard = options.guard === undefined ? new ConcurrencyLimiter({ limit: shape.maxConcurrentLoads, clock: this.clock }) : checkGuard('guard', options.guard);
+    const backoff = isInstance(options.backoff, Backoff) ? options.backoff : new Backoff(options.backoff);
+    const guard: Guard = options.guard === undefined ? new ConcurrencyLimiter({ limit: shape.maxConcurrentLoads, clock }) : checkGuard('guard', options.guard);
     this.check = options.validate === undefined ? undefined : compileValidator(options.validate);
-    const size = optionalFunction('size', options.size);
-    this.store = new MemoryStore<Entry<V>>({
+    this.local = new LocalTier<V>({
+      clock,
+      random: this.random,
+      backoff,
+      events: this.events,
+      counts: this.counts,
+      ttlJitter: shape.ttlJitter,
       maxEntries: shape.maxEntries,
       maxBytes: options.maxBytes,
-      sizeOf: size === undefined ? undefined : (e, key) => (e.hasValue ? size(e.value, key) : 1),
-      onEvict: (key, entry) => {
-        this.tagIndex.remove(key, entry.tags);
-        this.evicted(key, 'capacity');
-      },
+      sizeOf: optionalFunction('size', options.size),
+      // While the bus is lost, nothing is fresh for longer than freshWithoutBus: an invalidation could not reach us.
+      freshCap: () => (this.shared !== undefined && !this.shared.busUp ? this.shared.freshWithoutBus : Number.POSITIVE_INFINITY),
     });
+    this.store = this.local.store;
     this.shared =
       options.shared === undefined
         ? undefined
-        : new SharedTier(options.shared, this.clock, {
+        : new SharedTier(options.shared, clock, {
             invalidate: (key, how) => this.invalidate(key, how),
             invalidateTags: (tags) => void this.staleTags(tags),
             bus: (up, cause, missed) => this.onBus(up, cause, missed),
             corrupt: (key, reason) => this.events.emit('corrupt', { key, reason }),
             error: (operation, error) => this.events.emit('sharedError', { operation, error }),
           });
+    this.reads = new ReadPath<V>({
+      clock,
+      random: this.random,
+      local: this.local,
+      shared: this.shared,
+      guard,
+      check: this.check,
+      backoff,
+      defaults: this.defaults,
+      events: this.events,
+      counts: this.counts,
+    });
   }
 
   /**
@@ -205,7 +187,7 @@ export class Cache<V> {
 
   /** Keys currently being loaded. */
   get loading(): number {
-    return this.flights.size;
+    return this.reads.flights.size;
   }
 
   /**
@@ -215,7 +197,7 @@ export class Cache<V> {
    * increment and nothing else.
    */
   stats(): CacheStats {
-    return this.counts.snapshot(this.store.size, this.flights.size, this.shared?.stats());
+    return this.counts.snapshot(this.store.size, this.reads.flights.size, this.shared?.stats());
   }
 
   /**
@@ -246,13 +228,13 @@ export class Cache<V> {
       const now = this.clock.now();
       if (isFresh(entry, now)) {
         if (this.beta > 0 && shouldRefreshEarly(now, entry.freshUntil, entry.loadMs, this.beta, this.random)) {
-          this.refresh(key, entry, loader, now);
+          this.reads.refresh(key, entry, loader, now);
         }
         this.counts.hits++;
         return entry.value;
       }
     }
-    return this.miss(key, entry, loader, options === undefined ? this.defaults : resolveLoadOptions(options, this.defaults));
+    return this.reads.miss(key, entry, loader, options === undefined ? this.defaults : resolveLoadOptions(options, this.defaults));
   }
 
   /**
@@ -287,9 +269,9 @@ export class Cache<V> {
       if (!verdict.ok) throw new ValidationError(key, verdict.reason, verdict.issues);
       stored = verdict.value;
     }
-    this.flights.supersede(key);
-    const fresh = this.freshFor(stored, o);
-    this.commit(key, stored, fresh, fresh + o.staleFor, 0, 'set', o.tags);
+    this.reads.flights.supersede(key);
+    const fresh = this.local.freshFor(stored, o);
+    this.local.commit(key, stored, fresh, fresh + o.staleFor, 0, 'set', o.tags);
     await this.shared?.write(key, stored, fresh, o.staleFor, o.tags);
   }
 
@@ -307,18 +289,16 @@ export class Cache<V> {
    */
   async delete(key: string): Promise<boolean> {
     assertKey(key);
-    this.flights.supersede(key);
-    this.tagIndex.remove(key, this.store.peek(key)?.tags);
-    const had = this.store.delete(key);
+    this.reads.flights.supersede(key);
+    const had = this.local.delete(key);
     await this.shared?.remove(key);
     return had;
   }
 
   /** Removes every key from this process; loads in flight are superseded (their callers still get results). The shared tier is not touched. */
   clear(): void {
-    this.flights.supersedeAll();
-    this.store.clear();
-    this.tagIndex.clear();
+    this.reads.flights.supersedeAll();
+    this.local.clear();
   }
 
   /**
@@ -364,7 +344,7 @@ export class Cache<V> {
       {
         clock: this.clock,
         isFresh: (key) => isFresh(this.store.peek(key), this.clock.now()),
-        load: (key, priority) => this.warmLoad(key, loader, priority),
+        load: (key, priority) => this.reads.warm(key, loader, priority),
       },
       keys,
       options,
@@ -377,14 +357,7 @@ export class Cache<V> {
    * not instants (a restarted process reads another clock).
    */
   snapshot(): Snapshot<V> {
-    const now = this.clock.now();
-    const entries: SnapshotEntry<V>[] = [];
-    for (const [key, e] of this.store.entriesOldestFirst()) {
-      if (!isServable(e, now) || e.value === undefined) continue;
-      const windows = { key, value: e.value, freshMs: Math.max(0, e.freshUntil - now), servableMs: e.staleUntil - now };
-      entries.push(e.tags === undefined ? windows : { ...windows, tags: e.tags });
-    }
-    return { format: SNAPSHOT_FORMAT, version: SNAPSHOT_VERSION, entries };
+    return { format: SNAPSHOT_FORMAT, version: SNAPSHOT_VERSION, entries: this.local.servable() };
   }
 
   /**
@@ -422,8 +395,8 @@ export class Cache<V> {
         value = verdict.value;
       }
       // Checked after validation, which may have awaited: a load may have landed meanwhile.
-      const prev = this.store.peek(e.key);
-      if (this.flights.has(e.key) || prev?.hasValue === true) {
+      const prev = this.local.peek(e.key);
+      if (this.reads.flights.has(e.key) || prev?.hasValue === true) {
         kept++;
         continue;
       }
@@ -432,361 +405,29 @@ export class Cache<V> {
         continue;
       }
       const entry: Entry<V> = { value, hasValue: true, freshUntil: start + fresh, staleUntil: start + servable, loadMs: 0, failures: prev?.failures ?? 0, retryAt: prev?.retryAt ?? 0, error: prev?.error, tags: e.tags };
-      if (this.store.set(e.key, entry)) {
-        this.tagIndex.replace(e.key, prev?.tags, e.tags);
-        restored++;
-      } else this.evicted(e.key, 'oversize');
+      if (this.local.restore(e.key, entry)) restored++;
     }
     return { restored, invalid, expired, kept };
   }
 
   // ---------------------------------------------------------------- internals
 
-  /** One warm-up key through the normal load path; joins a load in flight. Never rejects. */
-  private async warmLoad(key: string, loader: Loader<V>, priority: Priority): Promise<WarmKeyOutcome> {
-    const entry = this.store.peek(key);
-    const now = this.clock.now();
-    if (isFresh(entry, now)) return { status: 'skipped' };
-    let flight = this.flights.get(key);
-    if (flight === undefined) {
-      if (entry !== undefined && isBackingOff(entry, now)) return entry.failures > 0 ? { status: 'failed', error: entry.error } : { status: 'skipped' };
-      flight = this.start(key, entry, loader, { ...this.defaults, priority }, 'warm');
-    }
-    const outcome = await flight.promise;
-    return outcome.ok ? { status: 'loaded' } : { status: 'failed', error: outcome.error };
-  }
-
-  /** Everything but a fresh hit. Synchronous up to the wait, so a miss keeps no suspended frame; what it throws rejects `get`. */
-  private miss(key: string, entry: Entry<V> | undefined, loader: Loader<V>, o: ResolvedLoadOptions): V | Promise<V> {
-    if (o.signal?.aborted === true) {
-      this.counts.errors++;
-      throw new AbortedError(`get("${key}") aborted before it started`, o.signal.reason);
-    }
-    const now = this.clock.now();
-    const servable = isServable(entry, now) ? entry : undefined;
-
-    // Backing off after a failure (or deferred by the shared tier): answer
-    // from memory, do not touch the origin.
-    if (entry !== undefined && isBackingOff(entry, now)) {
-      this.counts.backoffRefusals++;
-      if (servable !== undefined) return this.serveStale(key, servable, 'backoff', now);
-      this.counts.errors++;
-      throw entry.error;
-    }
-
-    // Queue for the origin budget only if this caller will wait for the result.
-    const joined = this.flights.get(key);
-    const flight = joined ?? this.start(key, entry, loader, o, servable === undefined || !o.staleWhileRevalidate ? 'read' : 'revalidate');
-    if (servable !== undefined && o.staleWhileRevalidate) return this.serveStale(key, servable, 'revalidate', now);
-    if (joined !== undefined) this.counts.coalesced++;
-    return this.wait(key, flight, o, servable !== undefined);
-  }
-
-  /** Starts a background refresh of a key that has a value, unless one runs or the key backs off. */
-  private refresh(key: string, entry: Entry<V>, loader: Loader<V>, now: number): void {
-    if (this.flights.has(key) || isBackingOff(entry, now)) return;
-    this.start(key, entry, loader, this.defaults, 'early');
-  }
-
-  private start(key: string, entry: Entry<V> | undefined, loader: Loader<V>, o: ResolvedLoadOptions, kind: FlightKind): Flight<V> {
-    return this.flights.start(key, kind, (flight) => this.run(key, flight, loader, o, entry));
-  }
-
-  /**
-   * Runs one load to its end. Never rejects: the outcome is data, so no
-   * rejection goes unhandled. The hard timeout covers the whole load (the
-   * origin budget's queue, every attempt a guard makes, the loader), and is
-   * handed to the guard as the load's deadline, so a retry never starts an
-   * attempt that could not finish in time.
-   */
-  private run(key: string, flight: Flight<V>, loader: Loader<V>, o: ResolvedLoadOptions, entry: Entry<V> | undefined): Promise<Outcome<V>> {
-    // Durations read the clock precisely (a load of 0.36 ms is not 0 ms); deadlines read it as every decision does.
-    const started = preciseNow(this.clock);
-    const deadline = this.clock.now() + o.loadTimeout;
-    const accept = this.acceptBy(deadline);
-    const shared = this.shared;
-    if (shared === undefined || flight.kind === 'early') return this.resolve(key, flight, loader, o, entry, { started, deadline, accept, first: undefined });
-    // The common miss in a cluster: the value is fresh in the shared tier. It
-    // needs no signal, no hard-timeout timer and no lease (the store's own time
-    // limit bounds the read), so none is made: this is the L2 hit path, chained
-    // rather than awaited, so no suspended frame is kept per miss.
-    return shared.lookup(key, accept).then((first) => {
-      if (first.kind !== 'hit') return this.resolve(key, flight, loader, o, entry, { started, deadline, accept, first });
-      const outcome = this.settle(key, flight, first, o, started, undefined);
-      this.flights.land(key, flight);
-      return outcome;
-    });
-  }
-
-  /** The rest of a load once the shared tier (if any) has no fresh value: the lease, the origin, the outcome. */
-  private async resolve(key: string, flight: Flight<V>, loader: Loader<V>, o: ResolvedLoadOptions, entry: Entry<V> | undefined, at: LoadStart<V>): Promise<Outcome<V>> {
-    const { started, deadline, accept, first } = at;
-    // Armed for what is left of loadTimeout after the first read: the get's one bound, from its start.
-    const hard = new HardTimeout(this.clock, key, o.loadTimeout, deadline - this.clock.now());
-    const stale = entry !== undefined && entry.hasValue ? entry.value : undefined;
-    // The call's tags, which the loader may replace (setTags) before its value is stored.
-    const tagged: LoadTags = { tags: o.tags };
-    const load = (): Promise<V> => this.load(key, flight, hard, loader, o, stale, deadline, tagged);
-    try {
-      if (this.shared !== undefined) {
-        const resolution = await this.shared.resolve<V>({
-          key,
-          hard,
-          servable: isServable(entry, started),
-          early: flight.kind === 'early',
-          failures: entry?.failures ?? 0,
-          deadline,
-          staleFor: o.staleFor,
-          freshFor: (value) => this.freshFor(value, o),
-          backoff: (failures) => this.backoff.delay(failures, this.random),
-          accept,
-          load,
-          tags: () => tagged.tags,
-        }, first);
-        return this.settle(key, flight, resolution, o, started, tagged.tags);
-      }
-      const value = await load();
-      if (!flight.superseded) {
-        const fresh = this.freshFor(value, o);
-        this.commit(key, value, this.unlessTagged(flight, tagged.tags, fresh), fresh + o.staleFor, preciseNow(this.clock) - started, 'load', tagged.tags);
-      }
-      return { ok: true, value };
-    } catch (thrown) {
-      // Past the hard timeout, whatever a guard rejected with, the cause is the timeout.
-      const error = hard.expired ?? thrown;
-      if (!flight.superseded && countsAgainstKey(flight.kind, error)) this.fail(key, error, preciseNow(this.clock) - started);
-      return { ok: false, error };
-    } finally {
-      hard.cancel();
-      this.flights.land(key, flight);
-    }
-  }
-
-  /** One origin load: through the guard (the origin budget), then validated. Rejects on any failure. */
-  private async load(key: string, flight: Flight<V>, hard: HardTimeout, loader: Loader<V>, o: ResolvedLoadOptions, stale: V | undefined, deadline: number, tagged: LoadTags): Promise<V> {
-    // Only a caller who waits queues for the origin budget; a warm-up keeps its priority, a background refresh has none.
-    const wait = flight.kind === 'read';
-    const context = { key, signal: hard.signal, wait, priority: wait || flight.kind === 'warm' ? o.priority : 'background', deadline };
-    const loaded = await this.guard.run((attempt) => this.callLoader(key, flight, loader, attempt, stale, tagged), context);
-    if (this.check === undefined || loaded === undefined) return loaded;
-    const checked = this.check(loaded);
-    // The hard timeout covers validation too: an async validator that never settles ends with the load's LoadTimeoutError.
-    // A synchronous verdict is awaited all the same: one microtask, as before this bound, so the lab's replays keep their order of events.
-    const verdict = await (checked instanceof Promise ? verdictBefore(checked, hard.signal) : Promise.resolve(checked));
-    if (!verdict.ok) {
-      this.counts.validationRejections++;
-      throw new ValidationError(key, verdict.reason, verdict.issues);
-    }
-    return verdict.value;
-  }
-
-  /** Applies what the shared tier decided to this process's memory, and turns it into the flight's outcome. */
-  private settle(key: string, flight: Flight<V>, r: Resolution<V>, o: ResolvedLoadOptions, started: number, loadedTags: readonly string[] | undefined): Outcome<V> {
-    const keep = !flight.superseded;
-    switch (r.kind) {
-      case 'hit':
-        // Read before messages on the bus were found lost: it may predate an invalidation this process never got.
-        if (keep) this.commit(key, r.value, started < (this.shared?.lastBusGapAt ?? Number.NEGATIVE_INFINITY) ? 0 : this.unlessTagged(flight, r.tags, r.freshMs), r.servableMs, r.loadMs, 'shared', r.tags);
-        return { ok: true, value: r.value };
-      case 'loaded':
-        if (keep && r.keep) this.commit(key, r.value, this.unlessTagged(flight, loadedTags, r.freshMs), r.freshMs + o.staleFor, r.loadMs, 'load', loadedTags);
-        return { ok: true, value: r.value };
-      case 'stale':
-        // Another process refreshes it: keep the shared (newest) copy, stale, and look again later.
-        if (keep) this.commit(key, r.value, 0, r.servableMs, r.loadMs, 'shared', r.tags);
-        this.defer(key, r.retryInMs);
-        return { ok: true, value: r.value };
-      case 'deferred':
-        this.defer(key, r.retryInMs);
-        return { ok: false, error: r.error };
-      case 'failed':
-        if (keep && countsAgainstKey(flight.kind, r.error)) this.fail(key, r.error, preciseNow(this.clock) - started, r.failures, r.retryInMs);
-        return { ok: false, error: r.error };
-    }
-  }
-
-  /**
-   * Calls the loader, turning every way it can misbehave into a rejection with
-   * an Error, and giving up when `signal` aborts even if the loader ignores it.
-   */
-  private callLoader(key: string, flight: Flight<V>, loader: Loader<V>, signal: AbortSignal, stale: V | undefined, tagged: LoadTags): Promise<V> {
-    const abortedLoad = (reason: unknown): Error => (isError(reason) ? reason : new AbortedError(`load of "${key}" aborted`, reason));
-    if (signal.aborted) return Promise.reject(abortedLoad(signal.reason));
-    this.counts.loads++;
-    if (flight.kind === 'warm') this.counts.warmLoads++;
-    // The load's time limit is the signal's (the hard timeout, or a guard's attempt): no limit of its own.
-    // A loader may return a plain value: runAbandonable starts it through startTask, which makes it a promise.
-    const setTags = (tags: readonly string[]): void => {
-      tagged.tags = checkTags('setTags', tags);
-    };
-    return runAbandonable((s) => loader({ key, signal: s, stale, setTags }) as Promise<V>, {
-      clock: this.clock,
-      parent: signal,
-      at: undefined,
-      timeout: () => abortedLoad(signal.reason),
-      aborted: abortedLoad,
-      // Whatever the loader threw, the load settles: a value that is no Error (or will not say) becomes a LoaderError.
-      failure: (error) => {
-        this.counts.loadErrors++;
-        return isError(error) ? error : new LoaderError(key, error);
-      },
-      onAbandon: this.countLoadError,
-    });
-  }
-
-  private readonly countLoadError = (): void => {
-    this.counts.loadErrors++;
-  };
-
-  /** Waits for a flight on behalf of one caller, who may leave early (signal, wait or soft timeout). */
-  private wait(key: string, flight: Flight<V>, o: ResolvedLoadOptions, hasStale: boolean): Promise<V> {
-    const soft = hasStale ? o.softTimeout : undefined;
-    if (o.signal === undefined && o.waitTimeout === undefined && soft === undefined) {
-      return flight.promise.then((outcome) => this.answer(key, outcome));
-    }
-    return new Promise<V>((resolve, reject) => {
-      const timers: Timer[] = [];
-      const { signal } = o;
-      let left = false;
-      const leave = (): void => {
-        left = true;
-        for (const t of timers) t.cancel();
-        signal?.removeEventListener('abort', onAbort);
-      };
-      const onAbort = (): void => {
-        leave();
-        this.counts.errors++;
-        reject(new AbortedError(`get("${key}") aborted while waiting for its load`, signal?.reason));
-      };
-      // Leaving early: serve the stale value if it is still within its window, else fail this caller only.
-      const giveUp = (error: DamperError): void => {
-        leave();
-        const entry = this.store.peek(key);
-        const now = this.clock.now();
-        if (isServable(entry, now)) {
-          resolve(this.serveStale(key, entry, 'timeout', now));
-        } else {
-          this.counts.errors++;
-          reject(error);
-        }
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-      if (o.waitTimeout !== undefined) timers.push(this.clock.setTimer(() => giveUp(new LoadTimeoutError(key, o.waitTimeout as number, 'wait')), o.waitTimeout));
-      if (soft !== undefined) timers.push(this.clock.setTimer(() => giveUp(new LoadTimeoutError(key, soft, 'wait')), soft));
-      flight.promise.then((outcome) => {
-        if (left) return;
-        leave();
-        try {
-          resolve(this.answer(key, outcome));
-        } catch (error) {
-          reject(error);
-        }
-      });
-    });
-  }
-
-  /** What a waiting caller gets from a finished load: its value, else the stale value within its window, else the error. */
-  private answer(key: string, outcome: Outcome<V>): V {
-    if (outcome.ok) {
-      this.counts.misses++;
-      return outcome.value;
-    }
-    const entry = this.store.peek(key);
-    const now = this.clock.now();
-    if (isServable(entry, now)) return this.serveStale(key, entry, 'error', now);
-    this.counts.errors++;
-    throw outcome.error;
-  }
-
-  private serveStale(key: string, entry: Entry<V>, reason: StaleReason, now: number): V {
-    this.counts.stale[reason]++;
-    if (this.events.has('stale')) this.events.emit('stale', { key, reason, ageMs: now - entry.freshUntil });
-    return entry.value;
-  }
-
-  /** How long a value loaded now stays fresh: its ttl, shortened by jitter only (never fresh for longer than its ttl). */
-  private freshFor(value: V, o: ResolvedLoadOptions): number {
-    const ttl = value === undefined ? o.absentTtl : o.ttl;
-    return ttl * (1 - this.ttlJitter * this.clock.random());
-  }
-
-  /**
-   * Stores a good value, fresh for `freshMs` and servable for `servableMs`
-   * from now, backoff cleared. While the shared tier's bus is lost, nothing is
-   * fresh for longer than `freshWithoutBus`: an invalidation could not reach us.
-   * Only a value this process loaded is a `load` event: a `set` or a copy from
-   * the shared tier took no load here, and a `load` with `ms: 0` would drag
-   * down every load-duration histogram built on the event.
-   */
-  private commit(key: string, value: V, freshMs: number, servableMs: number, loadMs: number, source: 'load' | 'shared' | 'set', tags: readonly string[] | undefined): void {
-    const now = this.clock.now();
-    const fresh = this.shared !== undefined && !this.shared.busUp ? Math.min(freshMs, this.shared.freshWithoutBus) : freshMs;
-    const entry: Entry<V> = { value, hasValue: true, freshUntil: now + fresh, staleUntil: now + servableMs, loadMs, failures: 0, retryAt: 0, error: undefined, tags };
-    assert(fresh >= 0 && entry.staleUntil >= entry.freshUntil, 'a stale window starts where freshness ends');
-    const before = this.store.peek(key)?.tags;
-    if (this.store.set(key, entry)) {
-      this.tagIndex.replace(key, before, tags);
-    } else {
-      this.tagIndex.remove(key, before);
-      this.store.delete(key);
-      this.evicted(key, 'oversize');
-    }
-    if (source === 'load' && this.events.has('load')) this.events.emit('load', { key, ms: loadMs, absent: value === undefined });
-  }
-
-  /** No load for `key` before `ms` from now, without counting a failure (the shared tier asked us to look again later). */
-  private defer(key: string, ms: number): void {
-    const entry = this.store.peek(key);
-    if (entry !== undefined) entry.retryAt = Math.max(entry.retryAt, this.clock.now() + ms);
-  }
-
-  /** Another process changed `key` (through the shared tier's bus). */
+  /** Another process changed `key` (through the shared tier's bus): a set or delete drops it, a refill elsewhere makes it stale. */
   private invalidate(key: string, how: 'drop' | 'expire'): void {
-    if (how === 'drop') {
-      this.flights.supersede(key);
-      this.tagIndex.remove(key, this.store.peek(key)?.tags);
-      this.store.delete(key);
-      return;
-    }
-    // A refill elsewhere: our copy is outdated but still the last known good.
-    const entry = this.store.peek(key);
-    if (entry !== undefined && entry.hasValue) {
-      entry.freshUntil = Math.min(entry.freshUntil, this.clock.now());
-      entry.retryAt = 0;
-    }
+    if (how === 'expire') return this.local.expire(key);
+    this.reads.flights.supersede(key);
+    this.local.delete(key);
   }
 
   /**
    * `tags` were invalidated (here, or by another process through the bus):
-   * every value in memory carrying one is stale from now (still the last
-   * known good, served for its stale window while it is refreshed), and a load in flight stores
-   * what it brings stale if it carries one: it may have read the origin
-   * before the invalidation. A key backing off after failures keeps its
-   * backoff. Returns how many values it made stale.
+   * every value in memory carrying one is stale from now, and a load in
+   * flight stores what it brings stale if it carries one (it may have read
+   * the origin before the invalidation). Returns how many values it made stale.
    */
   private staleTags(tags: readonly string[]): number {
-    const now = this.clock.now();
-    let staled = 0;
-    for (const tag of tags) {
-      for (const key of this.tagIndex.keysOf(tag)) {
-        const entry = this.store.peek(key);
-        if (entry === undefined || !entry.hasValue || entry.tags?.includes(tag) !== true) continue;
-        if (entry.freshUntil > now) {
-          // The stale window now starts here, as if the value had aged out: with `staleFor: 0` it is not served at all.
-          entry.staleUntil = now + (entry.staleUntil - entry.freshUntil);
-          entry.freshUntil = now;
-          staled++;
-        }
-        if (entry.failures === 0) entry.retryAt = 0;
-      }
-    }
-    this.flights.invalidateTags(tags);
-    return staled;
-  }
-
-  /** `freshMs`, or 0 when a value with `tags` was brought by a flight that a tag invalidation overtook. */
-  private unlessTagged(flight: Flight<V>, tags: readonly string[] | undefined, freshMs: number): number {
-    return sharesTag(tags, flight.invalidatedTags) ? 0 : freshMs;
+    this.reads.flights.invalidateTags(tags);
+    return this.local.staleTags(tags);
   }
 
   /**
@@ -800,66 +441,10 @@ export class Cache<V> {
     let staled = 0;
     if (this.shared !== undefined && (cause !== 'heartbeat' || !up)) {
       const now = this.clock.now();
-      const cap = cause === 'heartbeat' ? now + this.shared.freshWithoutBus : now;
-      for (const [, entry] of this.store.entriesOldestFirst()) {
-        if (entry.freshUntil <= cap) continue;
-        entry.freshUntil = cap;
-        if (cap === now && entry.hasValue) staled++;
-      }
+      staled = this.local.capFreshness(cause === 'heartbeat' ? now + this.shared.freshWithoutBus : now, now);
     }
     this.events.emit('bus', missed === undefined ? { up, cause, staled } : { up, cause, missed, staled });
   }
-
-  /**
-   * Records a failed load. The value, if any, is untouched: an error is not a
-   * value (principle 1). The key backs off for a capped, jittered, growing
-   * delay (principle 3).
-   */
-  private fail(key: string, error: unknown, ms: number, failures?: number, retryInMs?: number): void {
-    const now = this.clock.now();
-    let entry = this.store.peek(key);
-    if (entry === undefined) {
-      entry = emptyEntry<V>();
-      this.store.set(key, entry);
-    }
-    const had = entry.hasValue;
-    const kept = entry.value;
-    // With a shared tier, the count and delay are the cluster's: backoff grows per key, not per process.
-    entry.failures = failures ?? entry.failures + 1;
-    let delay = retryInMs ?? this.backoff.delay(entry.failures, this.random);
-    // Refused by the origin budget while a value is served: the budget is a
-    // queue for refreshes, not an outage, so the retry waits at most
-    // REFUSED_RETRY_MAX_MS (an exponential backoff to 30 s would leave the key
-    // stale that long for being one of many due at once).
-    if (refusedByBudget(error) && entry.hasValue) delay = Math.min(delay, REFUSED_RETRY_MAX_MS * (1 - 0.2 * this.clock.random()));
-    entry.retryAt = now + delay;
-    entry.error = error;
-    // Principle 1, the Facebook 2010 loop's first half: a failure is recorded beside the value, never in its place.
-    assert(entry.hasValue === had && entry.value === kept, 'an error is not a value: a failed load leaves the value as it was');
-    if (error instanceof ValidationError) {
-      this.events.emit('invalid', { key, reason: error.reason, issues: error.issues, failures: entry.failures, retryInMs: delay, ms });
-    } else {
-      this.events.emit('error', { key, error, failures: entry.failures, retryInMs: delay, ms });
-    }
-  }
-
-  private evicted(key: string, reason: 'capacity' | 'oversize'): void {
-    this.counts.evictions++;
-    this.events.emit('evict', { key, reason });
-  }
-}
-
-/** The tags of the value one load brings: the call's, until its loader sets its own. */
-interface LoadTags {
-  tags: readonly string[] | undefined;
-}
-
-/** Longest wait before a key whose refresh the origin budget refused tries again, ms. */
-const REFUSED_RETRY_MAX_MS = 1_000;
-
-/** The verdict without `validate`: a shared copy is taken as it decoded. */
-function acceptAny<V>(value: unknown): Verdict<V> {
-  return { ok: true, value: value as V };
 }
 
 function assertKey(key: unknown): asserts key is string {
