@@ -12,15 +12,17 @@ describe('one load per key in flight (principle 2, in this process)', () => {
     assert.equal(flights.size, 1);
   });
 
-  test('a caller joins the flight in progress; it lands once its outcome is decided', async () => {
+  test('a caller joins the flight in progress; it lands once its outcome is decided, before its waiters hear it', async () => {
     const flights = new Flights<number>();
-    const flight = flights.start('k', 'warm', async (f) => {
+    const d = deferred<Outcome<number>>();
+    const flight = flights.start('k', 'warm', (f) => {
       assert.equal(f.kind, 'warm');
-      flights.land('k', f);
-      return { ok: true, value: 7 };
+      return d.promise;
     });
-    assert.equal(flights.get('k'), undefined, 'landed before its promise settled: a read on its heels starts anew');
-    assert.deepEqual(await flight.promise, { ok: true, value: 7 });
+    assert.equal(flights.get('k'), flight, 'joined while in flight');
+    const heard = flight.promise.then((outcome) => ({ outcome, inFlight: flights.get('k') }));
+    d.resolve({ ok: true, value: 7 });
+    assert.deepEqual(await heard, { outcome: { ok: true, value: 7 }, inFlight: undefined }, 'landed before its waiters heard: a read on its heels starts anew');
   });
 
   test('supersede (a newer write) frees the key: the old flight lands nothing and cannot evict its successor', async () => {
@@ -30,7 +32,8 @@ describe('one load per key in flight (principle 2, in this process)', () => {
     flights.supersede('k');
     assert.equal(first.superseded, true);
     const second = flights.start('k', 'read', () => new Promise(() => {}));
-    flights.land('k', first);
+    old.resolve({ ok: true, value: 1 });
+    await first.promise;
     assert.equal(flights.get('k'), second, 'the old flight landing does not remove the new one');
     flights.supersedeAll();
     assert.equal(second.superseded, true);

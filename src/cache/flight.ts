@@ -61,21 +61,25 @@ export class Flights<V> {
 
   /**
    * Starts the one flight for `key`: `run` gets the flight (to read its kind
-   * and whether it was superseded) and returns its outcome; it calls
-   * {@link land} once that outcome is decided, before the promise settles, so
-   * a caller who reads the key on the outcome's heels starts a new load
-   * rather than join the old one.
+   * and whether it was superseded) and returns its outcome. The flight lands
+   * (leaves the map) once that outcome is decided, before its waiters hear
+   * it, so a caller who reads the key on the outcome's heels starts a new
+   * load rather than join the old one.
    */
   start(key: string, kind: FlightKind, run: (flight: Flight<V>) => Promise<Outcome<V>>): Flight<V> {
     assert(!this.byKey.has(key), 'one load per key in flight');
     const flight: OwnedFlight<V> = { kind, promise: undefined as unknown as Promise<Outcome<V>>, superseded: false, invalidatedTags: undefined };
     this.byKey.set(key, flight);
-    flight.promise = run(flight);
+    // singleflight's doCall: the call runs, the flight leaves the map, then its waiters hear the outcome.
+    flight.promise = run(flight).then((outcome) => {
+      this.land(key, flight);
+      return outcome;
+    });
     return flight;
   }
 
   /** Ends `flight`'s hold on `key` (its outcome is decided), unless a newer flight has taken the key. */
-  land(key: string, flight: Flight<V>): void {
+  private land(key: string, flight: Flight<V>): void {
     if (this.byKey.get(key) === flight) this.byKey.delete(key);
   }
 

@@ -155,9 +155,7 @@ export class ReadPath<V> {
     // rather than awaited, so no suspended frame is kept per miss.
     return shared.lookup(key, load.accept).then((first) => {
       if (first.kind !== 'hit') return this.resolve(load, first);
-      const outcome = this.settle(load, first);
-      this.flights.land(key, flight);
-      return outcome;
+      return this.settle(load, first);
     });
   }
 
@@ -199,7 +197,6 @@ export class ReadPath<V> {
       return { ok: false, error };
     } finally {
       hard.cancel();
-      this.flights.land(key, flight);
     }
   }
 
