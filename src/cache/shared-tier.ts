@@ -3,7 +3,7 @@ import { ConfigError, SharedTierError } from '../errors.js';
 import { CircuitBreaker, type CircuitBreakerOptions } from '../guard/breaker.js';
 import { type GuardContext, NOT_NOW, startTask } from '../guard/guard.js';
 import { type SharedBackend, type SharedRead } from '../stores/backend.js';
-import { type CorruptReason, decodeEnvelope, encodeEnvelope } from '../stores/envelope.js';
+import { type CorruptReason, decodeEnvelope, encodeEnvelope, parseTags } from '../stores/envelope.js';
 import { type Clock, type Timer } from '../time/clock.js';
 import { type BusCause, InvalidationBus } from './bus.js';
 import { ClusterFlight, type LeaseStore, type ResolveRequest, type Resolution } from './cluster-flight.js';
@@ -219,7 +219,7 @@ export class SharedTier {
           if (kind === 'f') this.hooks.invalidate(key, 'expire');
           else if (kind === 's' || kind === 'd') this.hooks.invalidate(key, 'drop');
           else if (kind === 't') {
-            const tags = busTags(key);
+            const tags = parseTags(key, MAX_TAGS_PER_INVALIDATION);
             if (tags === undefined) return;
             this.tagsHeard++;
             this.hooks.invalidateTags(tags);
@@ -547,16 +547,4 @@ export class SharedTier {
     }
     if (this.pending.size > 0) this.sweeper = this.clock.setTimer(this.sweep, this.timeout / 4);
   };
-}
-
-/** The tags of a bus message (untrusted bytes): a JSON array of 1 to {@link MAX_TAGS_PER_INVALIDATION} non-empty strings, else undefined. */
-function busTags(text: string): readonly string[] | undefined {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  if (!Array.isArray(parsed) || parsed.length === 0 || parsed.length > MAX_TAGS_PER_INVALIDATION) return undefined;
-  return parsed.every((tag) => typeof tag === 'string' && tag.length > 0) ? (parsed as string[]) : undefined;
 }

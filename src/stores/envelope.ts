@@ -108,20 +108,24 @@ function decodeTagged(raw: string): { ok: true; envelope: Envelope } | { ok: fal
   }
   const [staleFor, loadMs, lifeMs, length] = fields as [number, number, number, number];
   if (from + length > raw.length) return { ok: false, reason: 'header' };
-  const tags = parseTags(raw.slice(from, from + length));
+  const tags = parseTags(raw.slice(from, from + length), MAX_TAGS);
   if (tags === undefined) return { ok: false, reason: 'header' };
   return body(raw, from + length, staleFor, loadMs, tags, lifeMs);
 }
 
-/** A stored tag list: a JSON array of 1 to {@link MAX_TAGS} non-empty strings, else undefined. */
-function parseTags(text: string): readonly string[] | undefined {
+/**
+ * A tag list from untrusted bytes (a stored envelope, a bus message): a JSON
+ * array of 1 to `max` non-empty strings of at most {@link MAX_TAG_CHARS},
+ * else undefined. Never throws.
+ */
+export function parseTags(text: string, max: number): readonly string[] | undefined {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
   } catch {
     return undefined;
   }
-  if (!Array.isArray(parsed) || parsed.length === 0 || parsed.length > MAX_TAGS) return undefined;
+  if (!Array.isArray(parsed) || parsed.length === 0 || parsed.length > max) return undefined;
   for (const tag of parsed) if (typeof tag !== 'string' || tag.length === 0 || tag.length > MAX_TAG_CHARS) return undefined;
   return parsed as string[];
 }
