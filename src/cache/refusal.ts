@@ -11,7 +11,7 @@ import { type FlightKind } from './flight.js';
  * - a warm-up's refusal is not recorded at all (the warm-up takes only spare
  *   capacity and tries the key again at a later slot: `warm.ts`);
  * - a refused refresh of a key that has a value retries within
- *   `REFUSED_RETRY_MAX_MS`, not on the key's growing backoff (`cache.ts`);
+ *   `REFUSED_RETRY_MAX_MS`, not on the key's growing backoff (`local-tier.ts`);
  * - a lease holder refused by its own budget leaves no failure marker in the
  *   shared tier: the lease goes back for another process (`cluster-flight.ts`).
  */
