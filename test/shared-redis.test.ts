@@ -119,6 +119,17 @@ describe('shared tier on a three-master Redis Cluster', () => {
       while (caches[1].peek(keys[0]!) !== undefined) await new Promise((r) => setTimeout(r, 1));
       assert.equal(await caches[1].get(keys[0]!, loader), `v:${keys[0]}`);
       assert.equal(loads, keys.length + 1);
+      // Invalidation by tag: marks on other slots than the values' (tags with braces too), read as ages by the other process.
+      const tagged = keys.slice(1, 31);
+      await Promise.all(tagged.map((k, i) => caches[0].set(k, `t:${k}`, { tags: [i % 2 === 0 ? 'shelf:{even}' : 'shelf}odd{', 'all'] })));
+      caches[1].clear(); // read the tagged values from Redis, whatever the set messages' progress
+      assert.deepEqual(await Promise.all(tagged.map((k) => caches[1].get(k, loader))), tagged.map((k) => `t:${k}`));
+      caches[1].clear(); // its next reads go to Redis, before the message can tell it anything
+      assert.equal(await caches[0].invalidateTags(['shelf:{even}']), 15);
+      const after = await Promise.all(tagged.map((k) => caches[1].get(k, loader)));
+      assert.deepEqual(after, tagged.map((k, i) => (i % 2 === 0 ? `v:${k}` : `t:${k}`)), 'the even shelf reloaded, the odd one still fresh in Redis');
+      assert.equal(loads, keys.length + 1 + 15);
+      assert.deepEqual(sharedErrors, []);
     } finally {
       await Promise.all(caches.map((c) => c.close()));
       await Promise.all(stores.map((s) => s.close()));
