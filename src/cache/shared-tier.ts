@@ -342,7 +342,9 @@ export class SharedTier {
     if (read === undefined) return NONE;
     const { ttlMs } = read;
     const decoded = this.decode(key, accept, read.value);
-    return decoded instanceof Promise ? decoded.then((d) => this.judge(d, ttlMs, sentAt)) : this.judge(decoded, ttlMs, sentAt);
+    // An estimated lifetime's error widens the tag check's allowance (towards stale), as the time between its two reads does.
+    const slack = read.ttlErrorMs ?? 0;
+    return decoded instanceof Promise ? decoded.then((d) => this.judge(d, ttlMs, sentAt, slack)) : this.judge(decoded, ttlMs, sentAt, slack);
   }
 
   /**
@@ -351,14 +353,14 @@ export class SharedTier {
    * invalidated after its data was read from the origin (one more look at
    * the store per tag; an untagged value costs nothing more).
    */
-  private judge<V>(found: Decoded<V> | undefined, ttlMs: number, sentAt: number): Lookup<V> | Promise<Lookup<V>> {
+  private judge<V>(found: Decoded<V> | undefined, ttlMs: number, sentAt: number, ttlErrorMs: number): Lookup<V> | Promise<Lookup<V>> {
     if (found === undefined) return NONE;
     const freshMs = ttlMs - found.staleFor;
     if (freshMs <= 0) return { kind: 'stale', value: found.value, servableMs: ttlMs, loadMs: found.loadMs, tags: found.tags };
     if (found.tags === undefined) return this.hit(found, freshMs, ttlMs);
     // How long ago the value's data left the origin, on the store's clock: its age in the store, plus the load.
     const dataAge = Math.max(0, found.lifeMs - ttlMs) + found.loadMs;
-    return this.invalidatedSince(found.tags, dataAge, sentAt).then((invalidated) =>
+    return this.invalidatedSince(found.tags, dataAge + ttlErrorMs, sentAt).then((invalidated) =>
       invalidated ? { kind: 'stale', value: found.value, servableMs: ttlMs, loadMs: found.loadMs, tags: found.tags } : this.hit(found, freshMs, ttlMs),
     );
   }
@@ -372,8 +374,9 @@ export class SharedTier {
    * Whether any of `tags` was invalidated after data `dataAge` ms old (as
    * the value's read saw it) was read. The value's age and each tag's are
    * read by two calls, so the comparison allows for the time between them
-   * (at most from this read's start until now) and a millisecond of
-   * rounding, always towards "invalidated": a tag the store cannot be asked
+   * (at most from this read's start until now), a millisecond of rounding,
+   * and the error of an estimated lifetime (added to `dataAge` by the
+   * caller), always towards "invalidated": a tag the store cannot be asked
    * about counts as invalidated too. Wrong that way costs one refresh;
    * wrong the other way would serve an invalidated value as fresh.
    */

@@ -92,6 +92,14 @@ export interface SharedRead {
   readonly value: string;
   /** Remaining lifetime on the backend's clock, ms (> 0). */
   readonly ttlMs: number;
+  /**
+   * How far `ttlMs` may be from the truth, ms, when the backend estimated it
+   * rather than asked (`RedisStore`'s `'server-clock'` freshness: half the
+   * round trip its estimate of Redis's clock rests on). Absent when exact.
+   * A reader that compares the value's age with another duration (a tag's
+   * age) allows for it, towards stale.
+   */
+  readonly ttlErrorMs?: number;
 }
 
 /** The answer to {@link SharedBackend.acquire}. */

@@ -286,7 +286,7 @@ export class RedisStore implements SharedBackend {
     const serverNow = stamped === undefined ? undefined : this.serverClock.now();
     if (stamped === undefined || serverNow === undefined) return this.exactRead(valueKey);
     const ttlMs = stamped.expiresAt - serverNow;
-    return ttlMs > 0 ? { value: stamped.body, ttlMs } : undefined;
+    return ttlMs > 0 ? { value: stamped.body, ttlMs, ttlErrorMs: this.serverClock.errorMs() ?? 0 } : undefined;
   }
 
   /** GET and PTTL in one script: exact, whatever the value's format. */

@@ -54,6 +54,15 @@ export class ServerClock {
     return this.best === undefined ? undefined : local + this.best.offset;
   }
 
+  /**
+   * How far {@link now} may be from the server's clock, ms: half the round
+   * trip of the sample it rests on (the server read its clock somewhere in
+   * that trip), plus 1 for the ms resolution; `undefined` with no sample.
+   */
+  errorMs(): number | undefined {
+    return this.best === undefined ? undefined : this.best.rtt / 2 + 1;
+  }
+
   private sync(local: number): void {
     this.syncing = true;
     this.lastSync = local;
