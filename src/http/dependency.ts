@@ -11,7 +11,6 @@ import { Retry, type RetryOptions, type RetryStats } from '../guard/retry.js';
 import { AdaptiveThrottle, type AdaptiveThrottleOptions, type AdaptiveThrottleStats } from '../guard/throttle.js';
 import { type Clock } from '../time/clock.js';
 import { DEADLINE_HEADER, headerNameOption, PRIORITY_HEADER } from './headers.js';
-import { UpstreamStatusError } from './upstream-status.js';
 
 /** One upstream of an {@link HttpDependency}: an origin (`http://10.0.0.7:8080`), and its share. */
 export interface HttpUpstream {
@@ -302,15 +301,15 @@ class Route<T> {
 }
 
 /**
- * Whether an attempt's error is the upstream failing: a status counted as
- * failure (5xx, 429 by default), a connection error, an attempt cut at its
- * `attemptTimeout` or at the deadline (as Envoy counts a gateway timeout: a
- * hung upstream, SIGSTOPped or wedged, answers nothing else, and must still
- * be found out). The caller's own abort is none.
+ * Whether an attempt's error is the upstream failing: a status in
+ * `retryStatuses` (an `UpstreamStatusError`, exchange.ts, is made for those only, so what
+ * is retried is what is counted: a 408 the user lists is both), a connection
+ * error, an attempt cut at its `attemptTimeout` or at the deadline (as Envoy
+ * counts a gateway timeout: a hung upstream, SIGSTOPped or wedged, answers
+ * nothing else, and must still be found out). The caller's own abort is none.
  */
 function countsAgainstUpstream(error: unknown): boolean {
-  if (isAbort(error)) return false;
-  return !(error instanceof UpstreamStatusError) || error.status >= 500 || error.status === 429;
+  return !isAbort(error);
 }
 
 /**
