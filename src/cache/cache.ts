@@ -254,7 +254,8 @@ export class Cache<V> {
    * backoff.
    *
    * With a shared tier, the value is written there too (any lease dropped) and
-   * every other process is told to forget its copy.
+   * every other process is told to forget its copy. With `tags`, the value is
+   * made stale by `invalidateTags` on any of them, here and elsewhere.
    *
    * @throws ValidationError when `validate` rejects the value; nothing changes then.
    * @throws SharedTierError when the shared tier could not be written: this
