@@ -197,3 +197,20 @@ export class HeaderError extends DamperError {
     this.header = header;
   }
 }
+
+/**
+ * An optional entry point (`damper/redis`, `damper/otel`, `damperFetch`) was
+ * used without the package it runs on. Said in one line, with what to
+ * install, rather than as a resolver's stack trace naming a file inside
+ * damper: the package is an optional peer dependency, so npm did not install
+ * it, and the user who chose the entry point is the one who must.
+ */
+export class MissingPeerError extends DamperError {
+  /** The package to install, e.g. `ioredis`. */
+  readonly peer: string;
+
+  constructor(entry: string, peer: string, range: string, cause?: unknown) {
+    super('MISSING_PEER', `${entry} needs the package ${peer} (${range}), which is not installed: npm install ${peer}`, { cause });
+    this.peer = peer;
+  }
+}

@@ -11,7 +11,7 @@ export { type SharedTierOptions } from './cache/shared-tier.js';
 export { type BusCause } from './cache/bus.js';
 export { type Validator } from './cache/validate.js';
 export { type WarmKeyOutcome, type WarmOptions, type WarmSummary } from './cache/warm.js';
-export { AbortedError, ArgumentError, BreakerOpenError, ConfigError, DamperError, DeadlineExceededError, LeaseBackoffError, LoaderError, HeaderError, LoadTimeoutError, OverloadedError, SharedTierError, ValidationError } from './errors.js';
+export { AbortedError, ArgumentError, BreakerOpenError, ConfigError, DamperError, DeadlineExceededError, LeaseBackoffError, LoaderError, HeaderError, LoadTimeoutError, MissingPeerError, OverloadedError, SharedTierError, ValidationError } from './errors.js';
 export { Events, type ListenerErrorOption } from './events.js';
 export { onAbort } from './guard/abort.js';
 export { Backoff, type BackoffOptions } from './guard/backoff.js';

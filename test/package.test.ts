@@ -73,6 +73,36 @@ cache.get('k', async () => 42).then(async (v) => {
     assert.equal(stdout.trim(), 'ok');
   });
 
+  test('an optional entry used without its peer says in one line what to install (none of the optional peers is installed here)', async () => {
+    writeFileSync(
+      join(consumer, 'peers.mjs'),
+      `const said = {};
+for (const entry of ['damper/redis', 'damper/otel']) {
+  try {
+    await import(entry);
+    said[entry] = 'loaded';
+  } catch (e) {
+    said[entry] = { code: e.code, message: e.message };
+  }
+}
+const { damperFetch } = await import('damper/http');
+const fetch = damperFetch({ upstreams: ['http://127.0.0.1:9'] });
+try {
+  await fetch('http://127.0.0.1:9/');
+  said.damperFetch = 'sent';
+} catch (e) {
+  said.damperFetch = { code: e.code, message: e.message };
+}
+console.log(JSON.stringify(said));`,
+    );
+    const { stdout } = await run(process.execPath, ['peers.mjs'], { cwd: consumer });
+    const said = JSON.parse(stdout) as Record<string, { code: string; message: string }>;
+    const peers = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { peerDependencies: Record<string, string> }).peerDependencies;
+    for (const [entry, peer] of [['damper/redis', 'ioredis'], ['damper/otel', '@opentelemetry/api'], ['damperFetch', 'undici']] as const) {
+      assert.deepEqual(said[entry], { code: 'MISSING_PEER', message: `${entry} needs the package ${peer} (${peers[peer]}), which is not installed: npm install ${peer}` }, entry);
+    }
+  });
+
   test('both kinds of consumer type-check with nodenext resolution, the package’s declarations included', async () => {
     writeFileSync(join(consumer, 'cjs.cts'), `import damper = require('damper');\nconst n: Promise<number> = new damper.Cache<number>({ ttl: 1_000 }).get('k', async () => 1);\nvoid n;\n`);
     writeFileSync(join(consumer, 'esm.mts'), `import { Cache, type CacheOptions } from 'damper';\nconst o: CacheOptions<number> = { ttl: 1_000 };\nconst n: Promise<number> = new Cache<number>(o).get('k', async () => 1);\nvoid n;\n`);

@@ -3,6 +3,7 @@ import { hasMethods, isInstance, optionsObject } from '../config.js';
 import { ConfigError } from '../errors.js';
 import { HttpDependency, type HttpDependencyOptions } from './dependency.js';
 import { damperInterceptor } from './interceptor.js';
+import { missingPeer } from '../peer.js';
 
 /** Options for {@link damperFetch}. */
 export interface DamperFetchOptions {
@@ -42,7 +43,7 @@ export function damperFetch(dependency: HttpDependency | HttpDependencyOptions, 
   const interceptor = damperInterceptor(d);
   let ready: Promise<{ readonly fetch: typeof undiciFetch; readonly dispatcher: Dispatcher; readonly owned: Dispatcher | undefined }> | undefined;
   const load = (): NonNullable<typeof ready> =>
-    (ready ??= import('undici').then((undici) => {
+    (ready ??= import('undici').catch((error: unknown) => Promise.reject(missingPeer(error, 'damperFetch', 'undici'))).then((undici) => {
       const base = given ?? new undici.Agent();
       return { fetch: undici.fetch, dispatcher: base.compose(interceptor), owned: given === undefined ? base : undefined };
     }));

@@ -1,4 +1,4 @@
-import { type Attributes } from '@opentelemetry/api';
+import type { Attributes } from '@opentelemetry/api';
 import { Balancer, type BalancerStats } from '../balance/balancer.js';
 import { Cache } from '../cache/cache.js';
 import { type CacheStats } from '../cache/stats.js';

@@ -1,4 +1,5 @@
-import { type Attributes, type BatchObservableCallback, type Histogram, type Meter, type MeterProvider, metrics, type Observable } from '@opentelemetry/api';
+import type * as OtelApi from '@opentelemetry/api';
+import type { Attributes, BatchObservableCallback, Histogram, Meter, MeterProvider, Observable } from '@opentelemetry/api';
 import { clockOption, duration, optionsObject, or } from '../config.js';
 import { ArgumentError, ConfigError, describe } from '../errors.js';
 import { type Balancer } from '../balance/balancer.js';
@@ -14,6 +15,10 @@ import { type Clock } from '../time/clock.js';
 import { RATIO_WINDOW_MS } from './alerts.js';
 import { TARGETS, type TargetSpec } from './catalogue.js';
 import { RollingRatio } from './rolling-ratio.js';
+import { requirePeer } from '../peer.js';
+
+// Loaded here, not imported: without @opentelemetry/api installed (an optional peer), importing damper/otel says so in one line.
+const otel = requirePeer<typeof OtelApi>('damper/otel', '@opentelemetry/api');
 
 /** Options of {@link instrument}. */
 export interface InstrumentOptions {
@@ -60,7 +65,7 @@ export function instrument<V, U>(target: Instrumentable<V, U>, options?: Instrum
   const o = optionsObject('instrument options', options);
   const spec = TARGETS.find((t) => t.matches(target));
   if (spec === undefined) throw new ArgumentError(`instrument() takes a Cache, a guard, a RetryBudget or a Balancer, got ${describe(target)}`);
-  const provider = o.meterProvider === undefined ? metrics.getMeterProvider() : o.meterProvider;
+  const provider = o.meterProvider === undefined ? otel.metrics.getMeterProvider() : o.meterProvider;
   if (typeof provider !== 'object' || provider === null || typeof provider.getMeter !== 'function') throw new ConfigError(`meterProvider must be an OpenTelemetry MeterProvider, got ${describe(provider)}`);
   const base = attributesOption(o.attributes);
   const clock = clockOption('clock', o.clock);

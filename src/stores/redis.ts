@@ -1,10 +1,15 @@
-import { Cluster, type ClusterNode, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
+import type * as IoRedis from 'ioredis';
+import type { Cluster, ClusterNode, ClusterOptions, Redis, RedisOptions } from 'ioredis';
 import { clockOption, hasMethods, oneOf, optionsObject } from '../config.js';
 import { ArgumentError, ConfigError, DamperError, describe } from '../errors.js';
 import { systemClock } from '../time/system.js';
 import { type Clock } from '../time/clock.js';
 import { type LeaseGrant, type SharedBackend, type SharedRead } from './backend.js';
 import { ServerClock } from './server-clock.js';
+import { requirePeer } from '../peer.js';
+
+// Loaded here, not imported: without ioredis installed (an optional peer), importing damper/redis says so in one line.
+const ioredis = requirePeer<typeof IoRedis>('damper/redis', 'ioredis');
 
 /** Options for {@link RedisStore}. Give exactly one of `client` and `connection`. */
 export interface RedisStoreOptions {
@@ -248,10 +253,10 @@ export class RedisStore implements SharedBackend {
       this.client = client;
       this.ownsClient = false;
     } else if (connection !== undefined && 'cluster' in connection) {
-      this.client = new Cluster(connection.cluster, connection.options);
+      this.client = new ioredis.Cluster(connection.cluster, connection.options);
       this.ownsClient = true;
     } else {
-      this.client = new Redis(connection ?? {});
+      this.client = new ioredis.Redis(connection ?? {});
       this.ownsClient = true;
     }
     // Connection errors of a client we own reach the shared tier as rejected
