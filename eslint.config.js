@@ -22,6 +22,7 @@ const realTime = {
 // no Node either, which the type-checker cannot tell (@types/node is global).
 const PAGE_SCRIPTS = ['lab/src/lab/report-page.ts'];
 const browser = ['document', 'window', 'getComputedStyle', 'devicePixelRatio', 'requestAnimationFrame', 'addEventListener', 'uPlot'];
+const NO_DATE = { selector: "NewExpression[callee.name='Date']", message: 'Read time through the Clock (src/time/): principle 8.' };
 const node = ['process', 'require', 'module', 'exports', 'Buffer', '__dirname', '__filename', 'global'];
 
 export default tseslint.config(
@@ -43,8 +44,23 @@ export default tseslint.config(
     rules: {
       'no-restricted-globals': ['error', ...realTime.globals],
       'no-restricted-properties': ['error', ...realTime.properties],
-      'no-restricted-syntax': ['error', { selector: "NewExpression[callee.name='Date']", message: 'Read time through the Clock (src/time/): principle 8.' }],
+      'no-restricted-syntax': ['error', NO_DATE],
       'no-restricted-imports': ['error', { paths: [{ name: 'node:timers', message: 'Schedule through the Clock.' }, { name: 'node:timers/promises', message: 'Schedule through the Clock.' }, { name: 'node:perf_hooks', message: 'Read time through the Clock.' }] }],
+    },
+  },
+  {
+    // An optional peer is loaded through src/peer.ts only. A value import (even
+    // `import { type X }`, which verbatimModuleSyntax keeps as a load) makes its
+    // entry fail without the peer, with a resolver's message instead of one line
+    // saying what to install (issue 27, item 6).
+    files: ['src/**/*.ts'],
+    ignores: ['src/time/**'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        NO_DATE,
+        { selector: "ImportDeclaration[importKind!='type'][source.value=/^(ioredis|undici|@opentelemetry\\/api|fastify|pg|better-sqlite3)$/]", message: 'Import an optional peer’s types only (`import type`), and load it through requirePeer (src/peer.ts).' },
+      ],
     },
   },
   {
