@@ -3,6 +3,7 @@ import type { Dispatcher } from 'undici';
 import { type PickedUpstream } from '../balance/balancer.js';
 import { AbortedError, DamperError } from '../errors.js';
 import { abortOwned, onAbort, ownedSignal } from '../guard/abort.js';
+import { isRefusal } from '../guard/classify.js';
 import { deadlineOf } from '../guard/deadline.js';
 import { type Priority } from '../guard/priority.js';
 import { type HttpDependency, type HttpUpstream, type OutgoingCall } from './dependency.js';
@@ -169,11 +170,20 @@ export class Exchange implements Controller {
 
   private readonly failed = (error: unknown): void => this.fail(error);
 
-  /** The request failed for good (`send` rejected, or the body broke): the held response if that is the answer, else the error. */
+  /**
+   * The request failed for good (`send` rejected, or the body broke): the
+   * held response if that is the answer, else the error. A response still
+   * held is the last answer any upstream gave: no attempt was sent after it
+   * (sending one discards it). So when the retry that would have replaced it
+   * was refused here (the breaker it just opened, a throttle, every upstream
+   * saturated), the caller gets that answer, not the local refusal: a 503
+   * the upstream really sent says more than "circuit open". The caller's own
+   * abort is reported as such.
+   */
   fail(error: unknown): void {
     if (this.state === 'done') return;
     const held = this.held;
-    if (held !== undefined && error instanceof UpstreamStatusError && held.error === error) {
+    if (held !== undefined && !this.ownSignal.aborted && (held.error === error || isRefusal(error))) {
       this.held = undefined;
       held.release();
       return;
