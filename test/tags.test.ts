@@ -204,6 +204,34 @@ describe('through the shared tier: every process, and the store itself', () => {
     await b.close();
   });
 
+  test('a store that estimates a value’s lifetime reports its error, and the check allows for it: a mark 5 ms after a set, read with a lifetime 20 ms long, is still stale', async () => {
+    const clock = new VirtualClock({ seed: 6 });
+    const store = new InMemorySharedStore({ clock, latencyMs: 1 });
+    // As RedisStore's 'server-clock' freshness can: the remaining lifetime read 20 ms too long, within the error it reports.
+    const estimating = (errorMs: number): InMemorySharedStore =>
+      Object.assign(Object.create(store) as InMemorySharedStore, {
+        read: async (key: string) => {
+          const r = await store.read(key);
+          return r === undefined ? undefined : { value: r.value, ttlMs: r.ttlMs + 20, ttlErrorMs: errorMs };
+        },
+      });
+    const writer = new Cache<string>({ clock, ttl: 60_000, ttlJitter: 0, shared: { store } });
+    await clock.advance(20);
+    await within(clock, writer.set('k', 'v1', { tags: ['t'] }));
+    await clock.advance(5);
+    await within(clock, writer.invalidateTags(['t']));
+    for (const [errorMs, loads] of [[25, 1], [0, 0]] as const) {
+      const reader = new Cache<string>({ clock, ttl: 60_000, ttlJitter: 0, shared: { store: estimating(errorMs) } });
+      await clock.advance(20);
+      let n = 0;
+      await within(clock, reader.get('k', async () => (n++, 'v2')));
+      // Without the allowance the estimate hides the mark: the value set before it reads as fresh.
+      assert.equal(n, loads, `error reported: ${errorMs} ms`);
+      await reader.close();
+    }
+    await writer.close();
+  });
+
   test('a tagged value lives in the store no longer than the tag records (tagRetention)', async () => {
     const clock = new VirtualClock({ seed: 4 });
     const store = new InMemorySharedStore({ clock, latencyMs: 1 });

@@ -219,6 +219,7 @@ export class SharedTier {
           if (kind === 'f') this.hooks.invalidate(key, 'expire');
           else if (kind === 's' || kind === 'd') this.hooks.invalidate(key, 'drop');
           else if (kind === 't') {
+            // The key field holds the tags' JSON: untrusted bytes, parsed as a stored tag list is.
             const tags = parseTags(key, MAX_TAGS_PER_INVALIDATION);
             if (tags === undefined) return;
             this.tagsHeard++;
@@ -356,13 +357,11 @@ export class SharedTier {
   private judge<V>(found: Decoded<V> | undefined, ttlMs: number, sentAt: number, ttlErrorMs: number): Lookup<V> | Promise<Lookup<V>> {
     if (found === undefined) return NONE;
     const freshMs = ttlMs - found.staleFor;
-    if (freshMs <= 0) return { kind: 'stale', value: found.value, servableMs: ttlMs, loadMs: found.loadMs, tags: found.tags };
+    if (freshMs <= 0) return stale(found, ttlMs);
     if (found.tags === undefined) return this.hit(found, freshMs, ttlMs);
     // How long ago the value's data left the origin, on the store's clock: its age in the store, plus the load.
     const dataAge = Math.max(0, found.lifeMs - ttlMs) + found.loadMs;
-    return this.invalidatedSince(found.tags, dataAge + ttlErrorMs, sentAt).then((invalidated) =>
-      invalidated ? { kind: 'stale', value: found.value, servableMs: ttlMs, loadMs: found.loadMs, tags: found.tags } : this.hit(found, freshMs, ttlMs),
-    );
+    return this.invalidatedSince(found.tags, dataAge + ttlErrorMs, sentAt).then((invalidated) => (invalidated ? stale(found, ttlMs) : this.hit(found, freshMs, ttlMs)));
   }
 
   private hit<V>(found: Decoded<V>, freshMs: number, ttlMs: number): Lookup<V> {
@@ -550,4 +549,9 @@ export class SharedTier {
     }
     if (this.pending.size > 0) this.sweeper = this.clock.setTimer(this.sweep, this.timeout / 4);
   };
+}
+
+/** A decoded shared value past its freshness, or overtaken by a tag's invalidation: served while it is refreshed. */
+function stale<V>(found: Decoded<V>, ttlMs: number): Lookup<V> {
+  return { kind: 'stale', value: found.value, servableMs: ttlMs, loadMs: found.loadMs, tags: found.tags };
 }
