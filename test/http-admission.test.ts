@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { Agent, request } from 'undici';
 import { AbortedError, ConcurrencyLimiter, type ConcurrencyLimiterOptions, ConfigError, DeadlineExceededError, systemClock } from '../src/index.js';
-import { damperFastify } from '../src/http/fastify.js';
+import { damperFastify } from '../src/http/incoming/fastify.js';
 import { currentRequestScope, damperAdmission, type AdmittedHandler, type AdmissionOptions, type DamperAdmissionOptions, type RequestScope } from '../src/http/index.js';
 import { deferred } from './helpers.js';
 

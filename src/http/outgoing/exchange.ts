@@ -1,14 +1,13 @@
 import assert from 'node:assert/strict';
 import type { Dispatcher } from 'undici';
-import { type PickedUpstream } from '../balance/balancer.js';
-import { AbortedError, DamperError } from '../errors.js';
-import { abortOwned, onAbort, ownedSignal } from '../guard/abort.js';
-import { isRefusal } from '../guard/classify.js';
-import { deadlineOf } from '../guard/deadline.js';
-import { type Priority } from '../guard/priority.js';
-import { type HttpDependency, type HttpUpstream, type OutgoingCall } from './dependency.js';
-import { headerValues, readPriority, readRemainingMs, readRetryAfterMs, type RequestHeaders, withHeaders, writePriority, writeRemainingMs } from './headers.js';
-import { currentRequestScope } from './scope.js';
+import { type PickedUpstream } from '../../balance/balancer.js';
+import { AbortedError, DamperError } from '../../errors.js';
+import { abortOwned, onAbort, ownedSignal } from '../../guard/abort.js';
+import { isRefusal } from '../../guard/classify.js';
+import { deadlineOf } from '../../guard/deadline.js';
+import { type Priority } from '../../guard/priority.js';
+import { headerValues, readPriority, readRemainingMs, readRetryAfterMs, type RequestHeaders, withHeaders, writePriority, writeRemainingMs } from '../headers.js';
+import { type HttpDependency, type HttpUpstream, type OutgoingCall } from './http-dependency.js';
 import { UpstreamStatusError } from './upstream-status.js';
 
 type Controller = Dispatcher.DispatchController;
@@ -94,27 +93,16 @@ export class Exchange implements Controller {
   /**
    * The call's deadline, priority and signal: the request's own headers (the
    * caller's explicit word), else the incoming request being served, else the
-   * dependency's defaults; the earlier deadline wins.
+   * dependency's defaults (`Dependency.callOf`); the earlier deadline wins.
    */
   private readCall(): OutgoingCall {
     const { dependency, options } = this;
     const [deadlineValue, priorityValue] = headerValues(options.headers as RequestHeaders, dependency.deadlineHeader, dependency.priorityHeader);
     const ownMs = readRemainingMs(dependency.deadlineHeader, deadlineValue);
     const ownPriority = readPriority(dependency.priorityHeader, priorityValue);
-    const scope = currentRequestScope();
-    const now = ownMs === undefined && dependency.timeout === undefined && scope?.deadline === undefined ? 0 : dependency.clock.now();
-    let deadline = ownMs === undefined ? undefined : now + ownMs;
-    if (dependency.timeout !== undefined) deadline = Math.min(deadline ?? Infinity, now + dependency.timeout);
-    let signal = this.ownSignal;
-    if (scope !== undefined) {
-      // Converted through the time left: the scope's clock need not be this one.
-      if (scope.deadline !== undefined) deadline = Math.min(deadline ?? Infinity, now + (scope.deadline - scope.clock.now()));
-      // Work for a caller who has gone is dropped: the incoming request's abort ends this one.
-      signal = AbortSignal.any([this.ownSignal, scope.signal]);
-    }
-    const priority: Priority | undefined = ownPriority ?? scope?.priority ?? dependency.priority;
-    if (ownPriority === undefined) this.sentPriority = priority;
-    return { key: '', wait: true, signal, priority, deadline, retryable: dependency.retries(options.method) && replayable(options.body), delivering: false };
+    const call = dependency.callOf(ownMs === undefined ? undefined : dependency.clock.now() + ownMs, ownPriority, this.ownSignal, dependency.retries(options.method) && replayable(options.body));
+    if (ownPriority === undefined) this.sentPriority = call.priority;
+    return call;
   }
 
   /** One attempt to `upstream`: settles when its outcome is known (see {@link AttemptHandler}). */

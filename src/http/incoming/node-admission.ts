@@ -1,15 +1,16 @@
 import { type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
-import { optionalFunction, optionsObject } from '../config.js';
-import { ConfigError, describe } from '../errors.js';
-import { type ConcurrencyLimiter } from '../guard/limiter.js';
-import { Admission, type AdmissionOptions, type AdmissionStats, type Door, type Refusal } from './admit.js';
-import { type RequestScope, runInRequestScope } from './scope.js';
+import { optionalFunction, optionsObject } from '../../config.js';
+import { ConfigError, describe } from '../../errors.js';
+import { type ConcurrencyLimiter } from '../../guard/limiter.js';
+import { type AdmissionStats } from '../../service/admission.js';
+import { HttpAdmission, type HttpAdmissionOptions, type HttpDoor, type HttpRefusal } from './http-admission.js';
+import { type RequestScope, runInRequestScope } from '../../service/scope.js';
 
 /**
  * A node:http request listener in front of a handler: each request waits for
  * a slot of a `ConcurrencyLimiter`, by priority, is refused with a 503 when
  * the limiter sheds it, and is dropped before it starts when its caller has
- * gone (see src/http/admit.ts and docs/http-incoming.md).
+ * gone (see src/service/admission.ts and docs/http-incoming.md).
  */
 
 /**
@@ -21,7 +22,7 @@ import { type RequestScope, runInRequestScope } from './scope.js';
 export type AdmittedHandler = (req: IncomingMessage, res: ServerResponse, scope: RequestScope) => void | Promise<unknown>;
 
 /** Options of {@link damperAdmission}: those of every admission, and what to tell of a handler's failure. */
-export interface DamperAdmissionOptions extends AdmissionOptions {
+export interface DamperAdmissionOptions extends HttpAdmissionOptions {
   /**
    * Told of what an admitted handler threw or rejected with, after the 500
    * (or the reset of a response already begun) was sent: the failure is
@@ -66,16 +67,17 @@ export type AdmissionListener = ((req: IncomingMessage, res: ServerResponse) => 
 export function damperAdmission(options: DamperAdmissionOptions, handler: AdmittedHandler): AdmissionListener {
   const read = optionsObject('damperAdmission options', options);
   const onError = optionalFunction('onError', read.onError) ?? warnOnce();
-  const admission = new Admission(read);
+  const http = new HttpAdmission(read);
+  const { admission } = http;
   if (typeof handler !== 'function') throw new ConfigError('damperAdmission: handler must be a function');
-  const listener = (req: IncomingMessage, res: ServerResponse): void => admission.admit(req, res, new HandlerDoor(admission, handler, onError, req, res));
+  const listener = (req: IncomingMessage, res: ServerResponse): void => http.admit(req, res, new HandlerDoor(admission, handler, onError, req, res));
   return Object.assign(listener, { stats: () => admission.stats(), limiter: admission.limiter });
 }
 
 /** One request's way into its handler, and its answers when it gets none. */
-class HandlerDoor implements Door {
+class HandlerDoor implements HttpDoor {
   constructor(
-    private readonly admission: Admission,
+    private readonly admission: { failed(): void },
     private readonly handler: AdmittedHandler,
     private readonly onError: NonNullable<DamperAdmissionOptions['onError']>,
     private readonly req: IncomingMessage,
@@ -94,7 +96,7 @@ class HandlerDoor implements Door {
     if (result !== undefined) Promise.resolve(result).then(undefined, (error: unknown) => this.failed(error));
   }
 
-  refuse(refusal: Refusal): void {
+  refuse(refusal: HttpRefusal): void {
     write(this.res, refusal.status, refusal.body, refusal.retryAfter);
   }
 

@@ -1,8 +1,9 @@
 import type { FastifyPluginCallback, FastifyRequest } from 'fastify';
-import { optionsObject } from '../config.js';
-import { type ConcurrencyLimiter } from '../guard/limiter.js';
-import { Admission, type AdmissionOptions, type AdmissionStats } from './admit.js';
-import { runInRequestScope } from './scope.js';
+import { optionsObject } from '../../config.js';
+import { type ConcurrencyLimiter } from '../../guard/limiter.js';
+import { type AdmissionStats } from '../../service/admission.js';
+import { HttpAdmission, type HttpAdmissionOptions } from './http-admission.js';
+import { runInRequestScope } from '../../service/scope.js';
 
 /**
  * The same admission as `damperAdmission`, as a Fastify 5 plugin: an
@@ -35,18 +36,19 @@ declare module 'fastify' {
  * `onRequest` gives its deadline, priority and signal (`request.raw`'s close
  * aborts it too). Bad options fail the registration with a `ConfigError`.
  */
-export const damperFastify: FastifyPluginCallback<AdmissionOptions> = (fastify, options, done) => {
-  let admission: Admission;
+export const damperFastify: FastifyPluginCallback<HttpAdmissionOptions> = (fastify, options, done) => {
+  let http: HttpAdmission;
   try {
-    admission = new Admission(optionsObject('damperFastify options', options));
+    http = new HttpAdmission(optionsObject('damperFastify options', options));
   } catch (error) {
     done(error as Error);
     return;
   }
+  const { admission } = http;
   const served = new WeakSet<FastifyRequest>();
   fastify.decorate('damperAdmission', { stats: () => admission.stats(), limiter: admission.limiter } satisfies FastifyAdmission);
   fastify.addHook('onRequest', (request, reply, next) => {
-    admission.admit(request.raw, reply.raw, {
+    http.admit(request.raw, reply.raw, {
       serve(scope) {
         served.add(request);
         // The rest of the request runs in the scope: Fastify 5 carries the async context across body parsing itself.

@@ -1,6 +1,6 @@
 import type { Dispatcher } from 'undici';
-import { isInstance } from '../config.js';
-import { HttpDependency, type HttpDependencyOptions } from './dependency.js';
+import { isInstance } from '../../config.js';
+import { HttpDependency, type HttpDependencyOptions } from './http-dependency.js';
 import { Exchange } from './exchange.js';
 
 /**

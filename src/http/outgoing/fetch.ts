@@ -1,9 +1,9 @@
 import type { Dispatcher, fetch as undiciFetch, RequestInfo, RequestInit, Response } from 'undici';
-import { hasMethods, isInstance, optionsObject } from '../config.js';
-import { ConfigError } from '../errors.js';
-import { HttpDependency, type HttpDependencyOptions } from './dependency.js';
+import { hasMethods, isInstance, optionsObject } from '../../config.js';
+import { ConfigError } from '../../errors.js';
+import { HttpDependency, type HttpDependencyOptions } from './http-dependency.js';
 import { damperInterceptor } from './interceptor.js';
-import { missingPeer } from '../peer.js';
+import { missingPeer } from '../../peer.js';
 
 /** Options for {@link damperFetch}. */
 export interface DamperFetchOptions {

@@ -1,4 +1,7 @@
-import { DamperError } from '../errors.js';
+import { DamperError } from '../../errors.js';
+
+/** The `code` of an {@link UpstreamStatusError}: how HttpDependency's judge knows one, from any copy of damper. @internal */
+export const UPSTREAM_STATUS = 'UPSTREAM_STATUS';
 
 /**
  * An upstream answered with a status that counts as its failure (a 503, say):
@@ -16,7 +19,7 @@ export class UpstreamStatusError extends DamperError {
   /** From `Retry-After`, ms; undefined when absent or unreadable. */
   readonly retryAfterMs: number | undefined;
   constructor(status: number, upstream: string, retryAfterMs: number | undefined) {
-    super('UPSTREAM_STATUS', `upstream ${upstream} answered ${status}`);
+    super(UPSTREAM_STATUS, `upstream ${upstream} answered ${status}`);
     this.status = status;
     this.upstream = upstream;
     this.retryAfterMs = retryAfterMs;

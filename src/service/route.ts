@@ -1,0 +1,73 @@
+import { type Balancer, type PickedUpstream } from '../balance/balancer.js';
+import { OverloadedError } from '../errors.js';
+import { isAbort } from '../guard/classify.js';
+import { type Guard, type GuardContext } from '../guard/guard.js';
+import { type DependencyCall } from './dependency.js';
+
+/** One attempt: send the call to `upstream`, on `signal`; settle when its outcome is known. */
+export type Attempt<U, T> = (upstream: PickedUpstream<U>, signal: AbortSignal) => Promise<T>;
+
+/**
+ * The routing of one call across its attempts: each attempt picks an
+ * upstream, avoiding the one the previous attempt failed on, and skips the
+ * upstreams whose guards refuse it. One object per call, so the retry's
+ * attempts share what the earlier ones learnt.
+ *
+ * @internal
+ */
+export class Route<U, T> {
+  /** The upstream the last attempt failed on, and those whose guards refused this one; made at the first failure (most calls have none). */
+  private avoid: Set<string> | undefined;
+
+  constructor(
+    private readonly balancer: Balancer<U>,
+    private readonly perUpstream: Guard,
+    private readonly call: DependencyCall,
+    private readonly send: Attempt<U, T>,
+    private readonly countsAgainst: (error: unknown) => boolean,
+  ) {}
+
+  readonly attempt = (signal: AbortSignal): Promise<T> => this.next(signal, undefined);
+
+  /** Picks an upstream not yet refused in this attempt and sends through its guards; on a refusal, the next. */
+  private next(signal: AbortSignal, refused: Map<string, unknown> | undefined): Promise<T> {
+    const { balancer, call } = this;
+    const upstream = balancer.pick({ priority: call.priority, avoid: this.avoid });
+    if (upstream === undefined) return Promise.reject(new OverloadedError(`every upstream is saturated for priority ${String(call.priority ?? 'normal')}; shed`));
+    if (refused?.has(upstream.id) === true) {
+      // Only refusing upstreams are left: fail fast (principle 4) with this one's refusal (a BreakerOpenError says when it probes again); nothing was sent.
+      balancer.release(upstream);
+      return Promise.reject(refused.get(upstream.id));
+    }
+    balancer.start(upstream);
+    let sent = false;
+    const context: GuardContext = { key: upstream.id, signal, wait: true, priority: call.priority, deadline: call.deadline };
+    return this.perUpstream
+      .run((s) => {
+        sent = true;
+        return this.send(upstream, s);
+      }, context)
+      .then(
+        (value) => {
+          balancer.finish(upstream, true);
+          return value;
+        },
+        (error: unknown) => {
+          if (!sent) {
+            // Refused by this upstream's breaker or throttle: it never saw the call, so it says nothing of it.
+            balancer.release(upstream);
+            (this.avoid ??= new Set()).add(upstream.id);
+            return this.next(signal, (refused ?? new Map()).set(upstream.id, error));
+          }
+          // The caller's own abort says nothing of the upstream; an attempt cut at its timeout or the deadline does (a hung upstream answers nothing else).
+          if (call.signal.aborted || isAbort(error)) balancer.release(upstream);
+          else balancer.finish(upstream, !this.countsAgainst(error));
+          // The next attempt avoids the upstream this one failed on (and only it: the refusals of this attempt may have lifted).
+          if (this.avoid === undefined) this.avoid = new Set();
+          else this.avoid.clear();
+          this.avoid.add(upstream.id);
+          throw error;
+        },
+      );
+  }
+}
