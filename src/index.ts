@@ -17,7 +17,7 @@ export { onAbort } from './guard/abort.js';
 export { Backoff, type BackoffOptions } from './guard/backoff.js';
 export { type BreakerEvents, type BreakerReason, type BreakerState, type BreakerStats, CircuitBreaker, type CircuitBreakerOptions } from './guard/breaker.js';
 export { RetryBudget, type RetryBudgetOptions, type RetryBudgetStats } from './guard/budget.js';
-export { deadlineSignal, effectiveDeadline, scopedSignal, type ScopedSignal } from './guard/deadline.js';
+export { deadlineOf, deadlineSignal, effectiveDeadline, scopedSignal, type ScopedSignal } from './guard/deadline.js';
 export { DeadlineGuard, type DeadlineGuardOptions, type DeadlineGuardStats } from './guard/deadline-guard.js';
 export { callContext, type CallOptions, type Guard, type GuardContext, guarded, pipeline } from './guard/guard.js';
 export { keyed, type KeyedOptions } from './guard/keyed.js';

@@ -34,12 +34,14 @@ describe('a status in retryStatuses is retried and counted against its upstream 
     return [breaker?.state, breaker?.consecutiveFailures];
   }
 
-  /** A client of one upstream whose breaker opens after three failed requests; two attempts per request, a budget that never runs out. */
+  /** A client of one upstream whose breaker opens after three failed requests and then refuses; two attempts per request, a budget that never runs out. */
   function client(retryStatuses?: number[]): ReturnType<typeof damperFetch> {
     return damperFetch({
       upstreams: [origin],
       ...(retryStatuses === undefined ? {} : { retryStatuses }),
       breaker: { consecutiveFailures: 3, openFor: 60_000 },
+      // The breaker of the only upstream refuses while open (the default would send past it, through the throttle).
+      breakerReach: 'unbounded',
       throttle: false,
       budget: new RetryBudget({ ratio: 1, minPerSecond: 1_000 }),
       retry: { maxAttempts: 2, baseDelay: 1, maxDelay: 2 },

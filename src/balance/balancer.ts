@@ -343,6 +343,16 @@ export class Balancer<U> {
     this.slotOf(picked).outstanding++;
   }
 
+  /**
+   * Whether `out` upstreams may be out of service at once by a health
+   * decision: within `maxEjectionShare`, and never all of them (principle 5).
+   * The bound of the balancer's own ejections, and of the per-upstream
+   * breakers of a `Dependency`, which take an upstream out as surely.
+   */
+  mayBeOut(out: number): boolean {
+    return out === 0 || mayEject(out - 1, this.slots.length, this.outliers.maxEjectionShare);
+  }
+
   /** Marks a call to `picked` as finished, `ok` or failed, and records the outcome. */
   finish(picked: PickedUpstream<U>, ok: boolean): void {
     const slot = this.slotOf(picked);

@@ -85,7 +85,13 @@ export function scopedSignal(clock: Clock, parent: AbortSignal, at: number | und
   return scoped;
 }
 
-/** The deadline a signal made by {@link scopedSignal} stands for, if any. */
+/**
+ * The deadline a signal made by damper stands for (an attempt's signal from
+ * `Retry` or `Dependency`: the earlier of its timeout and the call's
+ * deadline), as an instant on the clock that made it; undefined for any
+ * other signal. A transport sends it on as the time left (damper/http's
+ * deadline header), so the next tier drops work whose caller has gone.
+ */
 export function deadlineOf(signal: AbortSignal): number | undefined {
   return ownedDeadline(signal);
 }

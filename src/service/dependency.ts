@@ -1,5 +1,5 @@
 import { Balancer, type BalancerOptions, type BalancerStats, type Upstream } from '../balance/balancer.js';
-import { arrayOption, boolean, clockOption, duration, isInstance, optionalFunction, optionsObject } from '../config.js';
+import { arrayOption, boolean, clockOption, duration, isInstance, oneOf, optionalFunction, optionsObject, or } from '../config.js';
 import { ConfigError, describe } from '../errors.js';
 import { type BreakerStats, CircuitBreaker, type CircuitBreakerOptions } from '../guard/breaker.js';
 import { RetryBudget, type RetryBudgetStats } from '../guard/budget.js';
@@ -49,6 +49,17 @@ export interface DependencyOptions<U> {
    * an answer rather than a failure it resolves with, not rejects.
    */
   countsAgainst?: (error: unknown) => boolean;
+  /**
+   * How many upstreams open breakers may take out. `'bounded'` (default): no
+   * more than the balancer may eject (`maxEjectionShare`, and never every
+   * one); past that, an attempt goes to an upstream whose breaker is open
+   * through its throttle alone, which sheds in proportion to what the
+   * upstream still serves. `'unbounded'`: every open breaker refuses, so a
+   * dependency with one upstream is refused whole while its breaker is open:
+   * for a dependency that must not be called while it fails, knowing a
+   * brownout (half the capacity left) then becomes an outage.
+   */
+  breakerReach?: 'bounded' | 'unbounded';
   clock?: Clock;
 }
 
@@ -118,9 +129,15 @@ interface UpstreamGuards {
  * - **Per upstream: an `AdaptiveThrottle`, then a `CircuitBreaker`**, so one
  *   failing upstream is refused locally and the others go on. An upstream
  *   whose breaker or throttle refuses is skipped for this attempt, not
- *   counted against it, and the next one is tried; only when every upstream
- *   refuses does the call fail fast with the refusal (`BreakerOpenError` or
- *   `OverloadedError`; principle 4).
+ *   counted against it, and the next one is tried; when every upstream
+ *   refuses, the call fails fast with the refusal (`BreakerOpenError` or
+ *   `OverloadedError`; principle 4). But open breakers are held to the
+ *   balancer's bound on ejection (`maxEjectionShare`, never every upstream):
+ *   past it, an attempt goes to an upstream whose breaker is open through
+ *   its throttle alone, which sheds in proportion to what the dependency
+ *   still serves. A breaker on the only upstream would otherwise refuse
+ *   everything whenever a brownout tripped it: the lab's retry-storm, a
+ *   server at half capacity, kept 10 % of the goodput it could have had.
  * - **The deadline**, from the caller, the admitted request being served, or
  *   `timeout`: no attempt starts that cannot finish before it, and each
  *   attempt's signal aborts at it (`deadlineOf(signal)` gives the instant, to
@@ -139,6 +156,8 @@ export class Dependency<U> {
   /** Calls that may not be repeated: one attempt, under the same deadline rules and counted by the same budget. */
   private readonly once: Retry;
   private readonly perUpstream: Guard;
+  /** An upstream's guards but its breaker, when open breakers are bounded. */
+  private readonly pastBreaker: Guard | undefined;
   private readonly guards = new Map<string, UpstreamGuards>();
   private readonly ids: readonly string[];
   private readonly countsAgainst: (error: unknown) => boolean;
@@ -177,6 +196,8 @@ export class Dependency<U> {
       },
       { maxDomains: this.ids.length },
     );
+    const reach = oneOf('breakerReach', or(options.breakerReach, 'bounded'), ['bounded', 'unbounded']);
+    this.pastBreaker = reach === 'unbounded' ? undefined : keyed((id) => this.guards.get(id)!.throttle ?? PASS, { maxDomains: this.ids.length });
   }
 
   /**
@@ -225,7 +246,7 @@ export class Dependency<U> {
 
   /** Sends one call whose context is made (see {@link Dependency.callOf}). @internal */
   send<T>(call: DependencyCall, attempt: Attempt<U, T>): Promise<T> {
-    const route = new Route(this.balancer, this.perUpstream, call, attempt, this.countsAgainst);
+    const route = new Route(this.balancer, this.perUpstream, this.pastBreaker, call, attempt, this.countsAgainst);
     return (call.retryable ? this.retry : this.once).run(route.attempt, call);
   }
 

@@ -1,6 +1,6 @@
 import { type Balancer, type PickedUpstream } from '../balance/balancer.js';
 import { OverloadedError } from '../errors.js';
-import { isAbort } from '../guard/classify.js';
+import { errorCode, isAbort, isOverloadSignal } from '../guard/classify.js';
 import { type Guard, type GuardContext } from '../guard/guard.js';
 import { type DependencyCall } from './dependency.js';
 
@@ -22,8 +22,10 @@ export class Route<U, T> {
   constructor(
     private readonly balancer: Balancer<U>,
     private readonly perUpstream: Guard,
+    /** An upstream's guards but its breaker: the way past a breaker that would take out more than the bound; none when breakers are unbounded. */
+    private readonly pastBreaker: Guard | undefined,
     private readonly call: DependencyCall,
-    private readonly send: Attempt<U, T>,
+    private readonly attemptAt: Attempt<U, T>,
     private readonly countsAgainst: (error: unknown) => boolean,
   ) {}
 
@@ -34,18 +36,30 @@ export class Route<U, T> {
     const { balancer, call } = this;
     const upstream = balancer.pick({ priority: call.priority, avoid: this.avoid });
     if (upstream === undefined) return Promise.reject(new OverloadedError(`every upstream is saturated for priority ${String(call.priority ?? 'normal')}; shed`));
-    if (refused?.has(upstream.id) === true) {
-      // Only refusing upstreams are left: fail fast (principle 4) with this one's refusal (a BreakerOpenError says when it probes again); nothing was sent.
-      balancer.release(upstream);
-      return Promise.reject(refused.get(upstream.id));
-    }
+    if (refused?.has(upstream.id) !== true) return this.send(upstream, this.perUpstream, signal, refused);
+    // Every upstream left refused this attempt. Open breakers take upstreams
+    // out as surely as ejection does, so they are held to its bound: past
+    // it (the only upstream, or every one), the attempt goes through the
+    // upstream's throttle alone, which sheds in proportion to what the
+    // upstream still serves. A breaker on the last capacity would turn a
+    // brownout into an outage (principle 5; docs/lab.md, retry-storm).
+    const breakers = [...refused.values()].filter((e) => errorCode(e) === 'BREAKER_OPEN').length;
+    if (this.pastBreaker !== undefined && errorCode(refused.get(upstream.id)) === 'BREAKER_OPEN' && !balancer.mayBeOut(breakers)) return this.send(upstream, this.pastBreaker, signal, undefined);
+    // Fail fast (principle 4) with this one's refusal (a BreakerOpenError says when it probes again); nothing was sent.
+    balancer.release(upstream);
+    return Promise.reject(refused.get(upstream.id));
+  }
+
+  /** Sends through `guard`, the upstream's guards (or all but its breaker). */
+  private send(upstream: PickedUpstream<U>, guard: Guard, signal: AbortSignal, refused: Map<string, unknown> | undefined): Promise<T> {
+    const { balancer, call } = this;
     balancer.start(upstream);
     let sent = false;
     const context: GuardContext = { key: upstream.id, signal, wait: true, priority: call.priority, deadline: call.deadline };
-    return this.perUpstream
+    return guard
       .run((s) => {
         sent = true;
-        return this.send(upstream, s);
+        return this.attemptAt(upstream, s);
       }, context)
       .then(
         (value) => {
@@ -56,12 +70,14 @@ export class Route<U, T> {
           if (!sent) {
             // Refused by this upstream's breaker or throttle: it never saw the call, so it says nothing of it.
             balancer.release(upstream);
+            if (refused === undefined && guard === this.pastBreaker) throw error;
             (this.avoid ??= new Set()).add(upstream.id);
             return this.next(signal, (refused ?? new Map()).set(upstream.id, error));
           }
           // The caller's own abort says nothing of the upstream; an attempt cut at its timeout or the deadline does (a hung upstream answers nothing else).
           if (call.signal.aborted || isAbort(error)) balancer.release(upstream);
-          else balancer.finish(upstream, !this.countsAgainst(error));
+          // An upstream that sheds (a 503 or 429) is alive and protecting itself: its breaker and throttle answer that, the balancer's ejection does not (principle 5: overload is answered by shedding, not by removing capacity).
+          else balancer.finish(upstream, !this.countsAgainst(error) || isOverloadSignal(error));
           // The next attempt avoids the upstream this one failed on (and only it: the refusals of this attempt may have lifted).
           if (this.avoid === undefined) this.avoid = new Set();
           else this.avoid.clear();

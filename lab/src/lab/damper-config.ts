@@ -1,7 +1,7 @@
 import { register } from 'node:module';
 import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { type BalancerOptions, type CacheOptions, DamperError, forbidRealTime, type Guard, RealTimeInSimulationError, type VirtualClock } from 'damper';
+import { type AdmissionOptions, type BalancerOptions, type CacheOptions, DamperError, type DependencyOptions, forbidRealTime, RealTimeInSimulationError, type VirtualClock } from 'damper';
 import { type ScenarioCommon } from './scenario.js';
 
 /**
@@ -17,10 +17,16 @@ import { type ScenarioCommon } from './scenario.js';
  * world uses which role is in docs/lab.md ("Your damper configuration").
  */
 export interface DamperSettings {
-  /** The guard a client tier (0: the outermost, the users' own) wraps each of its calls to the tier below in. */
-  readonly client?: (tier: number) => Guard;
-  /** The guard in front of server number `server` (0, 1, …): its admission control. */
-  readonly admission?: (server: number) => Guard;
+  /**
+   * The options of client tier `tier`'s `Dependency` (0: the outermost, the
+   * users' own client), laid over the lab's own: what a service passes to
+   * `new Dependency(…)` or `HttpDependency` for the tier below it. Its
+   * `retry`, `budget`, `breaker`, `throttle`, `balancer`, `timeout` are the
+   * user's; the world keeps `clock` and `upstreams`.
+   */
+  readonly dependency?: (tier: number) => Partial<DependencyOptions<unknown>>;
+  /** The options of server number `server`'s `Admission` (0, 1, …), laid over the lab's own: its `limiter`, `timeout`, `retryAfter`. The world keeps `clock`. */
+  readonly admission?: (server: number) => Partial<AdmissionOptions>;
   /**
    * The options of process number `process`'s cache, laid over the lab's own
    * (a field left out keeps the lab's): its `guard` is the origin budget. The
@@ -28,14 +34,18 @@ export interface DamperSettings {
    * (the world's shared tier, when it has one).
    */
   readonly cache?: (process: number) => Partial<CacheOptions<unknown>>;
-  /** The options of the front's balancer, laid over the lab's own; the world keeps `clock` and `upstreams`. */
-  readonly balancer?: () => Partial<BalancerOptions<unknown>>;
 }
 
 /** What a configuration module's default export is. */
 export type DamperConfigFunction = (context: { readonly clock: VirtualClock; readonly scenario: ScenarioCommon }) => DamperSettings;
 
-const ROLES = ['client', 'admission', 'cache', 'balancer'] as const;
+const ROLES = ['dependency', 'admission', 'cache'] as const;
+
+/** Roles of an earlier release, and what took their place: a module that still returns one is told, not ignored. */
+const RENAMED: Readonly<Record<string, string>> = {
+  client: 'client(tier) returned a Guard; the role is now dependency(tier), returning the options of that tier\'s Dependency (retry, budget, breaker, throttle, balancer, timeout)',
+  balancer: 'balancer() is now part of dependency(tier): its `balancer` field',
+};
 
 /**
  * A configuration module that cannot be used, or that misbehaved during a
@@ -135,10 +145,6 @@ export function realTimeError(file: string, offence: RealTimeInSimulationError):
   return new DamperConfigError(file, `${offence.message}${where}`, { cause: offence });
 }
 
-function isGuard(value: unknown): value is Guard {
-  return typeof value === 'object' && value !== null && typeof (value as Guard).run === 'function';
-}
-
 function isOptions(value: unknown): value is object {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
@@ -155,6 +161,8 @@ export async function damperSettings(scenario: ScenarioCommon, clock: VirtualClo
   const configure = await importConfig(file);
   const settings: unknown = inModule(file, 'its default export', () => configure({ clock, scenario }));
   if (!isOptions(settings)) throw new DamperConfigError(file, `its default export must return an object of roles (${ROLES.join(', ')}), got ${describe(settings)}`);
+  const renamed = Object.keys(settings).find((k) => RENAMED[k] !== undefined);
+  if (renamed !== undefined) throw new DamperConfigError(file, `role ${JSON.stringify(renamed)} is gone: ${RENAMED[renamed]!} (docs/lab.md, "Your damper configuration")`);
   const unknown = Object.keys(settings).filter((k) => !(ROLES as readonly string[]).includes(k));
   if (unknown.length > 0) throw new DamperConfigError(file, `unknown role ${unknown.map((k) => JSON.stringify(k)).join(', ')} (known: ${ROLES.join(', ')})`);
   const roles = settings as Record<(typeof ROLES)[number], unknown>;
@@ -170,15 +178,13 @@ export async function damperSettings(scenario: ScenarioCommon, clock: VirtualClo
       return value;
     };
   };
-  const client = factory<[number], Guard>('client', isGuard, 'a Guard (an object with a run method)');
-  const admission = factory<[number], Guard>('admission', isGuard, 'a Guard (an object with a run method)');
+  const dependency = factory<[number], Partial<DependencyOptions<unknown>>>('dependency', isOptions, 'an object of DependencyOptions');
+  const admission = factory<[number], Partial<AdmissionOptions>>('admission', isOptions, 'an object of AdmissionOptions');
   const cache = factory<[number], Partial<CacheOptions<unknown>>>('cache', isOptions, 'an object of CacheOptions');
-  const balancer = factory<[], Partial<BalancerOptions<unknown>>>('balancer', isOptions, 'an object of BalancerOptions');
   return {
-    ...(client === undefined ? {} : { client }),
+    ...(dependency === undefined ? {} : { dependency }),
     ...(admission === undefined ? {} : { admission }),
     ...(cache === undefined ? {} : { cache }),
-    ...(balancer === undefined ? {} : { balancer }),
   };
 }
 
@@ -194,8 +200,23 @@ export function cacheOptions<V>(settings: DamperSettings, process: number, lab: 
   return { ...lab, ...user, ...world };
 }
 
-/** The front's balancer options: the lab's own, the user's laid over them; the world keeps its `clock` and `upstreams`. */
+/** Tier `tier`'s `Dependency` options: the lab's own, the user's laid over them; the world keeps its `clock` and `upstreams`. */
+export function dependencyOptions<U>(settings: DamperSettings, tier: number, lab: Omit<DependencyOptions<U>, 'upstreams' | 'clock'>, world: Required<Pick<DependencyOptions<U>, 'clock' | 'upstreams'>>): DependencyOptions<U> {
+  const user = (settings.dependency?.(tier) ?? {}) as Partial<DependencyOptions<U>>;
+  return { ...lab, ...user, ...world };
+}
+
+/** Server `server`'s `Admission` options: the lab's own, the user's laid over them; the world keeps its `clock`. */
+export function admissionOptions(settings: DamperSettings, server: number, lab: Omit<AdmissionOptions, 'clock'>, world: Required<Pick<AdmissionOptions, 'clock'>>): AdmissionOptions {
+  return { ...lab, ...settings.admission?.(server), ...world };
+}
+
+/**
+ * The web-farm world's front door (a balancer alone: the Missourian's load
+ * balancer, not a client library): the lab's options, with tier 0's
+ * `dependency(0).balancer` laid over them; the world keeps `clock` and `upstreams`.
+ */
 export function balancerOptions<U>(settings: DamperSettings, lab: Omit<BalancerOptions<U>, 'upstreams'>, world: Required<Pick<BalancerOptions<U>, 'clock' | 'upstreams'>>): BalancerOptions<U> {
-  const user = (settings.balancer?.() ?? {}) as Partial<BalancerOptions<U>>;
+  const user = (settings.dependency?.(0)?.balancer ?? {}) as Partial<BalancerOptions<U>>;
   return { ...lab, ...user, ...world };
 }

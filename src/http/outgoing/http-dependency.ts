@@ -1,4 +1,3 @@
-import { type PickedUpstream } from '../../balance/balancer.js';
 import { arrayOption, optionsObject, or } from '../../config.js';
 import { ConfigError, describe } from '../../errors.js';
 import { errorCode, isAbort } from '../../guard/classify.js';
@@ -18,19 +17,15 @@ export interface HttpUpstream {
   readonly maxOutstanding?: number;
 }
 
-/** Options for {@link HttpDependency}. */
-export interface HttpDependencyOptions {
+/**
+ * Options for {@link HttpDependency}: a {@link Dependency}'s (its retry and
+ * budget, breaker, throttle, balancer, timeout, priority, breaker reach), with
+ * origins for upstreams and what HTTP adds. Its judge of an attempt is built
+ * from `retryStatuses`, not given.
+ */
+export interface HttpDependencyOptions extends Omit<DependencyOptions<HttpUpstream>, 'upstreams' | 'countsAgainst'> {
   /** The servers that serve this dependency: origins, or {@link HttpUpstream}s. At least one. */
   upstreams: readonly (string | HttpUpstream)[];
-  /**
-   * The budget every retry to this dependency is drawn from. Default: one of
-   * its own. Share one instance among every client of the same dependency in
-   * the process (an interceptor and a fetch wrapper, say), so the bound holds
-   * over all of them.
-   */
-  budget?: NonNullable<DependencyOptions<HttpUpstream>['budget']>;
-  /** Retry settings (`maxAttempts`, `baseDelay`, `maxDelay`, `attemptTimeout`, …). The budget and clock are the dependency's. Default: `Retry`'s. */
-  retry?: NonNullable<DependencyOptions<HttpUpstream>['retry']>;
   /**
    * Methods retried. Default the idempotent ones of RFC 9110: GET, HEAD,
    * OPTIONS, TRACE, PUT, DELETE. A POST is sent once unless listed here: a
@@ -45,25 +40,10 @@ export interface HttpDependencyOptions {
    * answer, not an exception.
    */
   retryStatuses?: readonly number[];
-  /** Settings of the breaker made for each upstream; `false` for none. Default: `CircuitBreaker`'s. */
-  breaker?: NonNullable<DependencyOptions<HttpUpstream>['breaker']>;
-  /** Settings of the adaptive throttle made for each upstream; `false` for none. Default: `AdaptiveThrottle`'s. */
-  throttle?: NonNullable<DependencyOptions<HttpUpstream>['throttle']>;
-  /** Balancer settings: outlier detection, panic threshold, slow start, `maxOutstanding`. */
-  balancer?: NonNullable<DependencyOptions<HttpUpstream>['balancer']>;
-  /**
-   * The deadline of a request that has none from its caller, ms from when it
-   * is sent. Default: none. A request made while serving an incoming one
-   * takes that one's deadline (see `RequestScope`); with both, the earlier.
-   */
-  timeout?: number;
-  /** Priority of a request that names none and serves no incoming request. Default `normal`. */
-  priority?: NonNullable<DependencyOptions<HttpUpstream>['priority']>;
   /** Header the deadline is sent in, as the ms left. Default {@link DEADLINE_HEADER}. */
   deadlineHeader?: string;
   /** Header the priority is sent in. Default {@link PRIORITY_HEADER}. */
   priorityHeader?: string;
-  clock?: NonNullable<DependencyOptions<HttpUpstream>['clock']>;
 }
 
 /** What an {@link HttpDependency} has done, from {@link HttpDependency.stats}. */
@@ -71,9 +51,6 @@ export type HttpDependencyStats = DependencyStats;
 
 /** One request as the dependency's guards see it. @internal */
 export type OutgoingCall = DependencyCall;
-
-/** One attempt of a request: send it to `upstream`, on `signal`. @internal */
-export type HttpAttempt<T> = (upstream: PickedUpstream<HttpUpstream>, signal: AbortSignal) => Promise<T>;
 
 const IDEMPOTENT = ['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE'];
 const RETRY_STATUSES = [500, 502, 503, 504, 429];

@@ -1,4 +1,4 @@
-import { ConcurrencyLimiter, DeadlineExceededError, OverloadedError, type Guard, type GuardContext, pipeline, Retry, type Timer, VirtualClock } from 'damper';
+import { ConcurrencyLimiter, type DependencyOptions, type Timer, VirtualClock } from 'damper';
 import { Clients, type RunOptions } from '../clients.js';
 import { damperSettings, type DamperSettings } from '../damper-config.js';
 import { Recorder } from '../metrics.js';
@@ -9,7 +9,9 @@ import { check } from '../schema/problems.js';
 import { retryStormSchema } from '../schema/retry-storm.js';
 import { stream, STREAMS } from '../streams.js';
 import { type WorldKind } from '../worlds.js';
-import { type Call as TiersCall, damperTier, naiveTiers } from './client-tiers.js';
+import { type Call as TiersCall, naiveTiers } from './naive-tiers.js';
+import { admittedServer, damperTiers } from './damper-tiers.js';
+import { answer, failure, shedFailure } from './service-answers.js';
 import { Fifo } from './fifo.js';
 import { DamperGauges, type Watch } from '../damper-gauges.js';
 import { LabCounters } from '../lab-counters.js';
@@ -201,51 +203,43 @@ function naiveStack(clock: VirtualClock, recorder: Recorder, server: Server, cli
   return naiveTiers(clock, client, jitter, attempt, (ok) => ok, counts);
 }
 
-/** What a damper request that the server refused or dropped rejects with. One instance each: nobody reads their stacks. */
-const REFUSED = new OverloadedError('server: queue full; refused');
-const DROPPED = new DeadlineExceededError('server: the request was abandoned before its work started; dropped');
-
 /**
- * damper's stack: each tier a real `Retry` with a `RetryBudget` of its own,
- * the innermost behind an `AdaptiveThrottle`; in front of the server, a
- * `ConcurrencyLimiter` admits at most `admissionLimit` requests at once (the
- * rest wait briefly in its queue, CoDel and adaptive LIFO, or are shed), with
- * the attempt's signal (its timeout and the call's deadline) travelling with
- * the request, so that the server drops what nobody waits for. The tiers'
- * `Retry`s and the limiter are instrumented through `watch` (a user's guard
- * when it is one of those).
+ * damper's side, as a service ships it (damper-tiers.ts): each client tier
+ * a `Dependency` under the configuration's `dependency(t)` (the lab's own:
+ * `retries + 1` attempts from a budget of the tier's own, a throttle and a
+ * breaker on the tier below, the innermost giving each attempt
+ * `attemptTimeoutMs`); the server admits through an `Admission` under the
+ * configuration's `admission(0)` (the lab's own: a `ConcurrencyLimiter` of
+ * `admissionLimit` with the server's queue), which sheds with a 503 and
+ * `Retry-After`, and drops what nobody waits for: the attempt's signal
+ * travels with the request. The tiers' `Retry`s and the limiter are
+ * instrumented through `watch`.
  */
-function damperStack(clock: VirtualClock, recorder: Recorder, server: Server, scenario: RetryStormScenario, settings: DamperSettings, watch: Watch): (timeoutMs: number) => Call {
+function damperStack(clock: VirtualClock, recorder: Recorder, server: Server, scenario: RetryStormScenario, settings: DamperSettings, watch: Watch): { call: (timeoutMs: number) => Call; close(): void } {
   const { client } = scenario;
-  const admission = settings.admission?.(0) ?? new ConcurrencyLimiter({ limit: scenario.server.admissionLimit, maxQueue: scenario.server.maxQueue, clock });
-  if (admission instanceof ConcurrencyLimiter) watch(admission, {});
-  // The server's handler: admission, then the server's own queue and work.
-  const handle = (signal: AbortSignal): Promise<void> => {
-    // An attempt reaching the server counts, admitted or shed: the origin's load.
-    recorder.originQuery(clock.now());
-    // The signal carries the call's deadline (guards read it with effectiveDeadline), as a gRPC request does.
-    const context: GuardContext = { key: 'request', signal, wait: true };
-    return admission.run(
-      (s) =>
-        new Promise<void>((resolve, reject) => {
-          server.submit({ done: (outcome) => (outcome === 'ok' ? resolve() : reject(outcome === 'refused' ? REFUSED : DROPPED)), abandoned: () => s.aborted });
-        }),
-      context,
-    );
-  };
-  const tiers: Guard[] = [];
-  for (let depth = 0; depth < client.layers; depth++) {
-    const user = settings.client?.(depth);
-    if (user instanceof Retry) watch(user, { tier: depth });
-    tiers.push(user ?? damperTier(clock, { layers: client.layers, maxAttempts: client.retries + 1, attemptTimeoutMs: client.attemptTimeoutMs }, depth, watch));
-  }
-  const guard = pipeline(...tiers);
-  const never = new AbortController().signal;
-  return (timeoutMs) => (onDone) => {
-    guard.run(handle, { key: 'request', signal: never, wait: true, deadline: clock.now() + timeoutMs }).then(
-      () => onDone(true),
-      () => onDone(false),
-    );
+  const admitted = admittedServer<true>(
+    clock,
+    settings,
+    0,
+    { limiter: new ConcurrencyLimiter({ limit: scenario.server.admissionLimit, maxQueue: scenario.server.maxQueue, clock }) },
+    (_key, scope, ok, fail) => server.submit({ done: (outcome) => (outcome === 'ok' ? ok(true) : fail(failure(answer(outcome === 'refused' ? 'refused' : 'dropped', false)))), abandoned: () => scope.signal.aborted }),
+    (refusal) => (refusal.reason === 'shed' ? shedFailure(refusal.retryAfter) : failure(answer('dropped', false))),
+    (admission) => watch(admission.limiter, {}),
+  );
+  const options = (t: number): Omit<DependencyOptions<unknown>, 'upstreams' | 'clock' | 'balancer'> => ({
+    retry: { maxAttempts: client.retries + 1, ...(t === client.layers - 1 ? { attemptTimeout: client.attemptTimeoutMs } : {}) },
+  });
+  const chain = damperTiers<null, true>(clock, { layers: client.layers, servers: [null], options }, settings, watch);
+  // An attempt reaching the server counts, admitted or shed: the origin's load.
+  const toServer = (_: null, signal: AbortSignal): Promise<true> => (recorder.originQuery(clock.now()), admitted('request', undefined, signal));
+  return {
+    call: (timeoutMs) => (onDone) => {
+      chain.call(toServer, clock.now() + timeoutMs, undefined).then(
+        () => onDone(true),
+        () => onDone(false),
+      );
+    },
+    close: () => chain.close(),
   };
 }
 
@@ -261,6 +255,7 @@ export async function runRetryStorm(scenario: RetryStormScenario, variant: Varia
   const server = new Server(clock, scenario.server);
   let call: (population: Population) => Call;
   let characteristics: LabCounters | DamperGauges;
+  let close = (): void => {};
   if (variant === 'naive') {
     const counters = new LabCounters(clock);
     characteristics = counters;
@@ -270,7 +265,8 @@ export async function runRetryStorm(scenario: RetryStormScenario, variant: Varia
     const gauges = new DamperGauges(clock);
     characteristics = gauges;
     const stack = damperStack(clock, recorder, server, scenario, await damperSettings(scenario, clock), gauges.watch);
-    const byPopulation = new Map(scenario.clients.map((p) => [p, stack(p.timeoutMs)]));
+    close = stack.close;
+    const byPopulation = new Map(scenario.clients.map((p) => [p, stack.call(p.timeoutMs)]));
     call = (p) => byPopulation.get(p)!;
   }
   const clients: Clients<RetryStormFault> = new Clients<RetryStormFault>(
@@ -290,6 +286,10 @@ export async function runRetryStorm(scenario: RetryStormScenario, variant: Varia
       },
     },
   );
-  await clients.run(options);
+  try {
+    await clients.run(options);
+  } finally {
+    close();
+  }
   return clients.result();
 }

@@ -23,12 +23,27 @@ export function answer(outcome: Answer['outcome'], waited: boolean): Answer {
 
 export const TIMED_OUT = answer('timeout', false);
 
-/** A server's answer that is not a value, as an error (what a balancer and a guard see): the outcome travels with it. */
+/**
+ * A server's answer that is not a value, as an error (what a balancer and a
+ * guard see): the outcome travels with it, and the HTTP status a real
+ * server would answer with (500 for an error; 503 when it sheds or refuses,
+ * with the `Retry-After` its admission sends; 504 for work dropped past its
+ * deadline), which damper's guards read as damper/http's do: a 503 is an
+ * overload signal (the throttle backs off, the balancer does not eject).
+ */
 export class ServiceFailure extends Error {
-  constructor(readonly answer: Answer) {
+  readonly status: number;
+
+  constructor(
+    readonly answer: Answer,
+    readonly retryAfterMs?: number,
+  ) {
     super(`server: ${answer.outcome}`);
+    this.status = STATUS[answer.outcome];
   }
 }
+
+const STATUS: Readonly<Record<Answer['outcome'], number>> = { ok: 200, invalid: 200, error: 500, shed: 503, refused: 503, dropped: 504, timeout: 504 };
 
 const FAILURES = new Map<Answer, ServiceFailure>();
 
@@ -38,7 +53,16 @@ export function failure(a: Answer): ServiceFailure {
   return f;
 }
 
-/** A served value as a balancer's upstream answers it: a hit (no database wait) or not. */
+const SHED = new Map<number, ServiceFailure>();
+
+/** A server's admission shed the request: a 503 with `Retry-After: seconds`. One instance per value. */
+export function shedFailure(seconds: number): ServiceFailure {
+  let f = SHED.get(seconds);
+  if (f === undefined) SHED.set(seconds, (f = new ServiceFailure(answer('shed', false), seconds * 1000)));
+  return f;
+}
+
+/** A served value as the naive balancer's upstream answers it: a hit (no database wait) or not. */
 export const HIT: Served = { hit: true };
 export const MISS: Served = { hit: false };
 

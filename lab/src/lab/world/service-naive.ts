@@ -1,6 +1,6 @@
 import { type Priority, type Timer, type VirtualClock } from 'damper';
 import { type Population } from '../scenario.js';
-import { type Call, naiveTiers } from './client-tiers.js';
+import { type Call, naiveTiers } from './naive-tiers.js';
 import { type HealthShape, NaiveBalancer } from './front-door.js';
 import { type Answer, answer, failure, HIT, MISS, ServiceFailure, TIMED_OUT } from './service-answers.js';
 import { type Server } from './service-server.js';

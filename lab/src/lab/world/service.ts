@@ -13,7 +13,7 @@ import { ZipfKeys } from '../zipf.js';
 import { Database, type Row } from './database.js';
 import { type HealthShape } from './front-door.js';
 import { type Answer, answer, answerOf } from './service-answers.js';
-import { damperFront, damperStack } from './service-damper.js';
+import { damperService } from './service-damper.js';
 import { type CacheShape, damperCache, damperCacheDefaults, type DataTier, databaseOnly, naiveCache } from './service-data.js';
 import { serverCapacityQps } from './service-best.js';
 import { serviceState } from './service-faults.js';
@@ -105,8 +105,6 @@ function reply(req: ClientRequest, replies: Replies, a: Answer, originIsServer: 
   }
 }
 
-const NEVER = new AbortController().signal;
-
 /** How a variant sends a user's request into the system: naive's callbacks, or damper's guards and balancer. */
 function requestPath(clock: VirtualClock, scenario: ServiceScenario, variant: VariantName, servers: readonly Server[], settings: DamperSettings, seed: number, probeKey: string) {
   if (variant === 'naive') {
@@ -114,18 +112,14 @@ function requestPath(clock: VirtualClock, scenario: ServiceScenario, variant: Va
     const call = naiveCall(clock, front, scenario.tiers, stream(seed, STREAMS.retryJitter));
     return { send: (req: ClientRequest, done: (a: Answer) => void) => call(req.population, req.key)(done), close };
   }
-  const { front, close } = damperFront(clock, servers, scenario, settings);
-  const stack = damperStack(clock, scenario, settings);
-  const send = (req: ClientRequest, done: (a: Answer) => void): void => {
-    const { population: p, key } = req;
-    stack(p)
-      .run((signal) => front(key, p.priority, signal), { key, signal: NEVER, wait: true, priority: p.priority, deadline: req.start + p.timeoutMs })
-      .then(
-        (served) => done(answer('ok', !served.hit)),
-        (error: unknown) => done(answerOf(error)),
-      );
+  const { send, close } = damperService(clock, servers, scenario, settings);
+  return {
+    send: (req: ClientRequest, done: (a: Answer) => void): void => {
+      const { population: p } = req;
+      send(req.key, p.priority, req.start + p.timeoutMs).then(done, (error: unknown) => done(answerOf(error)));
+    },
+    close,
   };
-  return { send, close };
 }
 
 /**

@@ -1,5 +1,5 @@
 import { Cache, type CacheOptions, ConcurrencyLimiter, type Guard, guarded, OverloadedError, type Priority, type VirtualClock } from 'damper';
-import { cacheOptions, type DamperSettings } from '../damper-config.js';
+import { admissionOptions, cacheOptions, type DamperSettings } from '../damper-config.js';
 import { type Watch } from '../damper-gauges.js';
 import { type CacheCounts } from '../lab-counters.js';
 import { Cpu } from './cpu.js';
@@ -226,7 +226,7 @@ export interface DamperServerOptions {
   readonly maxLoads: number;
   /** Every page, most requested first: what a restarted server warms. */
   readonly keys: readonly string[];
-  /** The user's damper configuration: its `admission(i)` and `cache(i)` replace the limiter and lay over the cache's options, for server number `index`. */
+  /** The user's damper configuration: its `admission(i).limiter` replaces the limiter and `cache(i)` lays over the cache's options, for server number `index`. */
   readonly settings: DamperSettings;
   readonly index: number;
   /** Instruments each process's cache and limiter (a restart replaces both, under the same attributes). */
@@ -244,7 +244,7 @@ export interface DamperServerOptions {
  * traffic returns to it.
  */
 export class DamperServer extends WebServer {
-  private limiter!: Guard;
+  private limiter!: ConcurrencyLimiter;
   private cache!: Cache<Row>;
   private warming: AbortController | undefined;
   private unwatch: (() => void)[] = [];
@@ -320,7 +320,8 @@ export class DamperServer extends WebServer {
     const { limit, backlog } = this.shape;
     const { settings, index } = this.options;
     // A restart is a new process: the user's factories are asked again, as the process would build its guards and cache anew.
-    this.limiter = settings.admission?.(index) ?? new ConcurrencyLimiter({ clock: this.clock, limit, maxQueue: backlog });
+    // This world's servers guard their work with the admission's limiter alone (its deadline and shedding are the world's own until the worlds are one: issue 28).
+    this.limiter = admissionOptions(settings, index, {}, { clock: this.clock }).limiter ?? new ConcurrencyLimiter({ clock: this.clock, limit, maxQueue: backlog });
     const lab: CacheOptions<Row> = {
       ttl: this.options.ttlS * 1000,
       staleFor: this.options.staleForS * 1000,
@@ -336,8 +337,7 @@ export class DamperServer extends WebServer {
     const { watch } = this.options;
     const attributes = { server: this.id };
     this.unwatch = [watch(this.cache, attributes)];
-    // A user's admission guard may be any guard; only a limiter has a shed ratio.
-    if (this.limiter instanceof ConcurrencyLimiter) this.unwatch.push(watch(this.limiter, attributes));
+    this.unwatch.push(watch(this.limiter, attributes));
   }
 
   private work(ms: number): Promise<void> {

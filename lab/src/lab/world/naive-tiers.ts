@@ -1,5 +1,4 @@
-import { AdaptiveThrottle, type Guard, pipeline, Retry, RetryBudget, type VirtualClock } from 'damper';
-import { type Watch } from '../damper-gauges.js';
+import { type VirtualClock } from 'damper';
 import { type RetryCounts } from '../lab-counters.js';
 import { retryDelayMs } from '../retry-delay.js';
 import { type Backoff } from '../scenario.js';
@@ -46,31 +45,4 @@ export function naiveTiers<R>(clock: VirtualClock, shape: NaiveTiersShape, jitte
     once();
   };
   return (onDone) => tier(0, onDone);
-}
-
-/** The lab's own damper client tiers' shape: how many, attempts per tier, and the innermost's attempt timeout. */
-export interface DamperTiersShape {
-  readonly layers: number;
-  readonly maxAttempts: number;
-  readonly attemptTimeoutMs: number;
-}
-
-/**
- * The lab's own guard for damper's client tier `depth` (0: the outermost),
- * where a configuration module gives no `client(tier)`: a real `Retry` with
- * a `RetryBudget` of its own tier; the innermost gives each attempt the
- * attempt timeout and sits behind an `AdaptiveThrottle`, which then sees
- * every attempt that reaches the servers. Its `Retry` is instrumented
- * through `watch`, when given, as `tier=depth`.
- */
-export function damperTier(clock: VirtualClock, shape: DamperTiersShape, depth: number, watch?: Watch): Guard {
-  const innermost = depth === shape.layers - 1;
-  const retry = new Retry({
-    maxAttempts: shape.maxAttempts,
-    budget: new RetryBudget({ clock }),
-    ...(innermost ? { attemptTimeout: shape.attemptTimeoutMs } : {}),
-    clock,
-  });
-  watch?.(retry, { tier: depth });
-  return innermost ? pipeline(retry, new AdaptiveThrottle({ clock })) : retry;
 }

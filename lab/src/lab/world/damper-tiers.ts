@@ -1,0 +1,111 @@
+import { Admission, type AdmissionOptions, deadlineOf, Dependency, type DependencyOptions, onAbort, type Priority, type Refusal, type RequestScope, type VirtualClock } from 'damper';
+import { admissionOptions, type DamperSettings, dependencyOptions } from '../damper-config.js';
+import { type Watch } from '../damper-gauges.js';
+
+/**
+ * damper's side of a world with client tiers and servers, built as a
+ * service ships it: each client tier calls the tier below through a
+ * `Dependency` (the innermost over the servers), each server admits its
+ * requests through an `Admission`. The lab adds no guard of its own: what
+ * runs is the library's composition (retry under a budget, the balancer, a
+ * throttle and breaker per upstream, deadlines), wired to simulated I/O.
+ */
+
+/** An attempt's way to `server`: the attempt's signal travels with it, as a connection does. */
+export type ToServer<S, A> = (server: S, signal: AbortSignal) => Promise<A>;
+
+/** A user's call down the tiers, given how an attempt reaches a server, its deadline (an instant) and priority. */
+export type TiersCall<S, A> = (toServer: ToServer<S, A>, deadline: number | undefined, priority: Priority | undefined) => Promise<A>;
+
+/** The shape of damper's client tiers, from the scenario. */
+export interface DamperTiersShape<S> {
+  /** Client tiers (1: the users' own client calls the servers). */
+  readonly layers: number;
+  /** The servers the innermost tier balances over, as the balancer's targets. */
+  readonly servers: readonly S[];
+  /** The lab's own options of tier `tier`'s `Dependency` but its balancer's, under the configuration's `dependency(tier)`. */
+  readonly options: (tier: number) => Omit<DependencyOptions<unknown>, 'upstreams' | 'clock' | 'balancer'>;
+  /** The lab's own options of the innermost tier's balancer over the servers. */
+  readonly balancer?: NonNullable<DependencyOptions<S>['balancer']>;
+}
+
+/**
+ * Client tiers 0 (the outermost) … `layers - 1`, each a `Dependency`: tier
+ * t's one upstream is tier t + 1, whose call it makes inside its attempt
+ * with the attempt's deadline and signal (what damper/http sends in a header
+ * and the next tier's admission reads back); the innermost's upstreams are
+ * the servers. Each tier's `Retry` is instrumented through `watch`, as
+ * `tier=t`.
+ */
+export function damperTiers<S, A>(clock: VirtualClock, shape: DamperTiersShape<S>, settings: DamperSettings, watch?: Watch): { readonly call: TiersCall<S, A>; close(): void } {
+  const dependencies: Dependency<unknown>[] = [];
+  const innermost = shape.layers - 1;
+  const lab: Omit<DependencyOptions<S>, 'upstreams' | 'clock'> = { ...shape.options(innermost), ...(shape.balancer === undefined ? {} : { balancer: shape.balancer }) };
+  const servers = new Dependency<S>(dependencyOptions(settings, innermost, lab, { clock, upstreams: shape.servers.map((target, i) => ({ id: `server${i}`, target })) }));
+  dependencies.push(servers as Dependency<unknown>);
+  type Down = (toServer: ToServer<S, A>, deadline: number | undefined, priority: Priority | undefined, signal: AbortSignal | undefined) => Promise<A>;
+  let down: Down = (toServer, deadline, priority, signal) => servers.call((upstream, s) => toServer(upstream.target, s), { ...(deadline === undefined ? {} : { deadline }), ...(priority === undefined ? {} : { priority }), ...(signal === undefined ? {} : { signal }) });
+  for (let t = innermost - 1; t >= 0; t--) {
+    const tier = new Dependency<null>(dependencyOptions<null>(settings, t, shape.options(t), { clock, upstreams: [{ id: `tier${t + 1}`, target: null }] }));
+    dependencies.push(tier as Dependency<unknown>);
+    const below = down;
+    // The tier below gets the deadline of this tier's attempt (its timeout, the call's deadline) and stops when the attempt is abandoned.
+    down = (toServer, deadline, priority, signal) => tier.call((_, s) => below(toServer, deadlineOf(s), priority, s), { ...(deadline === undefined ? {} : { deadline }), ...(priority === undefined ? {} : { priority }), ...(signal === undefined ? {} : { signal }) });
+  }
+  dependencies.reverse().forEach((d, t) => watch?.(d.retry, { tier: t }));
+  const top = down;
+  return {
+    call: (toServer, deadline, priority) => top(toServer, deadline, priority, undefined),
+    close: () => dependencies.forEach((d) => d.close()),
+  };
+}
+
+/**
+ * Serves the admitted request for `key` in `scope` (its priority, deadline and signal): calls `answer` or `fail` once,
+ * when the work is over (the slot is held until then). The server should
+ * drop the work when `scope.signal` has aborted (its caller gone or its
+ * deadline passed) before it starts it.
+ */
+export type Serve<A> = (key: string, scope: RequestScope, answer: (value: A) => void, fail: (error: unknown) => void) => void;
+
+/**
+ * A simulated server behind damper's `Admission` (the lab's options under
+ * the configuration's `admission(server)`), as an attempt reaches it: the
+ * attempt's deadline is read from its signal (damper/http sends it as the
+ * time left), its abort is the caller going away. A refusal rejects with
+ * what `refused` makes of it (the server's 503 or 504). `onAdmission` is
+ * told of the admission made (to instrument its limiter).
+ */
+export function admittedServer<A>(
+  clock: VirtualClock,
+  settings: DamperSettings,
+  index: number,
+  lab: Omit<AdmissionOptions, 'clock'>,
+  serve: Serve<A>,
+  refused: (refusal: Refusal) => unknown,
+  onAdmission?: (admission: Admission) => void,
+): (key: string, priority: Priority | undefined, signal: AbortSignal) => Promise<A> {
+  const admission = new Admission(admissionOptions(settings, index, lab, { clock }));
+  onAdmission?.(admission);
+  return (key, priority, signal) =>
+    new Promise<A>((resolve, reject) => {
+      // The caller stops waiting (its attempt's timeout, the deadline): the attempt ends; the server learns it through the signal.
+      const stop = onAbort(signal, () => reject(signal.reason));
+      const until = deadlineOf(signal);
+      admission.admit(
+        { key, priority, remainingMs: until === undefined ? undefined : until - clock.now(), signal },
+        {
+          serve: (scope) =>
+            new Promise<void>((over) =>
+              serve(
+                key,
+                scope,
+                (value) => (over(), stop(), resolve(value)),
+                (error) => (over(), stop(), reject(error)),
+              ),
+            ),
+          refuse: (refusal) => (stop(), reject(refused(refusal))),
+        },
+      );
+    });
+}
