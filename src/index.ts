@@ -39,6 +39,7 @@ export { createSystemClock, systemClock } from './time/system.js';
 export { VirtualClock, type VirtualClockOptions } from './time/virtual.js';
 export { Balancer, type BalancerEvents, type BalancerOptions, type PickOptions, type BalancerSnapshot, type BalancerStats, type PickedUpstream, type Upstream, type UpstreamSnapshot } from './balance/balancer.js';
 export { type Attempt, Dependency, type DependencyCallOptions, type DependencyOptions, type DependencyStats } from './service/dependency.js';
+export { type HedgeOptions, type HedgeStats } from './service/hedge.js';
 export { Admission, type AdmissionOptions, type AdmissionRequest, type AdmissionStats, type Door, type Refusal } from './service/admission.js';
 export { currentRequestScope, type RequestScope, runInRequestScope } from './service/scope.js';
 export { HealthChecker, type HealthCheckOptions, type ProbeResult } from './balance/health.js';

@@ -141,3 +141,85 @@ describe('never remove the last capacity (principle 5): open breakers are bounde
     assert.equal(a.ejections, 0, JSON.stringify(a));
   });
 });
+
+describe('hedging is spent from the retry budget (principle 3): a hedge is a retry sent early', () => {
+  /** Upstreams a (slow: 500 ms) and b (fast: 10 ms); which one a call starts on is the balancer's. */
+  function slowAndFast() {
+    const clock = new VirtualClock({ seed: 3 });
+    const log: string[] = [];
+    const cancelled: string[] = [];
+    const attempt = (u: PickedUpstream<string>, signal: AbortSignal): Promise<string> => {
+      log.push(u.id);
+      return new Promise((resolve, reject) => {
+        const timer = clock.setTimer(() => resolve(u.id), u.id === 'a' ? 500 : 10);
+        signal.addEventListener(
+          'abort',
+          () => {
+            timer.cancel();
+            cancelled.push(u.id);
+            reject(signal.reason);
+          },
+          { once: true },
+        );
+      });
+    };
+    return { clock, log, cancelled, attempt };
+  }
+
+  test('after the delay, one more attempt to the other upstream; the first answer wins and the slower is cancelled', async () => {
+    const { clock, log, cancelled, attempt } = slowAndFast();
+    const d = new Dependency<string>({ upstreams: [{ id: 'a', target: 'a' }, { id: 'b', target: 'b' }], clock, breaker: false, throttle: false, hedge: { after: 50 }, budget: new RetryBudget({ clock, ratio: 1, minPerSecond: 1_000 }) });
+    const durations: number[] = [];
+    for (let i = 0; i < 40; i++) {
+      const t0 = clock.now();
+      const out = await settle(clock, d.call(attempt));
+      assert.equal(out.error, undefined);
+      durations.push(clock.now() - t0);
+    }
+    // A call that started on a: hedged to b at 50 ms, answered at 60 ms; never 500.
+    assert.ok(Math.max(...durations) <= 60, `the slowest call took ${Math.max(...durations)} ms`);
+    const { sent, won } = d.stats().hedges!;
+    assert.ok(sent > 0 && won === sent, `every hedge went to b and won: ${sent} sent, ${won} won`);
+    assert.equal(cancelled.filter((id) => id === 'a').length, sent, 'each slow first attempt was cancelled');
+    assert.ok(!log.some((id, i) => id === 'a' && log[i + 1] === 'a'), 'a hedge never goes to the upstream already trying');
+  });
+
+  test('no budget left, no hedge: the calls wait for the slow upstream', async () => {
+    const { clock, attempt } = slowAndFast();
+    const budget = new RetryBudget({ clock, ratio: 0.0001, minPerSecond: 0.0001 });
+    const d = new Dependency<string>({ upstreams: [{ id: 'a', target: 'a' }, { id: 'b', target: 'b' }], clock, breaker: false, throttle: false, hedge: { after: 50 }, budget });
+    for (let i = 0; i < 20; i++) await settle(clock, d.call(attempt));
+    const h = d.stats().hedges!;
+    assert.equal(h.sent, 0);
+    assert.ok(h.budgetRefusals > 0, 'hedges were due and refused by the budget');
+  });
+
+  test('a call that may not be repeated is never hedged; one upstream alone is never hedged to itself', async () => {
+    const { clock, log, attempt } = slowAndFast();
+    const d = new Dependency<string>({ upstreams: [{ id: 'a', target: 'a' }, { id: 'b', target: 'b' }], clock, breaker: false, throttle: false, hedge: { after: 50 }, budget: new RetryBudget({ clock, ratio: 1, minPerSecond: 1_000 }) });
+    for (let i = 0; i < 20; i++) await settle(clock, d.call(attempt, { idempotent: false }));
+    assert.equal(d.stats().hedges!.sent, 0);
+    assert.equal(log.length, 20);
+    const alone = new Dependency<string>({ upstreams: [{ id: 'a', target: 'a' }], clock, breaker: false, throttle: false, hedge: { after: 50 } });
+    await settle(clock, alone.call(attempt));
+    assert.deepEqual(alone.stats().hedges, { sent: 0, won: 0, budgetRefusals: 0, noUpstream: 1 });
+  });
+
+  test('a percentile delay: no hedge until the window is full, then at that percentile of recent attempts', async () => {
+    const { clock, attempt } = slowAndFast();
+    const d = new Dependency<string>({ upstreams: [{ id: 'a', target: 'a' }, { id: 'b', target: 'b' }], clock, breaker: false, throttle: false, hedge: { percentile: 0.5, samples: 10 }, budget: new RetryBudget({ clock, ratio: 1, minPerSecond: 1_000 }) });
+    for (let i = 0; i < 10; i++) await settle(clock, d.call(attempt));
+    assert.equal(d.stats().hedges!.sent, 0, 'the first ten calls only measure');
+    for (let i = 0; i < 30; i++) await settle(clock, d.call(attempt));
+    assert.ok(d.stats().hedges!.sent > 0);
+  });
+
+  test('bad hedge options are ConfigErrors', () => {
+    const clock = new VirtualClock();
+    const make = (hedge: unknown) => new Dependency({ upstreams: [{ id: 'a', target: 1 }], clock, hedge: hedge as { after: number } });
+    assert.throws(() => make({}), ConfigError);
+    assert.throws(() => make({ after: 10, percentile: 0.9 }), ConfigError);
+    assert.throws(() => make({ percentile: 2 }), ConfigError);
+    assert.throws(() => make({ after: -1 }), ConfigError);
+  });
+});

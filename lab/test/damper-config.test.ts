@@ -27,10 +27,10 @@ const roles = (): string[] => ((globalThis as { damperRoles?: string[] }).damper
 
 describe('a damper configuration module builds the damper variant (issue 12, part 1)', () => {
   const expected: Record<string, string[]> = {
-    'retry-storm': ['admission(0)', 'client(0)', 'client(1)'],
+    'retry-storm': ['admission(0)', 'dependency(0)', 'dependency(1)'],
     'facebook-2010': ['cache(0)'],
     'discord-2019': ['cache(0)', 'cache(1)', 'cache(2)', 'cache(3)'],
-    'missourian-2010': ['admission(0)', 'admission(1)', 'balancer()', 'cache(0)', 'cache(1)'],
+    'missourian-2010': ['admission(0)', 'admission(1)', 'cache(0)', 'cache(1)', 'dependency(0)'],
   };
   for (const [name, calls] of Object.entries(expected)) {
     test(`${name}: the world asks the module for the roles it has`, async () => {
@@ -84,8 +84,8 @@ describe('time and randomness stay virtual in the user’s code too (principle 8
 describe('a module that cannot be used is a typed error naming its file', () => {
   const cases: [string, RegExp][] = [
     ['config/throws.config.mjs', /its default export threw: no settings today/],
-    ['config/not-a-guard.config.mjs', /admission\(0\) must return a Guard \(an object with a run method\), got an object/],
-    ['config/unknown-role.config.mjs', /unknown role "clients" \(known: client, admission, cache, balancer\)/],
+    ['config/not-options.config.mjs', /admission\(0\) must return an object of AdmissionOptions, got a number/],
+    ['config/unknown-role.config.mjs', /unknown role "clients" \(known: dependency, admission, cache\)/],
     ['config/no-default.config.mjs', /its default export must be a function/],
     ['config/missing.config.mjs', /cannot be imported/],
   ];
@@ -98,7 +98,13 @@ describe('a module that cannot be used is a typed error naming its file', () => 
   test('a role that is not a function', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'damper-config-'));
     const file = join(dir, 'role.config.mjs');
-    writeFileSync(file, 'export default () => ({ client: 3 });\n');
-    await assert.rejects(runScenario(withDamperConfig(await short('retry-storm'), file), 1), /damper config .*role\.config\.mjs: client must be a function, got a number/);
+    writeFileSync(file, 'export default () => ({ dependency: 3 });\n');
+    await assert.rejects(runScenario(withDamperConfig(await short('retry-storm'), file), 1), /damper config .*role\.config\.mjs: dependency must be a function, got a number/);
+  });
+  test("a role of an earlier release (client, balancer) is named, with what took its place", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'damper-config-'));
+    const file = join(dir, 'old.config.mjs');
+    writeFileSync(file, 'export default () => ({ client: () => null });\n');
+    await assert.rejects(runScenario(withDamperConfig(await short('retry-storm'), file), 1), /role "client" is gone: .*dependency\(tier\)/);
   });
 });

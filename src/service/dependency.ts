@@ -11,6 +11,7 @@ import { Retry, type RetryOptions, type RetryStats } from '../guard/retry.js';
 import { AdaptiveThrottle, type AdaptiveThrottleOptions, type AdaptiveThrottleStats } from '../guard/throttle.js';
 import { type Clock } from '../time/clock.js';
 import { type Attempt, Route } from './route.js';
+import { type HedgeOptions, type HedgeStats, Hedging } from './hedge.js';
 import { currentRequestScope } from './scope.js';
 
 export { type Attempt } from './route.js';
@@ -60,6 +61,15 @@ export interface DependencyOptions<U> {
    * brownout (half the capacity left) then becomes an outage.
    */
   breakerReach?: 'bounded' | 'unbounded';
+  /**
+   * Hedged requests: after a delay with no answer (`after` ms, or a
+   * `percentile` of recent attempts), one more attempt to another upstream;
+   * the first good answer wins, the other is cancelled. Only for calls that
+   * may be repeated, never to an upstream the call already waits on, and each
+   * hedge spent from `budget` like a retry: unbudgeted, hedging is a retry
+   * storm (every call past the delay doubles its load). Default: none.
+   */
+  hedge?: HedgeOptions | false;
   clock?: Clock;
 }
 
@@ -87,6 +97,8 @@ export interface DependencyStats {
   readonly budget: RetryBudgetStats;
   /** Each upstream's breaker and throttle, in the order given (absent when turned off). */
   readonly upstreams: readonly { readonly id: string; readonly breaker: BreakerStats | undefined; readonly throttle: AdaptiveThrottleStats | undefined }[];
+  /** Hedges sent, won, and not sent (budget, no other upstream); absent without hedging. */
+  readonly hedges: HedgeStats | undefined;
 }
 
 /**
@@ -161,6 +173,7 @@ export class Dependency<U> {
   private readonly guards = new Map<string, UpstreamGuards>();
   private readonly ids: readonly string[];
   private readonly countsAgainst: (error: unknown) => boolean;
+  private readonly hedging: Hedging | undefined;
 
   constructor(dependencyOptions: DependencyOptions<U>) {
     if (dependencyOptions === undefined) throw new ConfigError('Dependency needs options with its upstreams');
@@ -197,6 +210,7 @@ export class Dependency<U> {
       { maxDomains: this.ids.length },
     );
     const reach = oneOf('breakerReach', or(options.breakerReach, 'bounded'), ['bounded', 'unbounded']);
+    this.hedging = options.hedge === undefined || options.hedge === false ? undefined : new Hedging(options.hedge, this.budget, this.clock);
     this.pastBreaker = reach === 'unbounded' ? undefined : keyed((id) => this.guards.get(id)!.throttle ?? PASS, { maxDomains: this.ids.length });
   }
 
@@ -246,7 +260,7 @@ export class Dependency<U> {
 
   /** Sends one call whose context is made (see {@link Dependency.callOf}). @internal */
   send<T>(call: DependencyCall, attempt: Attempt<U, T>): Promise<T> {
-    const route = new Route(this.balancer, this.perUpstream, this.pastBreaker, call, attempt, this.countsAgainst);
+    const route = new Route(this.balancer, this.perUpstream, this.pastBreaker, call, attempt, this.countsAgainst, call.retryable ? this.hedging : undefined, this.clock);
     return (call.retryable ? this.retry : this.once).run(route.attempt, call);
   }
 
@@ -260,6 +274,7 @@ export class Dependency<U> {
         const g = this.guards.get(id)!;
         return { id, breaker: g.breaker?.stats(), throttle: g.throttle?.stats() };
       }),
+      hedges: this.hedging?.stats(),
     };
   }
 

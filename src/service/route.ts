@@ -2,6 +2,8 @@ import { type Balancer, type PickedUpstream } from '../balance/balancer.js';
 import { OverloadedError } from '../errors.js';
 import { errorCode, isAbort, isOverloadSignal } from '../guard/classify.js';
 import { type Guard, type GuardContext } from '../guard/guard.js';
+import { type Clock } from '../time/clock.js';
+import { type Hedging } from './hedge.js';
 import { type DependencyCall } from './dependency.js';
 
 /** One attempt: send the call to `upstream`, on `signal`; settle when its outcome is known. */
@@ -18,6 +20,8 @@ export type Attempt<U, T> = (upstream: PickedUpstream<U>, signal: AbortSignal) =
 export class Route<U, T> {
   /** The upstream the last attempt failed on, and those whose guards refused this one; made at the first failure (most calls have none). */
   private avoid: Set<string> | undefined;
+  /** The upstreams this call waits on now: a hedge never goes to one of them. */
+  private readonly trying = new Set<string>();
 
   constructor(
     private readonly balancer: Balancer<U>,
@@ -27,9 +31,32 @@ export class Route<U, T> {
     private readonly call: DependencyCall,
     private readonly attemptAt: Attempt<U, T>,
     private readonly countsAgainst: (error: unknown) => boolean,
+    /** The dependency's hedging, for a call that may be repeated; none otherwise. */
+    private readonly hedging: Hedging | undefined,
+    private readonly clock: Clock,
   ) {}
 
-  readonly attempt = (signal: AbortSignal): Promise<T> => this.next(signal, undefined);
+  readonly attempt = (signal: AbortSignal): Promise<T> => (this.hedging === undefined ? this.next(signal, undefined) : this.hedging.race(signal, this));
+
+  /** The first of a hedged pair: an attempt as any other. */
+  first(signal: AbortSignal): Promise<T> {
+    return this.next(signal, undefined);
+  }
+
+  /**
+   * The hedge: to an upstream this call is not waiting on, through its
+   * guards; a local refusal ends the hedge (it is not sent elsewhere).
+   * Undefined when no other upstream is routable.
+   */
+  second(signal: AbortSignal): Promise<T> | undefined {
+    const upstream = this.balancer.pick({ priority: this.call.priority, avoid: this.avoid === undefined ? this.trying : new Set([...this.avoid, ...this.trying]) });
+    if (upstream === undefined) return undefined;
+    if (this.trying.has(upstream.id)) {
+      this.balancer.release(upstream);
+      return undefined;
+    }
+    return this.send(upstream, this.perUpstream, signal, FINAL);
+  }
 
   /** Picks an upstream not yet refused in this attempt and sends through its guards; on a refusal, the next. */
   private next(signal: AbortSignal, refused: Map<string, unknown> | undefined): Promise<T> {
@@ -44,33 +71,43 @@ export class Route<U, T> {
     // upstream still serves. A breaker on the last capacity would turn a
     // brownout into an outage (principle 5; docs/lab.md, retry-storm).
     const breakers = [...refused.values()].filter((e) => errorCode(e) === 'BREAKER_OPEN').length;
-    if (this.pastBreaker !== undefined && errorCode(refused.get(upstream.id)) === 'BREAKER_OPEN' && !balancer.mayBeOut(breakers)) return this.send(upstream, this.pastBreaker, signal, undefined);
+    if (this.pastBreaker !== undefined && errorCode(refused.get(upstream.id)) === 'BREAKER_OPEN' && !balancer.mayBeOut(breakers)) return this.send(upstream, this.pastBreaker, signal, FINAL);
     // Fail fast (principle 4) with this one's refusal (a BreakerOpenError says when it probes again); nothing was sent.
     balancer.release(upstream);
     return Promise.reject(refused.get(upstream.id));
   }
 
-  /** Sends through `guard`, the upstream's guards (or all but its breaker). */
-  private send(upstream: PickedUpstream<U>, guard: Guard, signal: AbortSignal, refused: Map<string, unknown> | undefined): Promise<T> {
-    const { balancer, call } = this;
+  /**
+   * Sends through `guard`, the upstream's guards (or all but its breaker).
+   * A local refusal tries the next upstream, `refused` holding this
+   * attempt's refusals so far; with `FINAL` it is the attempt's end.
+   */
+  private send(upstream: PickedUpstream<U>, guard: Guard, signal: AbortSignal, refused: Map<string, unknown> | undefined | typeof FINAL): Promise<T> {
+    const { balancer, call, trying } = this;
     balancer.start(upstream);
     let sent = false;
+    let started = 0;
     const context: GuardContext = { key: upstream.id, signal, wait: true, priority: call.priority, deadline: call.deadline };
     return guard
       .run((s) => {
         sent = true;
+        trying.add(upstream.id);
+        if (this.hedging !== undefined) started = this.clock.now();
         return this.attemptAt(upstream, s);
       }, context)
       .then(
         (value) => {
+          trying.delete(upstream.id);
           balancer.finish(upstream, true);
+          this.hedging?.record(this.clock.now() - started);
           return value;
         },
         (error: unknown) => {
+          trying.delete(upstream.id);
           if (!sent) {
             // Refused by this upstream's breaker or throttle: it never saw the call, so it says nothing of it.
             balancer.release(upstream);
-            if (refused === undefined && guard === this.pastBreaker) throw error;
+            if (refused === FINAL) throw error;
             (this.avoid ??= new Set()).add(upstream.id);
             return this.next(signal, (refused ?? new Map()).set(upstream.id, error));
           }
@@ -87,3 +124,6 @@ export class Route<U, T> {
       );
   }
 }
+
+/** A refusal that is final: the pass past a bounded breaker, and a hedge, are not sent elsewhere. */
+const FINAL = 'final';

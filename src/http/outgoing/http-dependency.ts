@@ -77,9 +77,9 @@ export class HttpDependency extends Dependency<HttpUpstream> {
     const upstreams = arrayOption('upstreams', options.upstreams, 'a non-empty array of origins').map((u, i) => upstreamOf(u, i));
     if (upstreams.length === 0) throw new ConfigError('upstreams must be a non-empty array of origins: a dependency served by nothing cannot be called');
     const retryStatuses = new Set(arrayOption('retryStatuses', options.retryStatuses ?? RETRY_STATUSES, 'an array of status codes').map((s, i) => statusCode(s, i)));
-    const { retryMethods, retryStatuses: _statuses, deadlineHeader, priorityHeader, upstreams: _upstreams, ...core } = options as HttpDependencyOptions;
+    const { retryMethods, deadlineHeader, priorityHeader } = options;
     super({
-      ...core,
+      ...withoutHttpFields(options as HttpDependencyOptions),
       upstreams: upstreams.map((u) => ({ id: u.id ?? u.origin, target: u, ...(u.weight === undefined ? {} : { weight: u.weight }), ...(u.maxOutstanding === undefined ? {} : { maxOutstanding: u.maxOutstanding }) })),
       countsAgainst: (error) => failedUpstream(error, retryStatuses),
     });
@@ -98,6 +98,13 @@ export class HttpDependency extends Dependency<HttpUpstream> {
   failsOn(status: number): boolean {
     return this.retryStatuses.has(status);
   }
+}
+
+/** The options a `Dependency` takes, of an `HttpDependency`'s: all but its upstreams and what HTTP adds. */
+function withoutHttpFields(options: HttpDependencyOptions): Omit<DependencyOptions<HttpUpstream>, 'upstreams' | 'countsAgainst'> {
+  const core: Partial<HttpDependencyOptions> = { ...options };
+  for (const field of ['upstreams', 'retryMethods', 'retryStatuses', 'deadlineHeader', 'priorityHeader'] as const) delete core[field];
+  return core;
 }
 
 /**

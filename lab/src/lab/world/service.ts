@@ -12,7 +12,7 @@ import { type WorldKind } from '../worlds.js';
 import { ZipfKeys } from '../zipf.js';
 import { Database, type Row } from './database.js';
 import { type HealthShape } from './front-door.js';
-import { type Answer, answer, answerOf } from './service-answers.js';
+import { type Answer, answerOf } from './service-answers.js';
 import { damperService } from './service-damper.js';
 import { type CacheShape, damperCache, damperCacheDefaults, type DataTier, databaseOnly, naiveCache } from './service-data.js';
 import { serverCapacityQps } from './service-best.js';

@@ -1,4 +1,4 @@
-import { Cache, type CacheOptions, ConcurrencyLimiter, type Guard, guarded, OverloadedError, type Priority, type VirtualClock } from 'damper';
+import { Cache, type CacheOptions, ConcurrencyLimiter, guarded, OverloadedError, type Priority, type VirtualClock } from 'damper';
 import { admissionOptions, cacheOptions, type DamperSettings } from '../damper-config.js';
 import { type Watch } from '../damper-gauges.js';
 import { type CacheCounts } from '../lab-counters.js';
