@@ -38,6 +38,8 @@ export class Exchange implements Controller {
   private current: AttemptHandler | undefined;
   /** The attempt whose failing response is held while Retry decides. */
   private held: AttemptHandler | undefined;
+  /** The attempts sent and not over: one, or a hedged pair. */
+  private readonly live = new Set<AttemptHandler>();
   private pausedByCaller = false;
   private state: 'waiting' | 'delivering' | 'done' = 'waiting';
   private call: OutgoingCall | undefined;
@@ -108,10 +110,12 @@ export class Exchange implements Controller {
   /** One attempt to `upstream`: settles when its outcome is known (see {@link AttemptHandler}). */
   private readonly attempt = (upstream: PickedUpstream<HttpUpstream>, signal: AbortSignal): Promise<void> => {
     // A retry is being sent: the failing response held for the last attempt will not be the answer.
+    // (A hedge is sent while the first attempt is out, never after it failed: nothing is held then.)
     this.discardHeld();
     return new Promise<void>((resolve, reject) => {
       const { dependency, options } = this;
       const attempt = new AttemptHandler(this, upstream, signal, resolve, reject);
+      this.live.add(attempt);
       const set: [string, string][] = [];
       // The time left for this attempt: the earlier of the deadline and its own timeout.
       const until = deadlineOf(signal);
@@ -131,16 +135,29 @@ export class Exchange implements Controller {
     return this.state === 'waiting' && this.dependency.failsOn(status);
   }
 
+  /** Whether another attempt's response already reaches the caller: the other of a hedged pair has lost. */
+  get answered(): boolean {
+    return this.state !== 'waiting';
+  }
+
+  /** `attempt` is over (delivered, failed, discarded): it no longer needs to be cancelled. */
+  over(attempt: AttemptHandler): void {
+    this.live.delete(attempt);
+  }
+
   hold(attempt: AttemptHandler): void {
-    assert(this.held === undefined, 'one held response at a time: a retry discards the last');
+    // Of a hedged pair that both failed, the later failure is the answer if no retry follows (it is what Retry is given).
+    if (this.held !== undefined) this.discardHeld();
     this.held = attempt;
   }
 
-  /** The response of `attempt` starts to reach the caller: from here on nothing is retried. */
+  /** The response of `attempt` starts to reach the caller: from here on nothing is retried, and the other of a hedged pair is cancelled. */
   deliverStart(attempt: AttemptHandler, status: number, headers: Headers, message: string | undefined): void {
     assert(this.state === 'waiting', 'one response per request');
     this.state = 'delivering';
     this.current = attempt;
+    if (this.held !== attempt) this.discardHeld();
+    for (const other of this.live) if (other !== attempt) other.cancel();
     if (this.call !== undefined) this.call.delivering = true;
     if (this.pausedByCaller) attempt.controller?.pause();
     this.handler.onResponseStart?.(this, status, headers, message);
@@ -222,6 +239,11 @@ class AttemptHandler implements Handler {
 
   onRequestStart(controller: Controller): void {
     this.controller = controller;
+    if (this.phase === 'over') {
+      // Cancelled before undici started it (the other of a hedged pair answered first).
+      controller.abort(new AbortedError(`the attempt to upstream ${this.upstream.id} lost to the other of a hedged pair`, undefined));
+      return;
+    }
     const signal = this.signal;
     // The attempt's timeout, the deadline or the caller's abort ends the dispatch, with its reason.
     if (signal.aborted) controller.abort(asError(signal.reason));
@@ -230,10 +252,19 @@ class AttemptHandler implements Handler {
 
   onResponseStart(controller: Controller, status: number, headers: Headers, message?: string): void {
     this.controller = controller;
+    if (this.phase === 'over') {
+      controller.abort(new AbortedError(`the attempt to upstream ${this.upstream.id} was over before its response`, undefined));
+      return;
+    }
     if (status < 200) return; // 1xx informational: the response is yet to come.
     if (this.signal.aborted) {
       // Walked away from (its timeout, the deadline): a late answer is no answer.
       controller.abort(asError(this.signal.reason));
+      return;
+    }
+    if (this.exchange.answered) {
+      // The other of a hedged pair is already answering: this one lost.
+      this.cancel();
       return;
     }
     if (this.exchange.holds(status)) {
@@ -268,6 +299,7 @@ class AttemptHandler implements Handler {
     if (this.phase !== 'delivering') return;
     this.phase = 'over';
     this.unsubscribe();
+    this.exchange.over(this);
     this.exchange.deliverEnd(trailers);
     this.resolve();
   }
@@ -280,8 +312,21 @@ class AttemptHandler implements Handler {
     const was = this.phase;
     this.phase = 'over';
     this.unsubscribe();
+    this.exchange.over(this);
     if (was === 'delivering') this.exchange.fail(error);
     if (was !== 'over') this.reject(error);
+  }
+
+  /** The other of a hedged pair answered: end this one, its connection and its promise. */
+  cancel(): void {
+    if (this.phase === 'over' || this.phase === 'delivering') return;
+    const error = new AbortedError(`the attempt to upstream ${this.upstream.id} lost to the other of a hedged pair`, undefined);
+    this.phase = 'over';
+    this.unsubscribe();
+    this.exchange.over(this);
+    this.chunks.length = 0;
+    this.controller?.abort(error);
+    this.reject(error);
   }
 
   /** The held response is the answer: replay what arrived, then let the rest stream. */
@@ -304,6 +349,7 @@ class AttemptHandler implements Handler {
   discard(): void {
     const streaming = this.ending === undefined;
     this.phase = 'over';
+    this.exchange.over(this);
     this.chunks.length = 0;
     if (streaming) this.controller?.abort(new AbortedError(`the response of upstream ${this.upstream.id} was discarded: a retry was sent`, undefined));
   }
