@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { between, clockOption, duration, integer, optionalFunction, optionsObject, or, ordered } from '../config.js';
-import { AbortedError, BreakerOpenError, ConfigError, LoadTimeoutError, ValidationError } from '../errors.js';
+import { AbortedError, BreakerOpenError, ConfigError, LoadTimeoutError } from '../errors.js';
 import { Events, type ListenerErrorOption } from '../events.js';
 import { type Clock } from '../time/clock.js';
 import { Backoff } from './backoff.js';
 import { RollingWindow } from './window.js';
 import { runAbandonable } from './abandon.js';
-import { isLoadTimeout } from './classify.js';
+import { causeOf, classify, reachedDependency } from './classify.js';
 import { type CallOptions, GATE, type Gate, type GuardContext, guarded, NEVER_ABORTS, NO_OPTIONS, NOT_NOW, notATask, startTask } from './guard.js';
 
 /** Where a {@link CircuitBreaker} is. */
@@ -141,14 +141,18 @@ export interface CircuitBreakerOptions extends ListenerErrorOption {
   /**
    * Which errors count against the dependency. An error for which it returns
    * false counts as a success (the dependency answered; e.g. a 404). Default:
-   * every error except a `ValidationError` (a bad value is not an unhealthy
-   * dependency: tripping on it would cut every key off a database because one
-   * row is bad, while the cache already keeps the last good value and backs
-   * the key off).
+   * every error except an invalid value (`classify` says `invalid`: a bad
+   * value is not an unhealthy dependency: tripping on it would cut every key
+   * off a database because one row is bad, while the cache already keeps the
+   * last good value and backs the key off).
    *
-   * Never counted at all, whatever this returns: the caller's own abort (its
-   * signal aborted), an `AbortedError`, and a `BreakerOpenError` from a breaker
-   * nested inside this one (a refusal never reached the dependency).
+   * Never counted at all, whatever this returns, as `classify` judges them (by
+   * `code`, so a second copy of damper's errors are judged alike): the
+   * caller's own abort (its signal aborted, an `AbortedError`), and a refusal
+   * by a guard inside this one (`BreakerOpenError` of a nested breaker,
+   * `OverloadedError` of a limiter): a refusal never reached the dependency.
+   * A load cut by its hard timeout did, and is passed to this as its
+   * `LoadTimeoutError`.
    */
   isFailure?: (error: unknown) => boolean;
   clock?: Clock;
@@ -176,10 +180,11 @@ const SLOW = 2;
 const OUT_SUCCESS = 0;
 const OUT_FAILURE = 1;
 const OUT_IGNORED = 2;
-type Outcome = typeof OUT_SUCCESS | typeof OUT_FAILURE | typeof OUT_IGNORED;
+/** How a call counts: for the dependency, against it, or not at all. */
+type Verdict = typeof OUT_SUCCESS | typeof OUT_FAILURE | typeof OUT_IGNORED;
 
 function defaultIsFailure(error: unknown): boolean {
-  return !(error instanceof ValidationError);
+  return classify(error) !== 'invalid';
 }
 
 /**
@@ -358,7 +363,7 @@ export class CircuitBreaker implements Gate {
     }
     const epoch = this.epoch;
     p.then(this.closedOk, (error: unknown) => {
-      if (epoch === this.epoch) this.recordClosed(this.classify(error, context.signal), false, context.key, error);
+      if (epoch === this.epoch) this.recordClosed(this.judge(error, context.signal), false, context.key, error);
     });
   }
 
@@ -375,7 +380,7 @@ export class CircuitBreaker implements Gate {
       (error: unknown) => {
         if (epoch !== this.epoch) return;
         const now = this.clock.now();
-        this.recordClosed(this.classify(error, context.signal), now - start >= this.slowCallMs, context.key, error);
+        this.recordClosed(this.judge(error, context.signal), now - start >= this.slowCallMs, context.key, error);
       },
     );
   }
@@ -402,7 +407,7 @@ export class CircuitBreaker implements Gate {
   leave(token: number, context: GuardContext, ok: boolean, error: unknown): void {
     if (token !== this.epoch) return;
     if (ok) this.closedSuccess();
-    else this.recordClosed(this.classify(error, context.signal), false, context.key, error);
+    else this.recordClosed(this.judge(error, context.signal), false, context.key, error);
   }
 
   private bindClosedHandlers(): void {
@@ -413,26 +418,25 @@ export class CircuitBreaker implements Gate {
       if (epoch === this.epoch) this.closedSuccess();
     };
     this.closedErr = (error: unknown) => {
-      if (epoch === this.epoch) this.recordClosed(this.classify(error, NEVER_ABORTS), false, '', error);
+      if (epoch === this.epoch) this.recordClosed(this.judge(error, NEVER_ABORTS), false, '', error);
     };
   }
 
-  private classify(error: unknown, signal: AbortSignal): Outcome {
-    // A call aborted by a load's hard timeout (the cache's `loadTimeout`) is the
-    // dependency failing to answer in time, not a caller leaving: it counts,
-    // or a hanging database would never trip the breaker inside a cache.
-    if (signal.aborted && isLoadTimeout(signal.reason)) error = signal.reason;
-    else if (signal.aborted || error instanceof AbortedError || error instanceof BreakerOpenError) return OUT_IGNORED;
+  private judge(error: unknown, signal: AbortSignal): Verdict {
+    // A call the caller left, or that a guard inside this breaker refused,
+    // never reached the dependency: it says nothing of it (a load cut by its
+    // hard timeout did reach it, and did not answer: classifyCall).
+    if (!reachedDependency(error, signal)) return OUT_IGNORED;
     let failed: boolean;
     try {
-      failed = this.isFailure(error);
+      failed = this.isFailure(causeOf(error, signal));
     } catch {
       failed = true;
     }
     return failed ? OUT_FAILURE : OUT_SUCCESS;
   }
 
-  private recordClosed(outcome: Outcome, slow: boolean, key: string, error: unknown): void {
+  private recordClosed(outcome: Verdict, slow: boolean, key: string, error: unknown): void {
     if (outcome === OUT_IGNORED) return;
     if (outcome === OUT_SUCCESS) {
       this.consecutive = 0;
@@ -544,13 +548,13 @@ export class CircuitBreaker implements Gate {
       },
       (error: unknown) => {
         // A probe walked away from was judged when it was left (onAbandon).
-        if (!left) this.probeOutcome(epoch, this.classify(error, context.signal), 'probe-failed', key, error);
+        if (!left) this.probeOutcome(epoch, this.judge(error, context.signal), 'probe-failed', key, error);
       },
     );
     return probe;
   }
 
-  private probeOutcome(epoch: number, outcome: Outcome, reason: BreakerReason, key: string, error: unknown): void {
+  private probeOutcome(epoch: number, outcome: Verdict, reason: BreakerReason, key: string, error: unknown): void {
     // A probe from an earlier half-open period (the breaker was reset or
     // isolated meanwhile) decides nothing.
     if (epoch !== this.epoch) return;
