@@ -16,6 +16,11 @@ export { Events, type ListenerErrorOption } from './events.js';
 export { onAbort } from './guard/abort.js';
 export { Backoff, type BackoffOptions } from './guard/backoff.js';
 export { type BreakerEvents, type BreakerReason, type BreakerState, type BreakerStats, CircuitBreaker, type CircuitBreakerOptions } from './guard/breaker.js';
+export { ConsecutiveFailuresRule, type ConsecutiveFailuresOptions } from './guard/consecutive-failures.js';
+export { FailureRateRule, type FailureRateOptions } from './guard/failure-rate.js';
+export { type SampledCallsOptions } from './guard/sampled-calls.js';
+export { SlowCallRateRule, type SlowCallRateOptions } from './guard/slow-call-rate.js';
+export { type TripCounts, type TripReason, type TripRule } from './guard/trip-rule.js';
 /**
  * The library's one judgement of an outcome, public because a user's own
  * guard, metric or log asks the same question the library does ("did the

@@ -1,12 +1,14 @@
 import assert from 'node:assert/strict';
 import { between, clockOption, duration, integer, optionalFunction, optionsObject, or, ordered } from '../config.js';
-import { AbortedError, BreakerOpenError, ConfigError, LoadTimeoutError } from '../errors.js';
+import { AbortedError, BreakerOpenError, describe, LoadTimeoutError } from '../errors.js';
 import { Events, type ListenerErrorOption } from '../events.js';
 import { type Clock } from '../time/clock.js';
 import { Backoff } from './backoff.js';
-import { RollingWindow } from './window.js';
 import { runAbandonable } from './abandon.js';
+import { breakerRules } from './breaker-rules.js';
 import { causeOf, classify, reachedDependency } from './classify.js';
+import { SampledCalls } from './sampled-calls.js';
+import { countsOf, slowCallMsOf, type TripReason, type TripRule } from './trip-rule.js';
 import { type CallOptions, GATE, type Gate, type GuardContext, guarded, NEVER_ABORTS, NO_OPTIONS, NOT_NOW, notATask, startTask } from './guard.js';
 
 /** Where a {@link CircuitBreaker} is. */
@@ -14,9 +16,7 @@ export type BreakerState = 'closed' | 'open' | 'half-open';
 
 /** Why a {@link CircuitBreaker} changed state. */
 export type BreakerReason =
-  | 'consecutive-failures'
-  | 'failure-rate'
-  | 'slow-call-rate'
+  | TripReason
   | 'probe-failed'
   | 'probe-timeout'
   | 'open-elapsed'
@@ -52,13 +52,13 @@ export interface BreakerEvents {
 export interface BreakerStats {
   /** Where the breaker is now. An open breaker whose interval has passed reads `open` until the next call. */
   readonly state: BreakerState;
-  /** Calls counted in the window (the rate rules' denominator; 0 when both rate rules are off). */
+  /** Calls counted in the window (the rate rules' denominator; 0 when no rule keeps a window). */
   readonly calls: number;
   /** Of those, the failures. */
   readonly failures: number;
   /** Of those, the ones slower than `slowCallMs` (only counted with the slow-call rule on). */
   readonly slow: number;
-  /** Failures in a row now, against `consecutiveFailures`. */
+  /** Failures in a row now, against `consecutiveFailures` (0 when no rule counts them). */
   readonly consecutiveFailures: number;
   /** Times the breaker opened (by a rule or a failed probe), since it was made. */
   readonly trips: number;
@@ -77,6 +77,17 @@ export interface BreakerStats {
 
 /** Options for {@link CircuitBreaker}. Every rule names the outage it is for. */
 export interface CircuitBreakerOptions extends ListenerErrorOption {
+  /**
+   * When the closed breaker opens: one {@link TripRule} or several (the first
+   * to say so trips it). Default: the rules the seven options below describe,
+   * a {@link ConsecutiveFailuresRule}, and a {@link FailureRateRule} and a
+   * {@link SlowCallRateRule} when their thresholds are below 1. Give rules for
+   * a question those options cannot ask (a rule of your own, a failure rate
+   * over two windows), or to say in one place what trips the breaker; giving
+   * `trip` and any of the seven is a `ConfigError` (one of them would be
+   * silently ignored). Each rule belongs to this breaker alone.
+   */
+  trip?: TripRule | readonly TripRule[];
   /**
    * Trip after this many failures in a row. Default 5. The fast rule: a
    * dependency that is down fails every call, and waiting for a rate over a
@@ -165,17 +176,15 @@ type State =
 
 const CLOSED: State = Object.freeze({ name: 'closed' });
 
+/** The duration passed to rules when no rule reads durations (none sets `slowCallMs`): calls are not timed then. */
+const UNTIMED = Number.NaN;
+
 /** Every legal transition; anything else is a bug, and asserted. */
 const LEGAL: Readonly<Record<BreakerState, readonly BreakerState[]>> = {
   closed: ['open', 'closed'],
   open: ['half-open', 'open', 'closed'],
   'half-open': ['open', 'closed'],
 };
-
-// Fields of the window.
-const CALLS = 0;
-const FAILURES = 1;
-const SLOW = 2;
 
 const OUT_SUCCESS = 0;
 const OUT_FAILURE = 1;
@@ -185,6 +194,10 @@ type Verdict = typeof OUT_SUCCESS | typeof OUT_FAILURE | typeof OUT_IGNORED;
 
 function defaultIsFailure(error: unknown): boolean {
   return classify(error) !== 'invalid';
+}
+
+function ruleThrew(error: unknown): void {
+  process.emitWarning(`a CircuitBreaker trip rule threw: ${describe(error)}`, { code: 'DAMPER_TRIP_RULE_ERROR' });
 }
 
 /**
@@ -218,6 +231,7 @@ function defaultIsFailure(error: unknown): boolean {
 export class CircuitBreaker implements Gate {
   /** @internal */
   readonly [GATE] = true as const;
+  // The settings of the default rules (what the options said, or their defaults); with `trip`, unused.
   readonly consecutiveFailures: number;
   readonly window: number;
   readonly windowBuckets: number;
@@ -234,23 +248,21 @@ export class CircuitBreaker implements Gate {
   private readonly clock: Clock;
   private readonly backoff: Backoff;
   private readonly events: Events<BreakerEvents>;
-  private readonly trackSlow: boolean;
-  private readonly rateRules: boolean;
+  /** When the closed breaker opens (see {@link TripRule}). */
+  private readonly rules: readonly TripRule[];
+  /** Calls at least this long are slow, for the rules that count them; undefined when none does, and calls are not timed. */
+  private readonly slowAt: number | undefined;
 
   private current: State = CLOSED;
   /** Bumped on every transition; outcomes of calls from an older epoch are dropped. */
   private epoch = 0;
   /** Trips since the breaker last closed: the exponent of the open interval. */
   private trips = 0;
-  private consecutive = 0;
   // Cumulative counters for stats(): one increment where each event happens.
   private tripsTotal = 0;
   private succeeded = 0;
   private failed = 0;
   private rejected = 0;
-
-  /** Calls, failures and slow calls in the last `window` ms, in `windowBuckets` buckets (fields CALLS, FAILURES, SLOW). */
-  private readonly counts: RollingWindow;
 
   // Outcome handlers shared by every plain call of the current closed epoch:
   // built once per transition so the hot path allocates no closure.
@@ -261,15 +273,11 @@ export class CircuitBreaker implements Gate {
     const options = optionsObject('CircuitBreaker options', breakerOptions);
     this.events = new Events<BreakerEvents>(optionalFunction('onListenerError', options.onListenerError));
     this.consecutiveFailures = integer('consecutiveFailures', or(options.consecutiveFailures, 5), 1);
-    this.window = duration('window', or(options.window, 10_000), { positive: true });
-    this.windowBuckets = integer('windowBuckets', or(options.windowBuckets, 10), 1);
-    // A window of three counts per bucket is allocated here: a typo of 1e9 must be an error, not 24 GB.
-    if (this.windowBuckets > 1000) throw new ConfigError(`windowBuckets must be at most 1000, got ${this.windowBuckets}`);
-    const bucketMs = this.window / this.windowBuckets;
-    if (!Number.isInteger(bucketMs) || bucketMs < 1) {
-      throw new ConfigError(`window (${this.window} ms) must split into windowBuckets (${this.windowBuckets}) buckets of a whole number of ms, at least 1`);
-    }
-    this.minimumCalls = integer('minimumCalls', or(options.minimumCalls, 20), 1);
+    // Checked here whether or not a rate rule is made from them: a bad window is a slip either way.
+    const sampling = new SampledCalls(options);
+    this.window = sampling.window;
+    this.windowBuckets = sampling.windowBuckets;
+    this.minimumCalls = sampling.minimumCalls;
     this.failureRateThreshold = between('failureRateThreshold', or(options.failureRateThreshold, 0.5), 0, 1);
     this.slowCallRateThreshold = between('slowCallRateThreshold', or(options.slowCallRateThreshold, 1), 0, 1);
     this.slowCallMs = duration('slowCallMs', or(options.slowCallMs, 5_000), { positive: true });
@@ -283,9 +291,8 @@ export class CircuitBreaker implements Gate {
     this.isFailure = options.isFailure ?? defaultIsFailure;
     this.clock = clockOption('clock', options.clock);
     this.backoff = new Backoff({ base: this.openFor, max: this.maxOpenFor, factor: 2, jitter: this.jitter });
-    this.trackSlow = this.slowCallRateThreshold < 1;
-    this.rateRules = this.trackSlow || this.failureRateThreshold < 1;
-    this.counts = new RollingWindow(this.clock, bucketMs, this.windowBuckets, 3);
+    this.rules = breakerRules(options, this, this.clock);
+    this.slowAt = slowCallMsOf(this.rules);
     this.bindClosedHandlers();
   }
 
@@ -298,10 +305,7 @@ export class CircuitBreaker implements Gate {
   stats(): BreakerStats {
     return {
       state: this.current.name,
-      calls: this.counts.sum(CALLS),
-      failures: this.counts.sum(FAILURES),
-      slow: this.counts.sum(SLOW),
-      consecutiveFailures: this.consecutive,
+      ...countsOf(this.rules),
       trips: this.tripsTotal,
       succeeded: this.succeeded,
       failed: this.failed,
@@ -344,7 +348,7 @@ export class CircuitBreaker implements Gate {
       // The outcome is observed by a reaction registered before the caller's,
       // so it is recorded before the caller resumes, and the caller's promise
       // is the task's own (no extra tick, no extra promise on its path).
-      if ((context === NO_OPTIONS || (context.signal === NEVER_ABORTS && context.key === '')) && !this.trackSlow) p.then(this.closedOk, this.closedErr);
+      if ((context === NO_OPTIONS || (context.signal === NEVER_ABORTS && context.key === '')) && this.slowAt === undefined) p.then(this.closedOk, this.closedErr);
       else this.observe(p, context);
       return p;
     }
@@ -357,38 +361,33 @@ export class CircuitBreaker implements Gate {
    * or with slow-call tracking (the start time: two).
    */
   private observe(p: Promise<unknown>, context: GuardContext): void {
-    if (this.trackSlow) {
+    if (this.slowAt !== undefined) {
       this.observeTimed(p, context);
       return;
     }
     const epoch = this.epoch;
     p.then(this.closedOk, (error: unknown) => {
-      if (epoch === this.epoch) this.recordClosed(this.judge(error, context.signal), false, context.key, error);
+      if (epoch === this.epoch) this.recordClosed(this.judge(error, context.signal), UNTIMED, context.key, error);
     });
   }
 
-  /** {@link observe} with slow-call tracking: the start time too. */
+  /** {@link observe} for rules that read durations: the start time too. */
   private observeTimed(p: Promise<unknown>, context: GuardContext): void {
     const epoch = this.epoch;
     const start = this.clock.now();
     p.then(
       () => {
-        if (epoch !== this.epoch) return;
-        const now = this.clock.now();
-        this.recordClosed(OUT_SUCCESS, now - start >= this.slowCallMs, context.key, undefined);
+        if (epoch === this.epoch) this.recordClosed(OUT_SUCCESS, this.clock.now() - start, context.key, undefined);
       },
       (error: unknown) => {
-        if (epoch !== this.epoch) return;
-        const now = this.clock.now();
-        this.recordClosed(this.judge(error, context.signal), now - start >= this.slowCallMs, context.key, error);
+        if (epoch === this.epoch) this.recordClosed(this.judge(error, context.signal), this.clock.now() - start, context.key, error);
       },
     );
   }
 
   private closedSuccess(): void {
-    this.consecutive = 0;
     this.succeeded++;
-    if (this.rateRules) this.countInWindow(OUT_SUCCESS, false);
+    this.count(OUT_SUCCESS, UNTIMED);
   }
 
   /**
@@ -400,25 +399,24 @@ export class CircuitBreaker implements Gate {
    * @internal
    */
   enter(_context: GuardContext): number {
-    return this.current === CLOSED && !this.trackSlow ? this.epoch : NOT_NOW;
+    return this.current === CLOSED && this.slowAt === undefined ? this.epoch : NOT_NOW;
   }
 
   /** @internal */
   leave(token: number, context: GuardContext, ok: boolean, error: unknown): void {
     if (token !== this.epoch) return;
     if (ok) this.closedSuccess();
-    else this.recordClosed(this.judge(error, context.signal), false, context.key, error);
+    else this.recordClosed(this.judge(error, context.signal), UNTIMED, context.key, error);
   }
 
   private bindClosedHandlers(): void {
     const epoch = this.epoch;
-    // The success handler is the hot path, written out rather than through recordClosed: a success can trip
-    // nothing but a rate rule, and only once the window holds a failure or a slow call.
+    // The success handler is the hot path, written out rather than through recordClosed: no verdict to branch on.
     this.closedOk = () => {
       if (epoch === this.epoch) this.closedSuccess();
     };
     this.closedErr = (error: unknown) => {
-      if (epoch === this.epoch) this.recordClosed(this.judge(error, NEVER_ABORTS), false, '', error);
+      if (epoch === this.epoch) this.recordClosed(this.judge(error, NEVER_ABORTS), UNTIMED, '', error);
     };
   }
 
@@ -436,40 +434,50 @@ export class CircuitBreaker implements Gate {
     return failed ? OUT_FAILURE : OUT_SUCCESS;
   }
 
-  private recordClosed(outcome: Verdict, slow: boolean, key: string, error: unknown): void {
+  /** A call that ran while closed ended: `ms` is its duration, {@link UNTIMED} when no rule reads durations. */
+  private recordClosed(outcome: Verdict, ms: number, key: string, error: unknown): void {
     if (outcome === OUT_IGNORED) return;
     if (outcome === OUT_SUCCESS) {
-      this.consecutive = 0;
       this.succeeded++;
     } else {
       assert.equal(this.current, CLOSED);
-      this.consecutive++;
       this.failed++;
       if (this.events.has('failure')) this.events.emit('failure', { key, error, state: 'closed' });
     }
-    if (this.rateRules) this.countInWindow(outcome, slow);
-    else if (outcome === OUT_FAILURE && this.consecutive >= this.consecutiveFailures) this.trip('consecutive-failures');
+    this.count(outcome, ms);
   }
 
-  /** Counts a call in the window and applies the rules that can trip on it (see recordClosed). */
-  private countInWindow(outcome: typeof OUT_SUCCESS | typeof OUT_FAILURE, slow: boolean): void {
-    const counts = this.counts;
-    counts.add(CALLS);
-    if (outcome === OUT_FAILURE) counts.add(FAILURES);
-    if (slow) counts.add(SLOW);
-    if (outcome === OUT_FAILURE && this.consecutive >= this.consecutiveFailures) {
-      this.trip('consecutive-failures');
+  /**
+   * Tells every rule of the call, then trips on the first that says so: all
+   * count the call before any is asked, so no rule misses the call that
+   * tripped another (each starts the next closed period from a reset anyway).
+   */
+  private count(outcome: typeof OUT_SUCCESS | typeof OUT_FAILURE, ms: number): void {
+    const rules = this.rules;
+    let reason: TripReason | undefined;
+    try {
+      for (let i = 0; i < rules.length; i++) {
+        if (outcome === OUT_SUCCESS) rules[i]!.success(ms);
+        else rules[i]!.failure(ms);
+      }
+      for (let i = 0; i < rules.length && reason === undefined; i++) reason = rules[i]!.shouldTrip();
+    } catch (error) {
+      // A rule of the user's that throws must not leave an unhandled rejection on every call: the breaker stays as it is.
+      ruleThrew(error);
       return;
     }
-    // A rate can only exceed its threshold if something in the window failed
-    // or was slow; a success can still bring the count up to minimumCalls.
-    const failures = counts.total(FAILURES);
-    const slowCalls = counts.total(SLOW);
-    if (failures + slowCalls === 0) return;
-    const calls = counts.total(CALLS);
-    if (calls < this.minimumCalls) return;
-    if (failures > this.failureRateThreshold * calls) this.trip('failure-rate');
-    else if (slowCalls > this.slowCallRateThreshold * calls) this.trip('slow-call-rate');
+    if (reason !== undefined) this.trip(reason);
+  }
+
+  private resetRules(): void {
+    for (const rule of this.rules) {
+      try {
+        rule.reset();
+      } catch (error) {
+        // Mid-transition: the breaker's own state must still be put in place.
+        ruleThrew(error);
+      }
+    }
   }
 
   private trip(reason: BreakerReason): void {
@@ -487,8 +495,7 @@ export class CircuitBreaker implements Gate {
     this.epoch++;
     if (to.name === 'closed') {
       this.trips = 0;
-      this.counts.clear();
-      this.consecutive = 0;
+      this.resetRules();
       this.bindClosedHandlers();
     }
     if (this.events.has('state')) {
@@ -543,7 +550,7 @@ export class CircuitBreaker implements Gate {
     });
     probe.then(
       () => {
-        const slow = this.trackSlow && this.clock.now() - start >= this.slowCallMs;
+        const slow = this.slowAt !== undefined && this.clock.now() - start >= this.slowAt;
         this.probeOutcome(epoch, slow ? OUT_FAILURE : OUT_SUCCESS, 'probe-failed', key, undefined);
       },
       (error: unknown) => {
