@@ -1,5 +1,5 @@
 import { integer, optionsObject, or } from '../config.js';
-import { type TripCounts, type TripReason, type TripRule } from './trip-rule.js';
+import { SHIPPED, type TripCounts, type TripReason, type TripRule } from './trip-rule.js';
 
 /** Options for {@link ConsecutiveFailuresRule}. */
 export interface ConsecutiveFailuresOptions {
@@ -15,6 +15,8 @@ export interface ConsecutiveFailuresOptions {
  * half its calls, which a {@link FailureRateRule} sees.
  */
 export class ConsecutiveFailuresRule implements TripRule {
+  /** @internal */
+  readonly [SHIPPED] = true as const;
   readonly failures: number;
   private inARow = 0;
 

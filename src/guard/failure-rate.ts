@@ -1,7 +1,7 @@
 import { between, optionsObject, or } from '../config.js';
 import { type Clock } from '../time/clock.js';
 import { CALLS, FAILURES, SampledCalls, type SampledCallsOptions } from './sampled-calls.js';
-import { type TripCounts, type TripReason, type TripRule } from './trip-rule.js';
+import { SHIPPED, type TripCounts, type TripReason, type TripRule } from './trip-rule.js';
 
 /** Options for {@link FailureRateRule}. */
 export interface FailureRateOptions extends SampledCallsOptions {
@@ -16,6 +16,8 @@ export interface FailureRateOptions extends SampledCallsOptions {
  * which a {@link ConsecutiveFailuresRule} never sees (one success resets it).
  */
 export class FailureRateRule implements TripRule {
+  /** @internal */
+  readonly [SHIPPED] = true as const;
   readonly threshold: number;
   private readonly calls: SampledCalls;
 

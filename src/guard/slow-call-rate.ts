@@ -1,7 +1,7 @@
 import { between, duration, optionsObject, or } from '../config.js';
 import { type Clock } from '../time/clock.js';
 import { CALLS, FAILURES, SampledCalls, type SampledCallsOptions, SLOW } from './sampled-calls.js';
-import { type TripCounts, type TripReason, type TripRule } from './trip-rule.js';
+import { SHIPPED, type TripCounts, type TripReason, type TripRule } from './trip-rule.js';
 
 /** Options for {@link SlowCallRateRule}. */
 export interface SlowCallRateOptions extends SampledCallsOptions {
@@ -21,6 +21,8 @@ export interface SlowCallRateOptions extends SampledCallsOptions {
  * probe this slow fails.
  */
 export class SlowCallRateRule implements TripRule {
+  /** @internal */
+  readonly [SHIPPED] = true as const;
   readonly threshold: number;
   readonly slowCallMs: number;
   private readonly calls: SampledCalls;

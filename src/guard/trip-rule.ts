@@ -1,5 +1,5 @@
 import { arrayOption, hasMethods } from '../config.js';
-import { ConfigError } from '../errors.js';
+import { ConfigError, describe } from '../errors.js';
 import { type Clock } from '../time/clock.js';
 
 /**
@@ -58,6 +58,59 @@ export interface TripRule {
   counts?(): TripCounts;
 }
 
+/** Brands the rules damper ships: they never throw, so the breaker calls them bare, on its hot path. @internal */
+export const SHIPPED: unique symbol = Symbol('damper.shipped-rule');
+
+function isShipped(rule: TripRule): boolean {
+  return (rule as { [SHIPPED]?: true })[SHIPPED] === true;
+}
+
+/**
+ * A user's rule, called so that what it throws is a warning, not an
+ * unhandled rejection on every call of the dependency (the breaker counts
+ * from a promise reaction) nor a transition left half done: the breaker goes
+ * on as if the rule had not been asked.
+ */
+class CheckedRule implements TripRule {
+  readonly slowCallMs: number | undefined;
+
+  constructor(private readonly rule: TripRule) {
+    const ms = rule.slowCallMs;
+    if (ms !== undefined && !(typeof ms === 'number' && ms > 0)) throw new ConfigError(`a TripRule's slowCallMs must be a number of ms > 0, got ${describe(ms)}`);
+    this.slowCallMs = ms;
+  }
+
+  success(ms: number): void {
+    this.checked(() => this.rule.success(ms));
+  }
+
+  failure(ms: number): void {
+    this.checked(() => this.rule.failure(ms));
+  }
+
+  shouldTrip(): TripReason | undefined {
+    const reason = this.checked(() => this.rule.shouldTrip());
+    return typeof reason === 'string' ? reason : undefined;
+  }
+
+  reset(): void {
+    this.checked(() => this.rule.reset());
+  }
+
+  counts(): TripCounts {
+    return (typeof this.rule.counts === 'function' ? this.checked(() => this.rule.counts?.()) : undefined) ?? {};
+  }
+
+  private checked<T>(call: () => T): T | undefined {
+    try {
+      return call();
+    } catch (error) {
+      process.emitWarning(`a CircuitBreaker trip rule threw: ${describe(error)}`, { code: 'DAMPER_TRIP_RULE_ERROR' });
+      return undefined;
+    }
+  }
+}
+
 /** Rules taken by a breaker: a rule's counts are one dependency's, and two breakers feeding one rule would trip each other. */
 const taken = new WeakSet<TripRule>();
 
@@ -78,7 +131,7 @@ export function takeRules(trip: TripRule | readonly TripRule[], clock: Clock): r
     taken.add(rule);
     rule.attach?.(clock);
   }
-  return rules;
+  return rules.map((rule) => (isShipped(rule) ? rule : new CheckedRule(rule)));
 }
 
 /** The shortest `slowCallMs` of `rules`: calls are timed only when some rule reads durations. @internal */
