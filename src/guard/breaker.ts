@@ -385,8 +385,12 @@ export class CircuitBreaker implements Gate {
     this.succeeded++;
     // count(OUT_SUCCESS, UNTIMED) written out: this is the hot path.
     const rules = this.rules;
-    for (let i = 0; i < rules.length; i++) rules[i]!.success(UNTIMED);
-    this.tripIfARuleSays();
+    let reason: TripReason | undefined;
+    for (let i = 0; i < rules.length; i++) {
+      const said = rules[i]!.success(UNTIMED);
+      reason ??= said;
+    }
+    if (reason !== undefined) this.trip(reason);
   }
 
   /**
@@ -447,28 +451,18 @@ export class CircuitBreaker implements Gate {
   }
 
   /**
-   * Tells every rule of the call, then trips on the first that says so: all
-   * count the call before any is asked, so no rule misses the call that
-   * tripped another (each starts the next closed period from a reset anyway).
+   * Tells every rule of the call, then trips for the first that said so: all
+   * count the call, so none misses the one that tripped another (the order of
+   * the rules is the order their reasons win).
    */
   private count(outcome: typeof OUT_SUCCESS | typeof OUT_FAILURE, ms: number): void {
     const rules = this.rules;
+    let reason: TripReason | undefined;
     for (let i = 0; i < rules.length; i++) {
-      if (outcome === OUT_SUCCESS) rules[i]!.success(ms);
-      else rules[i]!.failure(ms);
+      const said = outcome === OUT_SUCCESS ? rules[i]!.success(ms) : rules[i]!.failure(ms);
+      reason ??= said;
     }
-    this.tripIfARuleSays();
-  }
-
-  private tripIfARuleSays(): void {
-    const rules = this.rules;
-    for (let i = 0; i < rules.length; i++) {
-      const reason = rules[i]!.shouldTrip();
-      if (reason !== undefined) {
-        this.trip(reason);
-        return;
-      }
-    }
+    if (reason !== undefined) this.trip(reason);
   }
 
   private trip(reason: BreakerReason): void {

@@ -25,15 +25,13 @@ export class ConsecutiveFailuresRule implements TripRule {
     this.failures = integer('failures', or(options.failures, 5), 1);
   }
 
-  success(): void {
+  success(): TripReason | undefined {
     this.inARow = 0;
+    return undefined;
   }
 
-  failure(): void {
+  failure(): TripReason | undefined {
     this.inARow++;
-  }
-
-  shouldTrip(): TripReason | undefined {
     return this.inARow >= this.failures ? 'consecutive-failures' : undefined;
   }
 

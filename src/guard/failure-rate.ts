@@ -31,16 +31,18 @@ export class FailureRateRule implements TripRule {
     this.calls.attach(clock);
   }
 
-  success(): void {
+  success(): TripReason | undefined {
     this.calls.add(CALLS);
+    return this.verdict();
   }
 
-  failure(): void {
+  failure(): TripReason | undefined {
     this.calls.add(CALLS);
     this.calls.add(FAILURES);
+    return this.verdict();
   }
 
-  shouldTrip(): TripReason | undefined {
+  private verdict(): TripReason | undefined {
     return this.calls.rateAbove(FAILURES, this.threshold) ? 'failure-rate' : undefined;
   }
 

@@ -38,13 +38,15 @@ export class SlowCallRateRule implements TripRule {
     this.calls.attach(clock);
   }
 
-  success(ms: number): void {
+  success(ms: number): TripReason | undefined {
     this.count(ms);
+    return this.verdict();
   }
 
-  failure(ms: number): void {
+  failure(ms: number): TripReason | undefined {
     this.count(ms);
     this.calls.add(FAILURES);
+    return this.verdict();
   }
 
   private count(ms: number): void {
@@ -52,7 +54,7 @@ export class SlowCallRateRule implements TripRule {
     if (ms >= this.slowCallMs) this.calls.add(SLOW);
   }
 
-  shouldTrip(): TripReason | undefined {
+  private verdict(): TripReason | undefined {
     return this.calls.rateAbove(SLOW, this.threshold) ? 'slow-call-rate' : undefined;
   }
 

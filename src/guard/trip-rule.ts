@@ -32,9 +32,11 @@ export interface TripCounts {
  *
  * The breaker tells a rule only about calls that ran while it was closed and
  * whose outcome counts (the caller's aborts and local refusals never reach a
- * rule; `isFailure` has decided success or failure), asks `shouldTrip` after
- * each, and resets every rule when it closes. A rule holds state, so it
- * belongs to one breaker: giving one to two is a `ConfigError`.
+ * rule; `isFailure` has decided success or failure), and resets every rule
+ * when it closes. Counting a call and answering "trip now?" are one call, as
+ * cockatiel's `failure()` answers: the breaker's success path pays one call
+ * per rule, not two. A rule holds state, so it belongs to one breaker: giving
+ * one to two is a `ConfigError`.
  */
 export interface TripRule {
   /**
@@ -46,12 +48,15 @@ export interface TripRule {
   readonly slowCallMs?: number | undefined;
   /** The breaker's clock, once, when the breaker takes the rule: a rule that keeps a window of time reads it here. */
   attach?(clock: Clock): void;
-  /** A call succeeded; `ms` is its duration, NaN when no rule of the breaker sets `slowCallMs`. */
-  success(ms: number): void;
-  /** A call failed; `ms` as for {@link success}. */
-  failure(ms: number): void;
-  /** Why the breaker must open now, or undefined. Asked after every call counted. */
-  shouldTrip(): TripReason | undefined;
+  /**
+   * A call succeeded: count it, and say why the breaker must open now, or
+   * undefined (a rate rule can trip on a success: the one that brings the
+   * window up to its minimum of calls, or a slow one). `ms` is the call's
+   * duration, NaN when no rule of the breaker sets `slowCallMs`.
+   */
+  success(ms: number): TripReason | undefined;
+  /** A call failed: as {@link success}. */
+  failure(ms: number): TripReason | undefined;
   /** The breaker closed: forget every call counted. */
   reset(): void;
   /** What the rule counts, for the breaker's `stats()`. */
@@ -80,17 +85,12 @@ class CheckedRule implements TripRule {
     this.slowCallMs = ms;
   }
 
-  success(ms: number): void {
-    this.checked(() => this.rule.success(ms));
+  success(ms: number): TripReason | undefined {
+    return reasonOrNone(this.checked(() => this.rule.success(ms)));
   }
 
-  failure(ms: number): void {
-    this.checked(() => this.rule.failure(ms));
-  }
-
-  shouldTrip(): TripReason | undefined {
-    const reason = this.checked(() => this.rule.shouldTrip());
-    return typeof reason === 'string' ? reason : undefined;
+  failure(ms: number): TripReason | undefined {
+    return reasonOrNone(this.checked(() => this.rule.failure(ms)));
   }
 
   reset(): void {
@@ -111,6 +111,11 @@ class CheckedRule implements TripRule {
   }
 }
 
+/** A user's rule's answer, if it names a reason: anything else (a `false`, a `null`) is no. */
+function reasonOrNone(said: unknown): TripReason | undefined {
+  return typeof said === 'string' ? (said as TripReason) : undefined;
+}
+
 /** Rules taken by a breaker: a rule's counts are one dependency's, and two breakers feeding one rule would trip each other. */
 const taken = new WeakSet<TripRule>();
 
@@ -122,9 +127,9 @@ const taken = new WeakSet<TripRule>();
  * @internal
  */
 export function takeRules(trip: TripRule | readonly TripRule[], clock: Clock): readonly TripRule[] {
-  const rules = hasMethods(trip, ['shouldTrip']) ? [trip as TripRule] : arrayOption('trip', trip as readonly TripRule[], 'a TripRule or an array of them');
+  const rules = hasMethods(trip, ['success']) ? [trip as TripRule] : arrayOption('trip', trip as readonly TripRule[], 'a TripRule or an array of them');
   for (const [i, rule] of rules.entries()) {
-    if (!hasMethods(rule, ['success', 'failure', 'shouldTrip', 'reset'])) throw new ConfigError(`trip[${i}] must be a TripRule (success, failure, shouldTrip and reset functions)`);
+    if (!hasMethods(rule, ['success', 'failure', 'reset'])) throw new ConfigError(`trip[${i}] must be a TripRule (success, failure and reset functions)`);
     if (taken.has(rule)) throw new ConfigError(`trip[${i}] is already the rule of another CircuitBreaker: a rule counts one dependency's calls; make one per breaker`);
   }
   for (const rule of rules) {
