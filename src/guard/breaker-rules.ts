@@ -1,23 +1,16 @@
 import { ConfigError } from '../errors.js';
 import { type Clock } from '../time/clock.js';
+import { type CircuitBreaker } from './breaker.js';
 import { ConsecutiveFailuresRule } from './consecutive-failures.js';
 import { FailureRateRule } from './failure-rate.js';
 import { SlowCallRateRule } from './slow-call-rate.js';
 import { takeRules, type TripRule } from './trip-rule.js';
 
-/** The options of {@link CircuitBreaker} that configure its default rules, with the values they took. */
-export interface RuleSettings {
-  readonly consecutiveFailures: number;
-  readonly window: number;
-  readonly windowBuckets: number;
-  readonly minimumCalls: number;
-  readonly failureRateThreshold: number;
-  readonly slowCallRateThreshold: number;
-  readonly slowCallMs: number;
-}
-
 /** The options that build the default rules: given with `trip`, they would be silently ignored. */
-const RULE_OPTIONS: readonly (keyof RuleSettings)[] = ['consecutiveFailures', 'window', 'windowBuckets', 'minimumCalls', 'failureRateThreshold', 'slowCallRateThreshold', 'slowCallMs'];
+const RULE_OPTIONS = ['consecutiveFailures', 'window', 'windowBuckets', 'minimumCalls', 'failureRateThreshold', 'slowCallRateThreshold', 'slowCallMs'] as const;
+
+/** Those options as the breaker took them (checked, defaults filled in): its public fields of the same names. */
+type RuleSettings = Pick<CircuitBreaker, (typeof RULE_OPTIONS)[number]>;
 
 /**
  * The rules a breaker trips by: its `trip` option, or the rules its older

@@ -89,7 +89,7 @@ export interface CircuitBreakerOptions extends ListenerErrorOption {
    */
   trip?: TripRule | readonly TripRule[];
   /**
-   * Trip after this many failures in a row. Default 5. The fast rule: a
+   * Trip after this many failures in a row (a {@link ConsecutiveFailuresRule}). Default 5. The fast rule: a
    * dependency that is down fails every call, and waiting for a rate over a
    * whole window would send it `window` ms of full traffic first.
    */
@@ -110,14 +110,14 @@ export interface CircuitBreakerOptions extends ListenerErrorOption {
    */
   minimumCalls?: number;
   /**
-   * Trip when failures / calls in the window exceed this. Default 0.5; 1 turns
+   * Trip when failures / calls in the window exceed this (a {@link FailureRateRule}). Default 0.5; 1 turns
    * the rule off. Catches a dependency that fails often but not always, which
    * the consecutive rule never sees (one success resets it).
    */
   failureRateThreshold?: number;
   /**
-   * Trip when calls slower than `slowCallMs` / calls in the window exceed this.
-   * Default 1 (off). Slow is how overload starts (Missourian 2010: the server
+   * Trip when calls slower than `slowCallMs` / calls in the window exceed this
+   * (a {@link SlowCallRateRule}). Default 1 (off). Slow is how overload starts (Missourian 2010: the server
    * that hung was slow long before it was dead); shedding calls before they
    * time out keeps threads and sockets for work that can succeed.
    */
@@ -203,9 +203,10 @@ function defaultIsFailure(error: unknown): boolean {
  * to recover rather than a retry storm (Discord 2019, where a breaker bug let
  * a thundering herd through to the database, which then flapped).
  *
- * - **Closed**: calls pass. It trips on `consecutiveFailures` failures in a
- *   row, or when, with at least `minimumCalls` calls in the last `window` ms,
- *   the failure rate or the slow-call rate exceeds its threshold.
+ * - **Closed**: calls pass. It trips when one of its {@link TripRule}s says
+ *   so: by default on `consecutiveFailures` failures in a row, or when, with
+ *   at least `minimumCalls` calls in the last `window` ms, the failure rate or
+ *   the slow-call rate exceeds its threshold (option `trip` for other rules).
  * - **Open**: calls are refused at once with {@link BreakerOpenError} (with
  *   `retryAfterMs`) and the task is never called. No timer runs: the breaker
  *   turns half-open on the first call after the interval, so 10 000 idle
