@@ -193,4 +193,17 @@ describe("a second copy of damper: every guard, the balancer and the cache judge
     // The control: a failure that is the key's own is held against it, and the key backs off.
     assert.notEqual(await getAfterRefusedWarmUp(new Error('down')), 'live');
   });
+
+  test("the cache: a nested cache's ValidationError behind a loader is an invalid value, not an error", async () => {
+    const eventsFor = async (error: unknown): Promise<string[]> => {
+      const clock = new VirtualClock();
+      const cache = new Cache<string>({ clock });
+      const seen: string[] = [];
+      cache.on('invalid', (e) => seen.push(`invalid: ${e.reason}`));
+      cache.on('error', () => seen.push('error'));
+      await cache.get('k', reject(error)).catch(() => {});
+      return seen;
+    };
+    assert.deepEqual(await alike(new ValidationError('k', 'no price'), eventsFor), ['invalid: no price']);
+  });
 });
