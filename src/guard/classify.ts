@@ -50,16 +50,18 @@ const BY_CODE: ReadonlyMap<string, Outcome> = new Map<string, Outcome>([
  * Read by the error's stable `code` first (every damper error carries one),
  * so an error from a second copy of damper in the dependency tree, or a
  * user's own error with `code: 'OVERLOADED'`, is judged as damper's own (no
- * `instanceof`: a class is one copy's, a code is the contract). Then by `name` (`AbortError`), then
- * by an HTTP `status` or `statusCode` of 429 or 503. A `LOAD_TIMEOUT` whose
+ * `instanceof`: a class is one copy's, a code is the contract). Then by
+ * `name` (`AbortError`), then by an HTTP `status` or `statusCode` of 429 or
+ * 503 (the dependency's own "too busy"). A `LOAD_TIMEOUT` whose
  * `phase` is `wait` is a caller that stopped waiting on a shared load that
  * goes on, not an outcome of the load: a `failure` of the call that waited.
  * Never throws: a value whose properties cannot be read (a revoked Proxy) is
  * a `failure`.
  *
  * Public so that a user's own guard or metric asks the question the library
- * asks and gets the same answer: `if (classify(error) === 'shed') …` counts
- * what damper's breaker ignores, and no more.
+ * asks and gets the same answer: a dashboard that counts `classify(error) ===
+ * 'shed'` counts exactly the calls damper's breaker and balancer did not hold
+ * against the dependency, and a guard of the user's can skip them alike.
  */
 export function classify(error: unknown): Outcome {
   try {
