@@ -16,6 +16,18 @@ export { Events, type ListenerErrorOption } from './events.js';
 export { onAbort } from './guard/abort.js';
 export { Backoff, type BackoffOptions } from './guard/backoff.js';
 export { type BreakerEvents, type BreakerReason, type BreakerState, type BreakerStats, CircuitBreaker, type CircuitBreakerOptions } from './guard/breaker.js';
+export { ConsecutiveFailuresRule, type ConsecutiveFailuresOptions } from './guard/consecutive-failures.js';
+export { FailureRateRule, type FailureRateOptions } from './guard/failure-rate.js';
+export { type SampledCallsOptions } from './guard/sampled-calls.js';
+export { SlowCallRateRule, type SlowCallRateOptions } from './guard/slow-call-rate.js';
+export { type TripCounts, type TripReason, type TripRule } from './guard/trip-rule.js';
+/**
+ * The library's one judgement of an outcome, public because a user's own
+ * guard, metric or log asks the same question the library does ("did the
+ * dependency fail, or did we refuse, or did the caller leave?") and must get
+ * the same answer, or its counts and the breaker's disagree.
+ */
+export { classify, type Outcome } from './guard/classify.js';
 export { RetryBudget, type RetryBudgetOptions, type RetryBudgetStats } from './guard/budget.js';
 export { deadlineOf, deadlineSignal, effectiveDeadline, scopedSignal, type ScopedSignal } from './guard/deadline.js';
 export { DeadlineGuard, type DeadlineGuardOptions, type DeadlineGuardStats } from './guard/deadline-guard.js';

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { arrayOption, between, clockOption, duration, integer, optionalFunction, optionsObject, or } from '../config.js';
 import { ConfigError, describe, OverloadedError } from '../errors.js';
+import { causeOf, reachedDependency } from '../guard/classify.js';
 import { Events, type ListenerErrorOption } from '../events.js';
 import { type CallOptions, callContext, NO_OPTIONS, notATask } from '../guard/guard.js';
 import { checkPriority, type Priority, priorityRank } from '../guard/priority.js';
@@ -75,7 +76,16 @@ export interface BalancerOptions<U> extends ListenerErrorOption {
    * `critical` calls are shed only when every one is full. Default 0.8.
    */
   lowPriorityShare?: number;
-  /** Whether a rejection counts against the upstream. Default: every error except the caller's own abort. */
+  /**
+   * Whether a rejection counts against the upstream. Default: every error.
+   * Never asked, whatever it would say, for a call that did not reach the
+   * upstream (`classify`, by `code`): the caller's own abort (its signal, an
+   * `AbortedError`) and a refusal by a guard in `fn` (a per-upstream
+   * breaker's `BreakerOpenError`, a limiter's `OverloadedError`): ejecting an
+   * upstream for our own refusals would remove capacity for nothing
+   * (principle 5). A call cut by a load timeout did reach it, and is passed
+   * to this as its `LoadTimeoutError`: an upstream that hangs must be found out.
+   */
   isFailure?: (error: unknown) => boolean;
   clock?: Clock;
 }
@@ -302,7 +312,7 @@ export class Balancer<U> {
    * Picks an upstream, runs `fn` on it and records the outcome. Rejects with
    * {@link OverloadedError} at once, without calling `fn`, when every
    * routable upstream is saturated for the call's priority. A rejection
-   * caused by the caller's own `signal` does not count against the upstream.
+   * that did not reach the upstream (see `isFailure`) counts neither way.
    */
   async run<T>(fn: (target: U, signal: AbortSignal) => Promise<T>, options?: CallOptions): Promise<T> {
     if (typeof fn !== 'function') throw notATask('Balancer', fn);
@@ -316,7 +326,7 @@ export class Balancer<U> {
       value = await fn(slot.target, signal);
     } catch (error) {
       slot.outstanding--;
-      if (!signal.aborted && this.isFailure(error)) this.record(slot, false);
+      if (reachedDependency(error, signal) && this.isFailure(causeOf(error, signal))) this.record(slot, false);
       throw error;
     }
     slot.outstanding--;

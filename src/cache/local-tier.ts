@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { ValidationError } from '../errors.js';
 import { type Events } from '../events.js';
 import { type Backoff } from '../guard/backoff.js';
 import { MemoryStore } from '../stores/memory.js';
@@ -11,6 +10,7 @@ import { refusedByBudget } from './refusal.js';
 import { type SnapshotEntry } from './snapshot.js';
 import { type CacheCounters } from './stats.js';
 import { TagIndex } from './tags.js';
+import { invalidity } from './validate.js';
 
 /** Where a stored value came from: only a value this process loaded is a `load` event. */
 export type Source = 'load' | 'shared' | 'set';
@@ -144,8 +144,9 @@ export class LocalTier<V> {
     entry.error = error;
     // Principle 1, the Facebook 2010 loop's first half: a failure is recorded beside the value, never in its place.
     assert(entry.hasValue === had && entry.value === kept, 'an error is not a value: a failed load leaves the value as it was');
-    if (error instanceof ValidationError) {
-      events.emit('invalid', { key, reason: error.reason, issues: error.issues, failures: entry.failures, retryInMs: delay, ms });
+    const invalid = invalidity(error);
+    if (invalid !== undefined) {
+      events.emit('invalid', { key, reason: invalid.reason, issues: invalid.issues, failures: entry.failures, retryInMs: delay, ms });
     } else {
       events.emit('error', { key, error, failures: entry.failures, retryInMs: delay, ms });
     }

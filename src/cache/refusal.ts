@@ -1,10 +1,11 @@
-import { OverloadedError } from '../errors.js';
+import { classify } from '../guard/classify.js';
 import { type FlightKind } from './flight.js';
 
 /**
  * The one decision behind "a refusal by the origin budget is not the key's
- * fault". A load the cache's own guard refused (`OverloadedError`: the
- * budget was full, the call was shed) says nothing about the key or its
+ * fault". A load the cache's own guard refused (`classify` says `shed`:
+ * an `OverloadedError`, or code `OVERLOADED` from a second copy of damper;
+ * the budget was full, the call was shed) says nothing about the key or its
  * origin: the budget is a queue for loads, not an outage. So the cache never
  * treats it as the key failing. What each place does with that:
  *
@@ -15,8 +16,8 @@ import { type FlightKind } from './flight.js';
  * - a lease holder refused by its own budget leaves no failure marker in the
  *   shared tier: the lease goes back for another process (`cluster-flight.ts`).
  */
-export function refusedByBudget(error: unknown): error is OverloadedError {
-  return error instanceof OverloadedError;
+export function refusedByBudget(error: unknown): boolean {
+  return classify(error) === 'shed';
 }
 
 /** Whether a failed flight's error is recorded against its key: all are, but a warm-up's refusal. */

@@ -2,6 +2,7 @@ import type { StandardSchemaV1 } from '@standard-schema/spec';
 import { hasMethods } from '../config.js';
 import { ConfigError, describe, isError } from '../errors.js';
 import { onAbort } from '../guard/abort.js';
+import { classify } from '../guard/classify.js';
 import { type Clock } from '../time/clock.js';
 
 /**
@@ -102,5 +103,23 @@ function messageOf(error: unknown): string {
     return isError(error) ? error.message : describe(error);
   } catch {
     return describe(error);
+  }
+}
+
+/**
+ * Why a failed load's error says its value was invalid, or undefined when it
+ * says something else: read by `classify` (code `VALIDATION`), so a
+ * `ValidationError` from a second copy of damper (a nested cache's, behind a
+ * loader) is an `invalid` event as this copy's own is. Its fields are read
+ * with care: a value from a loader may be hostile, and this runs where a
+ * failure is recorded.
+ */
+export function invalidity(error: unknown): { readonly reason: string; readonly issues: readonly unknown[] | undefined } | undefined {
+  if (classify(error) !== 'invalid') return undefined;
+  try {
+    const { reason, issues } = error as { reason?: unknown; issues?: unknown };
+    return { reason: typeof reason === 'string' ? reason : describe(error), issues: Array.isArray(issues) ? (issues as readonly unknown[]) : undefined };
+  } catch {
+    return { reason: 'a value that cannot be described', issues: undefined };
   }
 }

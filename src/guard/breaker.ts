@@ -1,12 +1,14 @@
 import assert from 'node:assert/strict';
 import { between, clockOption, duration, integer, optionalFunction, optionsObject, or, ordered } from '../config.js';
-import { AbortedError, BreakerOpenError, ConfigError, LoadTimeoutError, ValidationError } from '../errors.js';
+import { AbortedError, BreakerOpenError, LoadTimeoutError } from '../errors.js';
 import { Events, type ListenerErrorOption } from '../events.js';
 import { type Clock } from '../time/clock.js';
 import { Backoff } from './backoff.js';
-import { RollingWindow } from './window.js';
 import { runAbandonable } from './abandon.js';
-import { isLoadTimeout } from './classify.js';
+import { breakerRules } from './breaker-rules.js';
+import { causeOf, classify, reachedDependency } from './classify.js';
+import { SampledCalls } from './sampled-calls.js';
+import { countsOf, slowCallMsOf, type TripReason, type TripRule } from './trip-rule.js';
 import { type CallOptions, GATE, type Gate, type GuardContext, guarded, NEVER_ABORTS, NO_OPTIONS, NOT_NOW, notATask, startTask } from './guard.js';
 
 /** Where a {@link CircuitBreaker} is. */
@@ -14,9 +16,7 @@ export type BreakerState = 'closed' | 'open' | 'half-open';
 
 /** Why a {@link CircuitBreaker} changed state. */
 export type BreakerReason =
-  | 'consecutive-failures'
-  | 'failure-rate'
-  | 'slow-call-rate'
+  | TripReason
   | 'probe-failed'
   | 'probe-timeout'
   | 'open-elapsed'
@@ -52,13 +52,13 @@ export interface BreakerEvents {
 export interface BreakerStats {
   /** Where the breaker is now. An open breaker whose interval has passed reads `open` until the next call. */
   readonly state: BreakerState;
-  /** Calls counted in the window (the rate rules' denominator; 0 when both rate rules are off). */
+  /** Calls counted in the window (the rate rules' denominator; 0 when no rule keeps a window). */
   readonly calls: number;
   /** Of those, the failures. */
   readonly failures: number;
   /** Of those, the ones slower than `slowCallMs` (only counted with the slow-call rule on). */
   readonly slow: number;
-  /** Failures in a row now, against `consecutiveFailures`. */
+  /** Failures in a row now, against `consecutiveFailures` (0 when no rule counts them). */
   readonly consecutiveFailures: number;
   /** Times the breaker opened (by a rule or a failed probe), since it was made. */
   readonly trips: number;
@@ -78,7 +78,18 @@ export interface BreakerStats {
 /** Options for {@link CircuitBreaker}. Every rule names the outage it is for. */
 export interface CircuitBreakerOptions extends ListenerErrorOption {
   /**
-   * Trip after this many failures in a row. Default 5. The fast rule: a
+   * When the closed breaker opens: one {@link TripRule} or several (the first
+   * to say so trips it). Default: the rules the seven options below describe,
+   * a {@link ConsecutiveFailuresRule}, and a {@link FailureRateRule} and a
+   * {@link SlowCallRateRule} when their thresholds are below 1. Give rules for
+   * a question those options cannot ask (a rule of your own, a failure rate
+   * over two windows), or to say in one place what trips the breaker; giving
+   * `trip` and any of the seven is a `ConfigError` (one of them would be
+   * silently ignored). Each rule belongs to this breaker alone.
+   */
+  trip?: TripRule | readonly TripRule[];
+  /**
+   * Trip after this many failures in a row (a {@link ConsecutiveFailuresRule}). Default 5. The fast rule: a
    * dependency that is down fails every call, and waiting for a rate over a
    * whole window would send it `window` ms of full traffic first.
    */
@@ -99,14 +110,14 @@ export interface CircuitBreakerOptions extends ListenerErrorOption {
    */
   minimumCalls?: number;
   /**
-   * Trip when failures / calls in the window exceed this. Default 0.5; 1 turns
+   * Trip when failures / calls in the window exceed this (a {@link FailureRateRule}). Default 0.5; 1 turns
    * the rule off. Catches a dependency that fails often but not always, which
    * the consecutive rule never sees (one success resets it).
    */
   failureRateThreshold?: number;
   /**
-   * Trip when calls slower than `slowCallMs` / calls in the window exceed this.
-   * Default 1 (off). Slow is how overload starts (Missourian 2010: the server
+   * Trip when calls slower than `slowCallMs` / calls in the window exceed this
+   * (a {@link SlowCallRateRule}). Default 1 (off). Slow is how overload starts (Missourian 2010: the server
    * that hung was slow long before it was dead); shedding calls before they
    * time out keeps threads and sockets for work that can succeed.
    */
@@ -141,14 +152,18 @@ export interface CircuitBreakerOptions extends ListenerErrorOption {
   /**
    * Which errors count against the dependency. An error for which it returns
    * false counts as a success (the dependency answered; e.g. a 404). Default:
-   * every error except a `ValidationError` (a bad value is not an unhealthy
-   * dependency: tripping on it would cut every key off a database because one
-   * row is bad, while the cache already keeps the last good value and backs
-   * the key off).
+   * every error except an invalid value (`classify` says `invalid`: a bad
+   * value is not an unhealthy dependency: tripping on it would cut every key
+   * off a database because one row is bad, while the cache already keeps the
+   * last good value and backs the key off).
    *
-   * Never counted at all, whatever this returns: the caller's own abort (its
-   * signal aborted), an `AbortedError`, and a `BreakerOpenError` from a breaker
-   * nested inside this one (a refusal never reached the dependency).
+   * Never counted at all, whatever this returns, as `classify` judges them (by
+   * `code`, so a second copy of damper's errors are judged alike): the
+   * caller's own abort (its signal aborted, an `AbortedError`), and a refusal
+   * by a guard inside this one (`BreakerOpenError` of a nested breaker,
+   * `OverloadedError` of a limiter): a refusal never reached the dependency.
+   * A load cut by its hard timeout did, and is passed to this as its
+   * `LoadTimeoutError`.
    */
   isFailure?: (error: unknown) => boolean;
   clock?: Clock;
@@ -161,6 +176,9 @@ type State =
 
 const CLOSED: State = Object.freeze({ name: 'closed' });
 
+/** The duration passed to rules when no rule reads durations (none sets `slowCallMs`): calls are not timed then. */
+const UNTIMED = Number.NaN;
+
 /** Every legal transition; anything else is a bug, and asserted. */
 const LEGAL: Readonly<Record<BreakerState, readonly BreakerState[]>> = {
   closed: ['open', 'closed'],
@@ -168,18 +186,14 @@ const LEGAL: Readonly<Record<BreakerState, readonly BreakerState[]>> = {
   'half-open': ['open', 'closed'],
 };
 
-// Fields of the window.
-const CALLS = 0;
-const FAILURES = 1;
-const SLOW = 2;
-
 const OUT_SUCCESS = 0;
 const OUT_FAILURE = 1;
 const OUT_IGNORED = 2;
-type Outcome = typeof OUT_SUCCESS | typeof OUT_FAILURE | typeof OUT_IGNORED;
+/** How a call counts: for the dependency, against it, or not at all. */
+type Verdict = typeof OUT_SUCCESS | typeof OUT_FAILURE | typeof OUT_IGNORED;
 
 function defaultIsFailure(error: unknown): boolean {
-  return !(error instanceof ValidationError);
+  return classify(error) !== 'invalid';
 }
 
 /**
@@ -189,9 +203,10 @@ function defaultIsFailure(error: unknown): boolean {
  * to recover rather than a retry storm (Discord 2019, where a breaker bug let
  * a thundering herd through to the database, which then flapped).
  *
- * - **Closed**: calls pass. It trips on `consecutiveFailures` failures in a
- *   row, or when, with at least `minimumCalls` calls in the last `window` ms,
- *   the failure rate or the slow-call rate exceeds its threshold.
+ * - **Closed**: calls pass. It trips when one of its {@link TripRule}s says
+ *   so: by default on `consecutiveFailures` failures in a row, or when, with
+ *   at least `minimumCalls` calls in the last `window` ms, the failure rate or
+ *   the slow-call rate exceeds its threshold (option `trip` for other rules).
  * - **Open**: calls are refused at once with {@link BreakerOpenError} (with
  *   `retryAfterMs`) and the task is never called. No timer runs: the breaker
  *   turns half-open on the first call after the interval, so 10 000 idle
@@ -213,6 +228,7 @@ function defaultIsFailure(error: unknown): boolean {
 export class CircuitBreaker implements Gate {
   /** @internal */
   readonly [GATE] = true as const;
+  // The settings of the default rules (what the options said, or their defaults); with `trip`, unused.
   readonly consecutiveFailures: number;
   readonly window: number;
   readonly windowBuckets: number;
@@ -229,23 +245,21 @@ export class CircuitBreaker implements Gate {
   private readonly clock: Clock;
   private readonly backoff: Backoff;
   private readonly events: Events<BreakerEvents>;
-  private readonly trackSlow: boolean;
-  private readonly rateRules: boolean;
+  /** When the closed breaker opens (see {@link TripRule}). */
+  private readonly rules: readonly TripRule[];
+  /** Calls at least this long are slow, for the rules that count them; undefined when none does, and calls are not timed. */
+  private readonly slowAt: number | undefined;
 
   private current: State = CLOSED;
   /** Bumped on every transition; outcomes of calls from an older epoch are dropped. */
   private epoch = 0;
   /** Trips since the breaker last closed: the exponent of the open interval. */
   private trips = 0;
-  private consecutive = 0;
   // Cumulative counters for stats(): one increment where each event happens.
   private tripsTotal = 0;
   private succeeded = 0;
   private failed = 0;
   private rejected = 0;
-
-  /** Calls, failures and slow calls in the last `window` ms, in `windowBuckets` buckets (fields CALLS, FAILURES, SLOW). */
-  private readonly counts: RollingWindow;
 
   // Outcome handlers shared by every plain call of the current closed epoch:
   // built once per transition so the hot path allocates no closure.
@@ -256,15 +270,11 @@ export class CircuitBreaker implements Gate {
     const options = optionsObject('CircuitBreaker options', breakerOptions);
     this.events = new Events<BreakerEvents>(optionalFunction('onListenerError', options.onListenerError));
     this.consecutiveFailures = integer('consecutiveFailures', or(options.consecutiveFailures, 5), 1);
-    this.window = duration('window', or(options.window, 10_000), { positive: true });
-    this.windowBuckets = integer('windowBuckets', or(options.windowBuckets, 10), 1);
-    // A window of three counts per bucket is allocated here: a typo of 1e9 must be an error, not 24 GB.
-    if (this.windowBuckets > 1000) throw new ConfigError(`windowBuckets must be at most 1000, got ${this.windowBuckets}`);
-    const bucketMs = this.window / this.windowBuckets;
-    if (!Number.isInteger(bucketMs) || bucketMs < 1) {
-      throw new ConfigError(`window (${this.window} ms) must split into windowBuckets (${this.windowBuckets}) buckets of a whole number of ms, at least 1`);
-    }
-    this.minimumCalls = integer('minimumCalls', or(options.minimumCalls, 20), 1);
+    // Checked here whether or not a rate rule is made from them: a bad window is a slip either way.
+    const sampling = new SampledCalls(options);
+    this.window = sampling.window;
+    this.windowBuckets = sampling.windowBuckets;
+    this.minimumCalls = sampling.minimumCalls;
     this.failureRateThreshold = between('failureRateThreshold', or(options.failureRateThreshold, 0.5), 0, 1);
     this.slowCallRateThreshold = between('slowCallRateThreshold', or(options.slowCallRateThreshold, 1), 0, 1);
     this.slowCallMs = duration('slowCallMs', or(options.slowCallMs, 5_000), { positive: true });
@@ -278,9 +288,8 @@ export class CircuitBreaker implements Gate {
     this.isFailure = options.isFailure ?? defaultIsFailure;
     this.clock = clockOption('clock', options.clock);
     this.backoff = new Backoff({ base: this.openFor, max: this.maxOpenFor, factor: 2, jitter: this.jitter });
-    this.trackSlow = this.slowCallRateThreshold < 1;
-    this.rateRules = this.trackSlow || this.failureRateThreshold < 1;
-    this.counts = new RollingWindow(this.clock, bucketMs, this.windowBuckets, 3);
+    this.rules = breakerRules(options, this, this.clock);
+    this.slowAt = slowCallMsOf(this.rules);
     this.bindClosedHandlers();
   }
 
@@ -293,10 +302,7 @@ export class CircuitBreaker implements Gate {
   stats(): BreakerStats {
     return {
       state: this.current.name,
-      calls: this.counts.sum(CALLS),
-      failures: this.counts.sum(FAILURES),
-      slow: this.counts.sum(SLOW),
-      consecutiveFailures: this.consecutive,
+      ...countsOf(this.rules),
       trips: this.tripsTotal,
       succeeded: this.succeeded,
       failed: this.failed,
@@ -339,7 +345,7 @@ export class CircuitBreaker implements Gate {
       // The outcome is observed by a reaction registered before the caller's,
       // so it is recorded before the caller resumes, and the caller's promise
       // is the task's own (no extra tick, no extra promise on its path).
-      if ((context === NO_OPTIONS || (context.signal === NEVER_ABORTS && context.key === '')) && !this.trackSlow) p.then(this.closedOk, this.closedErr);
+      if ((context === NO_OPTIONS || (context.signal === NEVER_ABORTS && context.key === '')) && this.slowAt === undefined) p.then(this.closedOk, this.closedErr);
       else this.observe(p, context);
       return p;
     }
@@ -352,38 +358,40 @@ export class CircuitBreaker implements Gate {
    * or with slow-call tracking (the start time: two).
    */
   private observe(p: Promise<unknown>, context: GuardContext): void {
-    if (this.trackSlow) {
+    if (this.slowAt !== undefined) {
       this.observeTimed(p, context);
       return;
     }
     const epoch = this.epoch;
     p.then(this.closedOk, (error: unknown) => {
-      if (epoch === this.epoch) this.recordClosed(this.classify(error, context.signal), false, context.key, error);
+      if (epoch === this.epoch) this.recordClosed(this.judge(error, context.signal), UNTIMED, context.key, error);
     });
   }
 
-  /** {@link observe} with slow-call tracking: the start time too. */
+  /** {@link observe} for rules that read durations: the start time too. */
   private observeTimed(p: Promise<unknown>, context: GuardContext): void {
     const epoch = this.epoch;
     const start = this.clock.now();
     p.then(
       () => {
-        if (epoch !== this.epoch) return;
-        const now = this.clock.now();
-        this.recordClosed(OUT_SUCCESS, now - start >= this.slowCallMs, context.key, undefined);
+        if (epoch === this.epoch) this.recordClosed(OUT_SUCCESS, this.clock.now() - start, context.key, undefined);
       },
       (error: unknown) => {
-        if (epoch !== this.epoch) return;
-        const now = this.clock.now();
-        this.recordClosed(this.classify(error, context.signal), now - start >= this.slowCallMs, context.key, error);
+        if (epoch === this.epoch) this.recordClosed(this.judge(error, context.signal), this.clock.now() - start, context.key, error);
       },
     );
   }
 
   private closedSuccess(): void {
-    this.consecutive = 0;
     this.succeeded++;
-    if (this.rateRules) this.countInWindow(OUT_SUCCESS, false);
+    // count(OUT_SUCCESS, UNTIMED) written out: this is the hot path.
+    const rules = this.rules;
+    let reason: TripReason | undefined;
+    for (let i = 0; i < rules.length; i++) {
+      const said = rules[i]!.success(UNTIMED);
+      reason ??= said;
+    }
+    if (reason !== undefined) this.trip(reason);
   }
 
   /**
@@ -395,77 +403,67 @@ export class CircuitBreaker implements Gate {
    * @internal
    */
   enter(_context: GuardContext): number {
-    return this.current === CLOSED && !this.trackSlow ? this.epoch : NOT_NOW;
+    return this.current === CLOSED && this.slowAt === undefined ? this.epoch : NOT_NOW;
   }
 
   /** @internal */
   leave(token: number, context: GuardContext, ok: boolean, error: unknown): void {
     if (token !== this.epoch) return;
     if (ok) this.closedSuccess();
-    else this.recordClosed(this.classify(error, context.signal), false, context.key, error);
+    else this.recordClosed(this.judge(error, context.signal), UNTIMED, context.key, error);
   }
 
   private bindClosedHandlers(): void {
     const epoch = this.epoch;
-    // The success handler is the hot path, written out rather than through recordClosed: a success can trip
-    // nothing but a rate rule, and only once the window holds a failure or a slow call.
+    // The success handler is the hot path, written out rather than through recordClosed: no verdict to branch on.
     this.closedOk = () => {
       if (epoch === this.epoch) this.closedSuccess();
     };
     this.closedErr = (error: unknown) => {
-      if (epoch === this.epoch) this.recordClosed(this.classify(error, NEVER_ABORTS), false, '', error);
+      if (epoch === this.epoch) this.recordClosed(this.judge(error, NEVER_ABORTS), UNTIMED, '', error);
     };
   }
 
-  private classify(error: unknown, signal: AbortSignal): Outcome {
-    // A call aborted by a load's hard timeout (the cache's `loadTimeout`) is the
-    // dependency failing to answer in time, not a caller leaving: it counts,
-    // or a hanging database would never trip the breaker inside a cache.
-    if (signal.aborted && isLoadTimeout(signal.reason)) error = signal.reason;
-    else if (signal.aborted || error instanceof AbortedError || error instanceof BreakerOpenError) return OUT_IGNORED;
+  private judge(error: unknown, signal: AbortSignal): Verdict {
+    // A call the caller left, or that a guard inside this breaker refused,
+    // never reached the dependency: it says nothing of it (a load cut by its
+    // hard timeout did reach it, and did not answer: classifyCall).
+    if (!reachedDependency(error, signal)) return OUT_IGNORED;
     let failed: boolean;
     try {
-      failed = this.isFailure(error);
+      failed = this.isFailure(causeOf(error, signal));
     } catch {
       failed = true;
     }
     return failed ? OUT_FAILURE : OUT_SUCCESS;
   }
 
-  private recordClosed(outcome: Outcome, slow: boolean, key: string, error: unknown): void {
+  /** A call that ran while closed ended: `ms` is its duration, {@link UNTIMED} when no rule reads durations. */
+  private recordClosed(outcome: Verdict, ms: number, key: string, error: unknown): void {
     if (outcome === OUT_IGNORED) return;
     if (outcome === OUT_SUCCESS) {
-      this.consecutive = 0;
       this.succeeded++;
     } else {
       assert.equal(this.current, CLOSED);
-      this.consecutive++;
       this.failed++;
       if (this.events.has('failure')) this.events.emit('failure', { key, error, state: 'closed' });
     }
-    if (this.rateRules) this.countInWindow(outcome, slow);
-    else if (outcome === OUT_FAILURE && this.consecutive >= this.consecutiveFailures) this.trip('consecutive-failures');
+    this.count(outcome, ms);
   }
 
-  /** Counts a call in the window and applies the rules that can trip on it (see recordClosed). */
-  private countInWindow(outcome: typeof OUT_SUCCESS | typeof OUT_FAILURE, slow: boolean): void {
-    const counts = this.counts;
-    counts.add(CALLS);
-    if (outcome === OUT_FAILURE) counts.add(FAILURES);
-    if (slow) counts.add(SLOW);
-    if (outcome === OUT_FAILURE && this.consecutive >= this.consecutiveFailures) {
-      this.trip('consecutive-failures');
-      return;
+  /**
+   * Tells every rule of the call, then trips for the first that said so: all
+   * count the call, so none misses the one that tripped another (the order of
+   * the rules is the order their reasons win).
+   */
+  private count(outcome: typeof OUT_SUCCESS | typeof OUT_FAILURE, ms: number): void {
+    const rules = this.rules;
+    let reason: TripReason | undefined;
+    for (let i = 0; i < rules.length; i++) {
+      const said = outcome === OUT_SUCCESS ? rules[i]!.success(ms) : rules[i]!.failure(ms);
+      reason ??= said;
     }
-    // A rate can only exceed its threshold if something in the window failed
-    // or was slow; a success can still bring the count up to minimumCalls.
-    const failures = counts.total(FAILURES);
-    const slowCalls = counts.total(SLOW);
-    if (failures + slowCalls === 0) return;
-    const calls = counts.total(CALLS);
-    if (calls < this.minimumCalls) return;
-    if (failures > this.failureRateThreshold * calls) this.trip('failure-rate');
-    else if (slowCalls > this.slowCallRateThreshold * calls) this.trip('slow-call-rate');
+    if (reason !== undefined) this.trip(reason);
   }
 
   private trip(reason: BreakerReason): void {
@@ -483,8 +481,7 @@ export class CircuitBreaker implements Gate {
     this.epoch++;
     if (to.name === 'closed') {
       this.trips = 0;
-      this.counts.clear();
-      this.consecutive = 0;
+      for (const rule of this.rules) rule.reset();
       this.bindClosedHandlers();
     }
     if (this.events.has('state')) {
@@ -539,18 +536,18 @@ export class CircuitBreaker implements Gate {
     });
     probe.then(
       () => {
-        const slow = this.trackSlow && this.clock.now() - start >= this.slowCallMs;
+        const slow = this.slowAt !== undefined && this.clock.now() - start >= this.slowAt;
         this.probeOutcome(epoch, slow ? OUT_FAILURE : OUT_SUCCESS, 'probe-failed', key, undefined);
       },
       (error: unknown) => {
         // A probe walked away from was judged when it was left (onAbandon).
-        if (!left) this.probeOutcome(epoch, this.classify(error, context.signal), 'probe-failed', key, error);
+        if (!left) this.probeOutcome(epoch, this.judge(error, context.signal), 'probe-failed', key, error);
       },
     );
     return probe;
   }
 
-  private probeOutcome(epoch: number, outcome: Outcome, reason: BreakerReason, key: string, error: unknown): void {
+  private probeOutcome(epoch: number, outcome: Verdict, reason: BreakerReason, key: string, error: unknown): void {
     // A probe from an earlier half-open period (the breaker was reset or
     // isolated meanwhile) decides nothing.
     if (epoch !== this.epoch) return;

@@ -1,6 +1,7 @@
 import { type Clock } from '../time/clock.js';
 import { clockOption, duration, hasMethods, integer, oneOf, optionsObject, or, optionalFunction } from '../config.js';
 import { ConfigError, OverloadedError } from '../errors.js';
+import { classify } from './classify.js';
 import { Events, type ListenerErrorOption } from '../events.js';
 import { type CallOptions, GATE, type Gate, type GuardContext, guarded, NOT_NOW, notATask, startTask } from './guard.js';
 import { type LimitAlgorithm } from './limit-algorithms.js';
@@ -259,7 +260,7 @@ export class ConcurrencyLimiter implements Gate {
     };
     pending.then(
       () => sample(false),
-      (error: unknown) => sample(error instanceof OverloadedError),
+      (error: unknown) => sample(classify(error) === 'shed'),
     );
     return pending;
   }

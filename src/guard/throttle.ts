@@ -3,7 +3,7 @@ import { type Clock } from '../time/clock.js';
 import { between, clockOption, duration, integer, optionalFunction, optionsObject, or } from '../config.js';
 import { ConfigError, OverloadedError } from '../errors.js';
 import { Events, type ListenerErrorOption } from '../events.js';
-import { isAbort, isLoadTimeout, isOverloadSignal } from './classify.js';
+import { causeOf, classify, classifyCall, isLocalRefusal } from './classify.js';
 import { type CallOptions, GATE, type Gate, type GuardContext, guarded, NEVER_ABORTS, NOT_NOW, notATask, startTask } from './guard.js';
 import { RollingWindow } from './window.js';
 
@@ -28,12 +28,11 @@ export interface AdaptiveThrottleOptions extends ListenerErrorOption {
   /**
    * Whether a failure means the backend did not take the request (refused it:
    * overload, breaker open, unavailable; or never answered it in time) rather
-   * than accepted and answered it. Default: `OverloadedError`,
-   * `BreakerOpenError`, an error whose `code` is `OVERLOADED`, `BREAKER_OPEN`,
-   * `UNAVAILABLE` or `RESOURCE_EXHAUSTED`, or whose numeric
-   * `status`/`statusCode` is 429 or 503; and a load timeout (`LoadTimeoutError`
-   * of phase `load`, or code `LOAD_TIMEOUT`), thrown or the reason the call's
-   * signal aborted. Any other error (a 404, a bug) counts as accepted. Slow is
+   * than accepted and answered it. Default: what `classify` calls `shed`,
+   * `breaker-open`, `overloaded` (code `OVERLOADED`, `BREAKER_OPEN`,
+   * `UNAVAILABLE` or `RESOURCE_EXHAUSTED`, or a numeric `status`/`statusCode`
+   * of 429 or 503) or `timeout` (code `LOAD_TIMEOUT` of phase `load`), thrown
+   * or the reason the call's signal aborted. Any other error (a 404, a bug) counts as accepted. Slow is
    * not refused (principle 5): a call that answers late but within its
    * timeout is accepted, and it is the limiter's job to answer slowness; a
    * call that timed out got no answer, and counting it is what lets the
@@ -264,13 +263,9 @@ export class AdaptiveThrottle implements Gate {
    * backend, so it counts for nothing.
    */
   private settled(signal: AbortSignal, error: unknown): void {
-    let cause = error;
-    if (signal.aborted) {
-      // An answer after a load timeout aborted the call came too late for its caller.
-      if (!isLoadTimeout(signal.reason)) return;
-      cause = signal.reason;
-    } else if (isAbort(error)) return;
-    this.counts.add(this.safeIsRejection(cause) ? REJECTED : ACCEPTS);
+    if (classifyCall(error, signal) === 'aborted') return;
+    // An answer after a load timeout aborted the call came too late for its caller: the timeout is the cause.
+    this.counts.add(this.safeIsRejection(causeOf(error, signal)) ? REJECTED : ACCEPTS);
   }
 
   private safeIsRejection(error: unknown): boolean {
@@ -282,7 +277,8 @@ export class AdaptiveThrottle implements Gate {
   }
 }
 
-/** The default `isRejection`: a refusal for overload, or a load that got no answer in time. */
+/** The default `isRejection`: a refusal for overload, here or by the backend, or a load that got no answer in time. */
 function defaultIsRejection(error: unknown): boolean {
-  return isOverloadSignal(error) || isLoadTimeout(error);
+  const outcome = classify(error);
+  return outcome === 'overloaded' || outcome === 'timeout' || isLocalRefusal(outcome);
 }
