@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { clockOption, duration, integer, isInstance, optionsObject, or } from '../config.js';
 import { AbortedError, ConfigError, DeadlineExceededError } from '../errors.js';
-import { isAbort, isRefusal } from '../guard/classify.js';
+import { classify } from '../guard/classify.js';
 import { scopedSignal } from '../guard/deadline.js';
 import { type GuardContext } from '../guard/guard.js';
 import { ConcurrencyLimiter } from '../guard/limiter.js';
@@ -176,13 +176,14 @@ export class Admission {
       this.counts.gone++;
       return;
     }
-    if (isRefusal(error)) {
+    const outcome = classify(error);
+    if (outcome === 'shed') {
       this.counts.shed++;
       door.refuse(this.shed);
       return;
     }
     // The limiter's deadline, or the task's refusal when the deadline came with the slot: the caller's abort is handled above.
-    assert.ok(isAbort(error) || error instanceof DeadlineExceededError, `a request is refused by overload, deadline or abort only, got ${String(error)}`);
+    assert.ok(outcome === 'aborted' || outcome === 'deadline', `a request is refused by overload, deadline or abort only, got ${String(error)}`);
     this.counts.expired++;
     door.refuse(EXPIRED);
   }

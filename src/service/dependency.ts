@@ -3,7 +3,7 @@ import { arrayOption, boolean, clockOption, duration, isInstance, oneOf, optiona
 import { ConfigError, describe } from '../errors.js';
 import { type BreakerStats, CircuitBreaker, type CircuitBreakerOptions } from '../guard/breaker.js';
 import { RetryBudget, type RetryBudgetStats } from '../guard/budget.js';
-import { isAbort, isLoadTimeout, isOverloadSignal, isRefusal } from '../guard/classify.js';
+import { classify, isAbort } from '../guard/classify.js';
 import { type Guard, type GuardContext, NEVER_ABORTS, pipeline, startTask } from '../guard/guard.js';
 import { keyed } from '../guard/keyed.js';
 import { checkPriority, type Priority } from '../guard/priority.js';
@@ -303,7 +303,8 @@ function notAnAbort(error: unknown): boolean {
  * refuses everything, so the throttle need not add to it.
  */
 function refusedByUpstream(error: unknown): boolean {
-  return !isRefusal(error) && (isOverloadSignal(error) || isLoadTimeout(error));
+  const outcome = classify(error);
+  return outcome === 'overloaded' || outcome === 'timeout';
 }
 
 /**

@@ -1,6 +1,6 @@
 import { type Balancer, type PickedUpstream } from '../balance/balancer.js';
 import { OverloadedError } from '../errors.js';
-import { errorCode, isAbort, isOverloadSignal } from '../guard/classify.js';
+import { classify, isAbort, isOverloadSignal } from '../guard/classify.js';
 import { type Guard, type GuardContext } from '../guard/guard.js';
 import { type Clock } from '../time/clock.js';
 import { type Hedging } from './hedge.js';
@@ -70,8 +70,8 @@ export class Route<U, T> {
     // upstream's throttle alone, which sheds in proportion to what the
     // upstream still serves. A breaker on the last capacity would turn a
     // brownout into an outage (principle 5; docs/lab.md, retry-storm).
-    const breakers = [...refused.values()].filter((e) => errorCode(e) === 'BREAKER_OPEN').length;
-    if (this.pastBreaker !== undefined && errorCode(refused.get(upstream.id)) === 'BREAKER_OPEN' && !balancer.mayBeOut(breakers)) return this.send(upstream, this.pastBreaker, signal, FINAL);
+    const breakers = [...refused.values()].filter((e) => classify(e) === 'breaker-open').length;
+    if (this.pastBreaker !== undefined && classify(refused.get(upstream.id)) === 'breaker-open' && !balancer.mayBeOut(breakers)) return this.send(upstream, this.pastBreaker, signal, FINAL);
     // Fail fast (principle 4) with this one's refusal (a BreakerOpenError says when it probes again); nothing was sent.
     balancer.release(upstream);
     return Promise.reject(refused.get(upstream.id));

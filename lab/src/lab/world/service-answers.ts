@@ -1,4 +1,4 @@
-import { OverloadedError } from 'damper';
+import { classify } from 'damper';
 import { type Served } from './web-server.js';
 import { type Outcome } from './service-server.js';
 
@@ -69,6 +69,7 @@ export const MISS: Served = { hit: false };
 /** What a rejection of damper's stack means for the user: its server's outcome, a shed (an `OverloadedError` anywhere), or a plain failure. */
 export function answerOf(error: unknown): Answer {
   if (error instanceof ServiceFailure) return error.answer;
-  if (error instanceof OverloadedError) return answer('shed', false);
+  // By the error's code: a refusal by any copy of damper (the client's balancer, a limiter) is a shed.
+  if (classify(error) === 'shed') return answer('shed', false);
   return answer('error', false);
 }
