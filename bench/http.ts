@@ -12,6 +12,8 @@
  *   handler)`: what undici's `compose` costs any interceptor (it wraps the
  *   caller's handler for the new handler API, and `Agent` unwraps it again),
  *   so the rows below it show damper's own part apart;
+ * - "undici's retry interceptor": `new Agent().compose(interceptors.retry())`
+ *   on its defaults, the peer a user would pick (it retries with no budget);
  * - "damper interceptor": `new Agent().compose(damperInterceptor(new
  *   HttpDependency({ upstreams: [origin] })))` on its defaults: balancer pick,
  *   the upstream's throttle and breaker, `Retry` under its budget;
@@ -41,7 +43,7 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
-import { Agent, type Dispatcher, fetch, request, type Response } from 'undici';
+import { Agent, type Dispatcher, fetch, interceptors, request, type Response } from 'undici';
 import { damperFetch, damperInterceptor, HttpDependency, type HttpDependencyOptions } from '../src/http/index.js';
 import { collect } from './gc.js';
 import type { ServedCounts } from './http-server.js';
@@ -51,6 +53,7 @@ import { table } from './report.js';
 export const BODY_BYTES = 64;
 export const PLAIN = 'undici, plain Agent';
 export const NOOP = 'no-op interceptor (undici compose alone)';
+export const UNDICI_RETRY = "undici's retry interceptor";
 export const DAMPER = 'damper interceptor';
 export const PLAIN_FETCH = 'undici fetch, plain Agent';
 export const DAMPER_FETCH = 'damperFetch';
@@ -198,6 +201,8 @@ function variantsOf(origins: readonly string[], closers: (() => Promise<unknown>
   const requests = [
     viaRequest(PLAIN, 'request(url, { dispatcher: new Agent() })', '/plain', undefined, agent()),
     viaRequest(NOOP, 'new Agent().compose((dispatch) => (options, handler) => dispatch(options, handler)), for reference', '/noop', undefined, agent().compose(noop)),
+    // The peer a user would pick: undici's own retry, on its defaults (5 retries of idempotent methods, exponential backoff, no budget).
+    viaRequest(UNDICI_RETRY, 'new Agent().compose(interceptors.retry()), undici\'s own retry on its defaults', '/undici-retry', undefined, agent().compose(interceptors.retry())),
     viaInterceptor(DAMPER, 'new Agent().compose(damperInterceptor(new HttpDependency({ upstreams: [origin] })))', '/damper', { upstreams: [origin] }),
     viaInterceptor(`${DAMPER}, timeout 5000`, 'the same with { timeout: 5000 }: a deadline on every request', '/deadline', { upstreams: [origin], timeout: 5_000 }),
     viaInterceptor(`${DAMPER}, ${UPSTREAMS} upstreams`, `the same with { upstreams: [${UPSTREAMS} origins] } (one server, ${UPSTREAMS} ports)`, '/three', { upstreams: [origin, ...others] }),
