@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { BreakerOpenError, ConfigError, Dependency, type DependencyOptions, deadlineOf, LoadTimeoutError, type PickedUpstream, RetryBudget, runInRequestScope, VirtualClock } from '../src/index.js';
+import { settleOn } from './helpers.js';
 
 // The transport-free core of damper/http: the composition a service deploys
 // (retry under a budget, the balancer, a throttle and a breaker per upstream,
@@ -31,15 +32,6 @@ function world(behaviours: Record<string, Behaviour>, ms = 10) {
   return { clock, log, attempt, make };
 }
 
-async function settle<T>(clock: VirtualClock, p: Promise<T>): Promise<{ value?: T; error?: unknown }> {
-  const out: { value?: T; error?: unknown } = {};
-  p.then(
-    (value) => void (out.value = value),
-    (error: unknown) => void (out.error = error),
-  );
-  await clock.runUntilIdle();
-  return out;
-}
 
 describe('one composition, whatever carries the calls', () => {
   test('a call is answered by an upstream the balancer picks; a failed attempt is retried elsewhere, never on the upstream that just failed it', async () => {
@@ -47,7 +39,7 @@ describe('one composition, whatever carries the calls', () => {
     const d = make({ breaker: false, throttle: false });
     for (let i = 0; i < 20; i++) {
       const from = log.length;
-      const out = await settle(clock, d.call(attempt));
+      const out = await settleOn(clock, d.call(attempt));
       assert.equal(out.value, 'answer of b');
       const tried = log.slice(from);
       for (let j = 1; j < tried.length; j++) assert.notEqual(tried[j], tried[j - 1], `a retry went back to ${tried[j]!}`);
@@ -59,7 +51,7 @@ describe('one composition, whatever carries the calls', () => {
   test('a call that may not be repeated is sent once', async () => {
     const { clock, log, attempt, make } = world({ a: 'fail' });
     const d = make({ breaker: false, throttle: false });
-    const out = await settle(clock, d.call(attempt, { idempotent: false }));
+    const out = await settleOn(clock, d.call(attempt, { idempotent: false }));
     assert.match(String(out.error), /a failed/);
     assert.deepEqual(log, ['a']);
   });
@@ -69,10 +61,10 @@ describe('one composition, whatever carries the calls', () => {
     const d = make({ breaker: false, throttle: false, timeout: 500, retry: { maxAttempts: 1 } });
     const seen: (number | undefined)[] = [];
     const hang = (_: PickedUpstream<string>, signal: AbortSignal): Promise<string> => (seen.push(deadlineOf(signal)), new Promise(() => {}));
-    void settle(clock, d.call(hang, { deadline: 300 }));
-    void settle(clock, d.call(hang));
+    void settleOn(clock, d.call(hang, { deadline: 300 }));
+    void settleOn(clock, d.call(hang));
     const scope = { deadline: clock.now() + 200, clock, priority: 'low' as const, signal: new AbortController().signal };
-    void settle(clock, runInRequestScope(scope, () => d.call(hang)));
+    void settleOn(clock, runInRequestScope(scope, () => d.call(hang)));
     await clock.runUntilIdle();
     assert.deepEqual(seen, [300, 500, 200]);
   });
@@ -82,7 +74,7 @@ describe('one composition, whatever carries the calls', () => {
     const d = make({ breaker: false, throttle: false, retry: { attemptTimeout: 100, maxAttempts: 2, baseDelay: 1, maxDelay: 2 } });
     let timeouts = 0;
     d.retry.on('retry', ({ error }) => void (error instanceof LoadTimeoutError && timeouts++));
-    for (let i = 0; i < 10; i++) assert.equal((await settle(clock, d.call(attempt))).value, 'answer of b');
+    for (let i = 0; i < 10; i++) assert.equal((await settleOn(clock, d.call(attempt))).value, 'answer of b');
     assert.ok(timeouts > 0, 'some calls went to the hung one first');
     const a = d.balancer.snapshot().upstreams.find((u) => u.id === 'a')!;
     assert.ok(a.consecutiveErrors > 0 || a.ejections > 0, `the hung upstream was held to account: ${JSON.stringify(a)}`);
@@ -107,9 +99,9 @@ describe('never remove the last capacity (principle 5): open breakers are bounde
   test("the only upstream's open breaker does not refuse every call: the attempt goes past it (through the throttle)", async () => {
     const { clock, log, attempt, make } = world({ a: 'fail' });
     const d = make(tripping);
-    for (let i = 0; i < 2; i++) await settle(clock, d.call(attempt));
+    for (let i = 0; i < 2; i++) await settleOn(clock, d.call(attempt));
     assert.equal(d.stats().upstreams[0]!.breaker!.state, 'open');
-    const out = await settle(clock, d.call(attempt));
+    const out = await settleOn(clock, d.call(attempt));
     assert.match(String(out.error), /a failed/, 'the upstream was called, and its own answer is the caller\'s');
     assert.equal(log.length, 3);
   });
@@ -117,8 +109,8 @@ describe('never remove the last capacity (principle 5): open breakers are bounde
   test("with breakerReach 'unbounded' the only upstream's open breaker refuses, and nothing is sent", async () => {
     const { clock, log, attempt, make } = world({ a: 'fail' });
     const d = make({ ...tripping, breakerReach: 'unbounded' });
-    for (let i = 0; i < 2; i++) await settle(clock, d.call(attempt));
-    const out = await settle(clock, d.call(attempt));
+    for (let i = 0; i < 2; i++) await settleOn(clock, d.call(attempt));
+    const out = await settleOn(clock, d.call(attempt));
     assert.ok(out.error instanceof BreakerOpenError, String(out.error));
     assert.equal(log.length, 2);
   });
@@ -127,16 +119,16 @@ describe('never remove the last capacity (principle 5): open breakers are bounde
     const { clock, log, attempt, make } = world({ a: 'fail', b: 'ok' });
     const d = make(tripping);
     // Trip a's breaker: calls until it has failed twice.
-    while (d.stats().upstreams[0]!.breaker!.state !== 'open') await settle(clock, d.call(attempt));
+    while (d.stats().upstreams[0]!.breaker!.state !== 'open') await settleOn(clock, d.call(attempt));
     const from = log.length;
-    for (let i = 0; i < 20; i++) assert.equal((await settle(clock, d.call(attempt))).value, 'answer of b');
+    for (let i = 0; i < 20; i++) assert.equal((await settleOn(clock, d.call(attempt))).value, 'answer of b');
     assert.ok(!log.slice(from).includes('a'), 'a is out while b serves');
   });
 
   test('an upstream shedding (a 503) trips its breaker but is never ejected by the balancer: shedding is alive', async () => {
     const { clock, attempt, make } = world({ a: 'shed', b: 'ok' });
     const d = make({ throttle: false, retry: { maxAttempts: 1 }, balancer: { outliers: { consecutiveErrors: 2 } } });
-    for (let i = 0; i < 40; i++) await settle(clock, d.call(attempt));
+    for (let i = 0; i < 40; i++) await settleOn(clock, d.call(attempt));
     const a = d.stats().balancer.upstreams.find((u) => u.id === 'a')!;
     assert.equal(a.ejections, 0, JSON.stringify(a));
   });

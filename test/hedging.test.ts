@@ -1,20 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ConfigError, Dependency, type PickedUpstream, RetryBudget, VirtualClock } from '../src/index.js';
+import { settleOn } from './helpers.js';
 
 // Hedged requests in a Dependency, in virtual time: what a hedge buys (the
 // slow upstream's tail), what bounds it (the retry budget), and what it costs
 // without that bound (a storm of its own).
 
-async function settle<T>(clock: VirtualClock, p: Promise<T>): Promise<{ value?: T; error?: unknown }> {
-  const out: { value?: T; error?: unknown } = {};
-  p.then(
-    (value) => void (out.value = value),
-    (error: unknown) => void (out.error = error),
-  );
-  await clock.runUntilIdle();
-  return out;
-}
 
 describe('hedging is spent from the retry budget (principle 3): a hedge is a retry sent early', () => {
   /** Upstreams a (slow: 500 ms) and b (fast: 10 ms); which one a call starts on is the balancer's. */
@@ -46,7 +38,7 @@ describe('hedging is spent from the retry budget (principle 3): a hedge is a ret
     const durations: number[] = [];
     for (let i = 0; i < 40; i++) {
       const t0 = clock.now();
-      const out = await settle(clock, d.call(attempt));
+      const out = await settleOn(clock, d.call(attempt));
       assert.equal(out.error, undefined);
       durations.push(clock.now() - t0);
     }
@@ -62,7 +54,7 @@ describe('hedging is spent from the retry budget (principle 3): a hedge is a ret
     const { clock, attempt } = slowAndFast();
     const budget = new RetryBudget({ clock, ratio: 0.0001, minPerSecond: 0.0001 });
     const d = new Dependency<string>({ upstreams: [{ id: 'a', target: 'a' }, { id: 'b', target: 'b' }], clock, breaker: false, throttle: false, hedge: { after: 50 }, budget });
-    for (let i = 0; i < 20; i++) await settle(clock, d.call(attempt));
+    for (let i = 0; i < 20; i++) await settleOn(clock, d.call(attempt));
     const h = d.stats().hedges!;
     assert.equal(h.sent, 0);
     assert.ok(h.budgetRefusals > 0, 'hedges were due and refused by the budget');
@@ -71,20 +63,20 @@ describe('hedging is spent from the retry budget (principle 3): a hedge is a ret
   test('a call that may not be repeated is never hedged; one upstream alone is never hedged to itself', async () => {
     const { clock, log, attempt } = slowAndFast();
     const d = new Dependency<string>({ upstreams: [{ id: 'a', target: 'a' }, { id: 'b', target: 'b' }], clock, breaker: false, throttle: false, hedge: { after: 50 }, budget: new RetryBudget({ clock, ratio: 1, minPerSecond: 1_000 }) });
-    for (let i = 0; i < 20; i++) await settle(clock, d.call(attempt, { idempotent: false }));
+    for (let i = 0; i < 20; i++) await settleOn(clock, d.call(attempt, { idempotent: false }));
     assert.equal(d.stats().hedges!.sent, 0);
     assert.equal(log.length, 20);
     const alone = new Dependency<string>({ upstreams: [{ id: 'a', target: 'a' }], clock, breaker: false, throttle: false, hedge: { after: 50 } });
-    await settle(clock, alone.call(attempt));
+    await settleOn(clock, alone.call(attempt));
     assert.deepEqual(alone.stats().hedges, { sent: 0, won: 0, budgetRefusals: 0, noUpstream: 1 });
   });
 
   test('a percentile delay: no hedge until the window is full, then at that percentile of recent attempts', async () => {
     const { clock, attempt } = slowAndFast();
     const d = new Dependency<string>({ upstreams: [{ id: 'a', target: 'a' }, { id: 'b', target: 'b' }], clock, breaker: false, throttle: false, hedge: { percentile: 0.5, samples: 10 }, budget: new RetryBudget({ clock, ratio: 1, minPerSecond: 1_000 }) });
-    for (let i = 0; i < 10; i++) await settle(clock, d.call(attempt));
+    for (let i = 0; i < 10; i++) await settleOn(clock, d.call(attempt));
     assert.equal(d.stats().hedges!.sent, 0, 'the first ten calls only measure');
-    for (let i = 0; i < 30; i++) await settle(clock, d.call(attempt));
+    for (let i = 0; i < 30; i++) await settleOn(clock, d.call(attempt));
     assert.ok(d.stats().hedges!.sent > 0);
   });
 

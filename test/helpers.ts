@@ -1,3 +1,4 @@
+import { type VirtualClock } from '../src/time/virtual.js';
 import type { StandardSchemaV1 } from '@standard-schema/spec';
 /** A promise with its resolve and reject exposed, for loaders the test settles by hand. */
 export interface Deferred<T> {
@@ -35,4 +36,15 @@ export function track<T>(p: Promise<T>): { settled: boolean; value?: T; error?: 
 /** A Standard Schema validator (the async kind) whose verdict never comes for the values `hangs` picks. */
 export function hangingSchema<V>(hangs: (value: unknown) => boolean): StandardSchemaV1<V, V> {
   return { '~standard': { version: 1, vendor: 'test', validate: (value) => (hangs(value) ? new Promise(() => {}) : { value: value as V }) } };
+}
+
+/** Runs `clock` until nothing is left to do, and says how `p` ended: for calls whose every step is on the virtual clock. */
+export async function settleOn<T>(clock: VirtualClock, p: Promise<T>): Promise<{ value?: T; error?: unknown }> {
+  const out: { value?: T; error?: unknown } = {};
+  p.then(
+    (value) => void (out.value = value),
+    (error: unknown) => void (out.error = error),
+  );
+  await clock.runUntilIdle();
+  return out;
 }
