@@ -20,8 +20,8 @@ export type Attempt<U, T> = (upstream: PickedUpstream<U>, signal: AbortSignal) =
 export class Route<U, T> {
   /** The upstream the last attempt failed on, and those whose guards refused this one; made at the first failure (most calls have none). */
   private avoid: Set<string> | undefined;
-  /** The upstreams this call waits on now: a hedge never goes to one of them. */
-  private readonly trying = new Set<string>();
+  /** The upstreams this call waits on now, kept only when it may be hedged: a hedge never goes to one of them. */
+  private readonly trying: Set<string> | undefined;
 
   constructor(
     private readonly balancer: Balancer<U>,
@@ -34,7 +34,9 @@ export class Route<U, T> {
     /** The dependency's hedging, for a call that may be repeated; none otherwise. */
     private readonly hedging: Hedging | undefined,
     private readonly clock: Clock,
-  ) {}
+  ) {
+    this.trying = hedging === undefined ? undefined : new Set();
+  }
 
   readonly attempt = (signal: AbortSignal): Promise<T> => (this.hedging === undefined ? this.next(signal, undefined) : this.hedging.race(signal, this));
 
@@ -49,9 +51,10 @@ export class Route<U, T> {
    * Undefined when no other upstream is routable.
    */
   second(signal: AbortSignal): Promise<T> | undefined {
-    const upstream = this.balancer.pick({ priority: this.call.priority, avoid: this.avoid === undefined ? this.trying : new Set([...this.avoid, ...this.trying]) });
+    const trying = this.trying!;
+    const upstream = this.balancer.pick({ priority: this.call.priority, avoid: this.avoid === undefined ? trying : new Set([...this.avoid, ...trying]) });
     if (upstream === undefined) return undefined;
-    if (this.trying.has(upstream.id)) {
+    if (trying.has(upstream.id)) {
       this.balancer.release(upstream);
       return undefined;
     }
@@ -91,19 +94,21 @@ export class Route<U, T> {
     return guard
       .run((s) => {
         sent = true;
-        trying.add(upstream.id);
-        if (this.hedging !== undefined) started = this.clock.now();
+        if (trying !== undefined) {
+          trying.add(upstream.id);
+          started = this.clock.now();
+        }
         return this.attemptAt(upstream, s);
       }, context)
       .then(
         (value) => {
-          trying.delete(upstream.id);
+          trying?.delete(upstream.id);
           balancer.finish(upstream, true);
           this.hedging?.record(this.clock.now() - started);
           return value;
         },
         (error: unknown) => {
-          trying.delete(upstream.id);
+          trying?.delete(upstream.id);
           if (!sent) {
             // Refused by this upstream's breaker or throttle: it never saw the call, so it says nothing of it.
             balancer.release(upstream);
