@@ -56,7 +56,7 @@ async function times(options: HttpDependencyOptions): Promise<{ sorted: number[]
 const p99 = (sorted: readonly number[]): number => sorted[Math.min(sorted.length - 1, Math.ceil(0.99 * sorted.length) - 1)]!;
 
 describe('a hedge cuts the tail one slow upstream makes, within the retry budget', () => {
-  test('one upstream 300 ms slower: without hedging p99 is the slow one; hedged after 40 ms, the other answers', { timeout: 60_000 }, async () => {
+  test('one upstream 300 ms slower: without hedging p99 is the slow one; hedged after 40 ms, the other answers', { timeout: 60_000 }, async (t) => {
     const [fast, slow] = await Promise.all([upstream('fast'), upstream('slow')]);
     const proxy = await FaultProxy.start({ port: slow });
     closers.push(() => proxy.close());
@@ -67,6 +67,7 @@ describe('a hedge cuts the tail one slow upstream makes, within the retry budget
     const plain = await times(common);
     const hedged = await times({ ...common, hedge: { after: 40 }, budget: new RetryBudget({ ratio: 1, minPerSecond: 100 }) });
     const h = hedged.dependency.stats().hedges!;
+    t.diagnostic(`p99 ${p99(plain.sorted).toFixed(0)} ms without hedging, ${p99(hedged.sorted).toFixed(0)} ms hedged (${h.sent} hedges, ${h.won} won)`);
     assert.ok(p99(plain.sorted) >= 300, `without hedging, p99 ${p99(plain.sorted).toFixed(0)} ms: the slow upstream's 300 ms`);
     assert.ok(p99(hedged.sorted) < 250, `hedged, p99 ${p99(hedged.sorted).toFixed(0)} ms (${h.sent} hedges, ${h.won} won)`);
     assert.ok(h.sent > 0 && h.won > 0, JSON.stringify(h));
