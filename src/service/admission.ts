@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { clockOption, duration, integer, isInstance, optionsObject, or } from '../config.js';
 import { AbortedError, ConfigError, DeadlineExceededError } from '../errors.js';
 import { classify } from '../guard/classify.js';
-import { scopedSignal } from '../guard/deadline.js';
+import { deadlineOf, scopedSignal } from '../guard/deadline.js';
 import { type GuardContext } from '../guard/guard.js';
 import { ConcurrencyLimiter } from '../guard/limiter.js';
 import { type Priority } from '../guard/priority.js';
@@ -85,6 +85,8 @@ export interface Door {
 
 const EXPIRED: Refusal = Object.freeze({ reason: 'expired' });
 
+const NOOP = (): void => {};
+
 /**
  * Admission of incoming requests, whatever carries them (node:http's
  * listener, Fastify's hook, the lab's simulated servers): each request
@@ -154,8 +156,13 @@ export class Admission {
   private start(request: AdmissionRequest, deadline: number | undefined, door: Door): Promise<void> {
     if (request.signal.aborted || (deadline !== undefined && deadline <= this.clock.now())) return Promise.reject(new AbortedError("the request's caller had gone when its slot came", undefined));
     this.counts.admitted++;
-    const caller = scopedSignal(this.clock, request.signal, deadline, () => new DeadlineExceededError("the request's deadline passed"));
-    const scope: RequestScope = Object.freeze({ deadline, clock: this.clock, priority: request.priority, signal: caller.signal });
+    // The caller's own signal serves as the scope's when it already aborts by
+    // the deadline (none, or a signal damper made for an attempt in this
+    // process, whose deadline it carries): no second controller and timer.
+    const inherited = deadlineOf(request.signal);
+    const covered = deadline === undefined || (inherited !== undefined && inherited <= deadline);
+    const caller = covered ? undefined : scopedSignal(this.clock, request.signal, deadline, () => new DeadlineExceededError("the request's deadline passed"));
+    const scope: RequestScope = Object.freeze({ deadline, clock: this.clock, priority: request.priority, signal: caller?.signal ?? request.signal });
     let over: PromiseLike<unknown>;
     try {
       over = door.serve(scope);
@@ -163,6 +170,7 @@ export class Admission {
       over = Promise.reject(error);
     }
     // The slot is given back whatever the work's end: the door counts its own failures.
+    if (caller === undefined) return Promise.resolve(over).then(NOOP, NOOP);
     return Promise.resolve(over).then(
       () => caller.dispose(),
       () => caller.dispose(),
