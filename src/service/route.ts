@@ -73,8 +73,7 @@ export class Route<U, T> {
     // upstream's throttle alone, which sheds in proportion to what the
     // upstream still serves. A breaker on the last capacity would turn a
     // brownout into an outage (principle 5; docs/lab.md, retry-storm).
-    const breakers = [...refused.values()].filter((e) => classify(e) === 'breaker-open').length;
-    if (this.pastBreaker !== undefined && classify(refused.get(upstream.id)) === 'breaker-open' && !balancer.mayBeOut(breakers)) return this.send(upstream, this.pastBreaker, signal, FINAL);
+    if (this.pastBreaker !== undefined && classify(refused.get(upstream.id)) === 'breaker-open' && !balancer.mayBeOut(openBreakers(refused))) return this.send(upstream, this.pastBreaker, signal, FINAL);
     // Fail fast (principle 4) with this one's refusal (a BreakerOpenError says when it probes again); nothing was sent.
     balancer.release(upstream);
     return Promise.reject(refused.get(upstream.id));
@@ -128,6 +127,13 @@ export class Route<U, T> {
         },
       );
   }
+}
+
+/** How many of an attempt's refusals were open breakers. */
+function openBreakers(refused: ReadonlyMap<string, unknown>): number {
+  let n = 0;
+  for (const error of refused.values()) if (classify(error) === 'breaker-open') n++;
+  return n;
 }
 
 /** A refusal that is final: the pass past a bounded breaker, and a hedge, are not sent elsewhere. */
