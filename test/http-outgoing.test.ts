@@ -305,7 +305,51 @@ describe('the answer a caller gets', () => {
     assert.equal(u.inFlight, 0, 'the call is no longer outstanding');
     assert.equal(u.ejections, 0);
   });
+
+  // A request with no deadline starts without a signal of its own (Dependency.bare): the caller's abort must still end it, unretried and uncounted.
+  test("the caller's abort before any answer ends a request that has no deadline: the caller's reason, no retry, nothing counted against the upstream", { timeout: 30_000 }, async () => {
+    const hung = await upstream('ok', 'hung');
+    const { agent, dependency, log } = client({ upstreams: [hung.origin], balancer: { outliers: { consecutiveErrors: 1 } }, breaker: { consecutiveFailures: 1 } });
+    // A first request opens the connection, so the abort below lands on a sent request.
+    assert.equal((await call(agent, 'warm')).status, 200);
+    hung.child.kill('SIGSTOP');
+    try {
+      const controller = new AbortController();
+      const outcome = request('http://service.test/x', { dispatcher: agent, signal: controller.signal, headers: { 'x-test-id': 'aborted' } });
+      await settleOnSent(log, 'aborted');
+      const reason = new Error('user left');
+      controller.abort(reason);
+      await assert.rejects(outcome, (e: unknown) => e === reason);
+    } finally {
+      hung.child.kill('SIGCONT');
+    }
+    const stats = dependency.stats();
+    assert.equal(log.filter((s) => s.id === 'aborted').length, 1, 'sent once: an abort is never retried');
+    assert.equal(stats.upstreams[0]!.breaker!.failures, 0, "the caller's abort is no failure of the upstream");
+    assert.equal(stats.upstreams[0]!.breaker!.state, 'closed');
+    assert.equal(stats.balancer.upstreams[0]!.ejections, 0);
+  });
+
+  test("the caller's abort during the wait before a retry ends the request at once (the signal made at the first failure)", { timeout: 30_000 }, async () => {
+    const refusing = await upstream('503', 'refusing', '2');
+    const { agent, log } = client({ upstreams: [refusing.origin] });
+    const controller = new AbortController();
+    const outcome = request('http://service.test/x', { dispatcher: agent, signal: controller.signal, headers: { 'x-test-id': 'waiting' } });
+    await settleOnSent(log, 'waiting');
+    // The 503 asked for 2 s: the retry waits for it, and the abort lands in that wait.
+    await sleep(200);
+    const reason = new Error('user left');
+    controller.abort(reason);
+    await assert.rejects(outcome, (e: unknown) => e === reason);
+    // Had the wait not watched the caller's signal, the retry would have gone out at 2 s, and the request ended only then.
+    assert.equal(log.filter((s) => s.id === 'waiting').length, 1, 'the retry was never sent');
+  });
 });
+
+/** Waits until the request with test id `id` has been dispatched (the log below damper's interceptor saw it). */
+async function settleOnSent(log: readonly Sent[], id: string): Promise<void> {
+  while (!log.some((s) => s.id === id)) await sleep(5);
+}
 
 describe('deadlines and priorities travel downstream', () => {
   test('the deadline and priority of the incoming request being served are sent on, as the time left', { timeout: 30_000 }, async () => {

@@ -163,9 +163,45 @@ export const GATE: unique symbol = Symbol('damper.gate');
 /** What {@link Gate.enter} returns when the call cannot be admitted at once. @internal */
 export const NOT_NOW = -1;
 
-/** Lets go of the gates a call entered (one token each), innermost first, as nested guards' reactions would run. */
-function leaveAll(gates: readonly Gate[], tokens: readonly number[], entered: number, context: GuardContext, ok: boolean, error: unknown): void {
+/**
+ * Enters `gates` in order while each admits the call at once, their tokens
+ * put in `tokens`; returns how many entered. The caller runs the rest with
+ * {@link runNested} from there, observes the task's promise itself, and lets
+ * the entered ones go with {@link leaveGates}: `pipeline` does, and so does
+ * `Dependency`'s route, in the one reaction it has anyway.
+ *
+ * @internal
+ */
+export function enterGates(gates: readonly Gate[], context: GuardContext, tokens: number[]): number {
+  let entered = 0;
+  while (entered < gates.length) {
+    const token = gates[entered]!.enter(context);
+    if (token === NOT_NOW) break;
+    tokens[entered++] = token;
+  }
+  return entered;
+}
+
+/** Lets go of the gates a call entered (one token each), innermost first, as nested guards' reactions would run. @internal */
+export function leaveGates(gates: readonly Gate[], tokens: readonly number[], entered: number, context: GuardContext, ok: boolean, error: unknown): void {
   for (let i = entered - 1; i >= 0; i--) gates[i]!.leave(tokens[i]!, context, ok, error);
+}
+
+/**
+ * Runs `guards[from..]` nested around `task`, each inside the one before (the
+ * innermost is given `task` itself); with none left, the task alone.
+ *
+ * @internal
+ */
+export function runNested<T>(guards: readonly Guard[], from: number, task: (signal: AbortSignal) => Promise<T>, context: GuardContext): Promise<T> {
+  if (from === guards.length) return startTask(task, context.signal);
+  let inner = task;
+  for (let i = guards.length - 1; i > from; i--) {
+    const guard = guards[i]!;
+    const next = inner;
+    inner = (signal) => guard.run(next, signal === context.signal ? context : { ...context, signal });
+  }
+  return guards[from]!.run(inner, context);
 }
 
 function isGate(guard: Guard): guard is Gate {
@@ -184,47 +220,31 @@ export function pipeline(...guards: Guard[]): Guard {
   let leading = 0;
   while (leading < guards.length && isGate(guards[leading]!)) leading++;
   const gates = guards.slice(0, leading) as Gate[];
-  /** Runs guards[from..] nested around `task`, each inside the one before; the innermost is given `task` itself. */
-  const nested = <T>(from: number, task: (signal: AbortSignal) => Promise<T>, context: GuardContext): Promise<T> => {
-    if (from === guards.length) return startTask(task, context.signal);
-    let inner = task;
-    for (let i = guards.length - 1; i > from; i--) {
-      const guard = guards[i]!;
-      const next = inner;
-      inner = (signal) => guard.run(next, signal === context.signal ? context : { ...context, signal });
-    }
-    return guards[from]!.run(inner, context);
-  };
   return {
     run<T>(task: (signal: AbortSignal) => Promise<T>, context: GuardContext): Promise<T> {
       if (typeof task !== 'function') return Promise.reject(notATask('pipeline', task));
-      if (leading === 0) return nested(0, task, context);
+      if (leading === 0) return runNested(guards, 0, task, context);
       const tokens = new Array<number>(leading);
-      let entered = 0;
-      while (entered < leading) {
-        const token = gates[entered]!.enter(context);
-        if (token === NOT_NOW) break;
-        tokens[entered++] = token;
-      }
-      if (entered === 0) return nested(0, task, context);
+      const entered = enterGates(gates, context, tokens);
+      if (entered === 0) return runNested(guards, 0, task, context);
       const next = guards[entered];
       if (entered === leading && isReporting(next)) {
         // The guard after the gates reports the outcome from its own reaction: the gates let go there.
-        const inner = entered + 1 === guards.length ? task : (signal: AbortSignal) => nested(entered + 1, task, signal === context.signal ? context : { ...context, signal });
-        return next.runReporting(inner, context, (ok, error) => leaveAll(gates, tokens, entered, context, ok, error));
+        const inner = entered + 1 === guards.length ? task : (signal: AbortSignal) => runNested(guards, entered + 1, task, signal === context.signal ? context : { ...context, signal });
+        return next.runReporting(inner, context, (ok, error) => leaveGates(gates, tokens, entered, context, ok, error));
       }
       let rest: Promise<T>;
       try {
-        rest = nested(entered, task, context);
+        rest = runNested(guards, entered, task, context);
       } catch (error) {
         // A guard of the user's that threw instead of rejecting: the gates it passed still let go.
-        leaveAll(gates, tokens, entered, context, false, error);
+        leaveGates(gates, tokens, entered, context, false, error);
         return Promise.reject(error);
       }
       // Registered before the caller's reaction: the gates have let go when the caller resumes.
       rest.then(
-        () => leaveAll(gates, tokens, entered, context, true, undefined),
-        (error: unknown) => leaveAll(gates, tokens, entered, context, false, error),
+        () => leaveGates(gates, tokens, entered, context, true, undefined),
+        (error: unknown) => leaveGates(gates, tokens, entered, context, false, error),
       );
       return rest;
     },

@@ -1,10 +1,10 @@
 import { type Balancer, type PickedUpstream } from '../balance/balancer.js';
 import { OverloadedError } from '../errors.js';
 import { classify, isAbort, isOverloadSignal } from '../guard/classify.js';
-import { type Guard, type GuardContext } from '../guard/guard.js';
+import { enterGates, type Gate, type GuardContext, leaveGates, runNested, startTask } from '../guard/guard.js';
 import { type Clock } from '../time/clock.js';
 import { type Hedging } from './hedge.js';
-import { type DependencyCall } from './dependency.js';
+import { type DependencyCall, type UpstreamGates } from './dependency.js';
 
 /** One attempt: send the call to `upstream`, on `signal`; settle when its outcome is known. */
 export type Attempt<U, T> = (upstream: PickedUpstream<U>, signal: AbortSignal) => Promise<T>;
@@ -25,9 +25,8 @@ export class Route<U, T> {
 
   constructor(
     private readonly balancer: Balancer<U>,
-    private readonly perUpstream: Guard,
-    /** An upstream's guards but its breaker: the way past a breaker that would take out more than the bound; none when breakers are unbounded. */
-    private readonly pastBreaker: Guard | undefined,
+    /** Each upstream's gates (its throttle, then its breaker), by id. */
+    private readonly gatesOf: ReadonlyMap<string, UpstreamGates>,
     private readonly call: DependencyCall,
     private readonly attemptAt: Attempt<U, T>,
     private readonly countsAgainst: (error: unknown) => boolean,
@@ -58,7 +57,7 @@ export class Route<U, T> {
       this.balancer.release(upstream);
       return undefined;
     }
-    return this.send(upstream, this.perUpstream, signal, FINAL);
+    return this.send(upstream, this.gatesOf.get(upstream.id)!.all, signal, FINAL);
   }
 
   /** Picks an upstream not yet refused in this attempt and sends through its guards; on a refusal, the next. */
@@ -66,66 +65,75 @@ export class Route<U, T> {
     const { balancer, call } = this;
     const upstream = balancer.pick({ priority: call.priority, avoid: this.avoid });
     if (upstream === undefined) return Promise.reject(new OverloadedError(`every upstream is saturated for priority ${String(call.priority ?? 'normal')}; shed`));
-    if (refused?.has(upstream.id) !== true) return this.send(upstream, this.perUpstream, signal, refused);
+    const gates = this.gatesOf.get(upstream.id)!;
+    if (refused?.has(upstream.id) !== true) return this.send(upstream, gates.all, signal, refused);
     // Every upstream left refused this attempt. Open breakers take upstreams
     // out as surely as ejection does, so they are held to its bound: past
     // it (the only upstream, or every one), the attempt goes through the
     // upstream's throttle alone, which sheds in proportion to what the
     // upstream still serves. A breaker on the last capacity would turn a
     // brownout into an outage (principle 5; docs/lab.md, retry-storm).
-    if (this.pastBreaker !== undefined && classify(refused.get(upstream.id)) === 'breaker-open' && !balancer.mayBeOut(openBreakers(refused))) return this.send(upstream, this.pastBreaker, signal, FINAL);
+    if (gates.pastBreaker !== undefined && classify(refused.get(upstream.id)) === 'breaker-open' && !balancer.mayBeOut(openBreakers(refused))) return this.send(upstream, gates.pastBreaker, signal, FINAL);
     // Fail fast (principle 4) with this one's refusal (a BreakerOpenError says when it probes again); nothing was sent.
     balancer.release(upstream);
     return Promise.reject(refused.get(upstream.id));
   }
 
   /**
-   * Sends through `guard`, the upstream's guards (or all but its breaker).
-   * A local refusal tries the next upstream, `refused` holding this
+   * Sends through `gates`, the upstream's (or all but its breaker). The
+   * route enters and leaves them itself, in the one reaction it has on the
+   * attempt anyway: while they all admit at once (a closed breaker, a
+   * throttle that refused nothing), an attempt costs no guard a promise or a
+   * closure. A local refusal tries the next upstream, `refused` holding this
    * attempt's refusals so far; with `FINAL` it is the attempt's end.
    */
-  private send(upstream: PickedUpstream<U>, guard: Guard, signal: AbortSignal, refused: Map<string, unknown> | undefined | typeof FINAL): Promise<T> {
+  private send(upstream: PickedUpstream<U>, gates: readonly Gate[], signal: AbortSignal, refused: Map<string, unknown> | undefined | typeof FINAL): Promise<T> {
     const { balancer, call, trying } = this;
     balancer.start(upstream);
     let sent = false;
     let started = 0;
+    const begin = (s: AbortSignal): Promise<T> => {
+      sent = true;
+      if (trying !== undefined) {
+        trying.add(upstream.id);
+        started = this.clock.now();
+      }
+      return this.attemptAt(upstream, s);
+    };
     const context: GuardContext = { key: upstream.id, signal, wait: true, priority: call.priority, deadline: call.deadline };
-    return guard
-      .run((s) => {
-        sent = true;
-        if (trying !== undefined) {
-          trying.add(upstream.id);
-          started = this.clock.now();
+    const tokens: number[] = [];
+    const entered = enterGates(gates, context, tokens);
+    // A gate that cannot admit at once (a breaker not closed, a throttle shedding) decides in its own run, nested inside those entered.
+    const outcome = entered === gates.length ? startTask(begin, signal) : runNested(gates, entered, begin, context);
+    return outcome.then(
+      (value) => {
+        leaveGates(gates, tokens, entered, context, true, undefined);
+        trying?.delete(upstream.id);
+        balancer.finish(upstream, true);
+        this.hedging?.record(this.clock.now() - started);
+        return value;
+      },
+      (error: unknown) => {
+        leaveGates(gates, tokens, entered, context, false, error);
+        trying?.delete(upstream.id);
+        if (!sent) {
+          // Refused by this upstream's breaker or throttle: it never saw the call, so it says nothing of it.
+          balancer.release(upstream);
+          if (refused === FINAL) throw error;
+          (this.avoid ??= new Set()).add(upstream.id);
+          return this.next(signal, (refused ?? new Map()).set(upstream.id, error));
         }
-        return this.attemptAt(upstream, s);
-      }, context)
-      .then(
-        (value) => {
-          trying?.delete(upstream.id);
-          balancer.finish(upstream, true);
-          this.hedging?.record(this.clock.now() - started);
-          return value;
-        },
-        (error: unknown) => {
-          trying?.delete(upstream.id);
-          if (!sent) {
-            // Refused by this upstream's breaker or throttle: it never saw the call, so it says nothing of it.
-            balancer.release(upstream);
-            if (refused === FINAL) throw error;
-            (this.avoid ??= new Set()).add(upstream.id);
-            return this.next(signal, (refused ?? new Map()).set(upstream.id, error));
-          }
-          // The caller's own abort says nothing of the upstream; an attempt cut at its timeout or the deadline does (a hung upstream answers nothing else).
-          if (call.signal.aborted || isAbort(error)) balancer.release(upstream);
-          // An upstream that sheds (a 503 or 429) is alive and protecting itself: its breaker and throttle answer that, the balancer's ejection does not (principle 5: overload is answered by shedding, not by removing capacity).
-          else balancer.finish(upstream, !this.countsAgainst(error) || isOverloadSignal(error));
-          // The next attempt avoids the upstream this one failed on (and only it: the refusals of this attempt may have lifted).
-          if (this.avoid === undefined) this.avoid = new Set();
-          else this.avoid.clear();
-          this.avoid.add(upstream.id);
-          throw error;
-        },
-      );
+        // The caller's own abort says nothing of the upstream; an attempt cut at its timeout or the deadline does (a hung upstream answers nothing else).
+        if (call.signal.aborted || isAbort(error)) balancer.release(upstream);
+        // An upstream that sheds (a 503 or 429) is alive and protecting itself: its breaker and throttle answer that, the balancer's ejection does not (principle 5: overload is answered by shedding, not by removing capacity).
+        else balancer.finish(upstream, !this.countsAgainst(error) || isOverloadSignal(error));
+        // The next attempt avoids the upstream this one failed on (and only it: the refusals of this attempt may have lifted).
+        if (this.avoid === undefined) this.avoid = new Set();
+        else this.avoid.clear();
+        this.avoid.add(upstream.id);
+        throw error;
+      },
+    );
   }
 }
 

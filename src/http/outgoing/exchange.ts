@@ -5,6 +5,7 @@ import { AbortedError, DamperError } from '../../errors.js';
 import { abortOwned, onAbort, ownedSignal } from '../../guard/abort.js';
 import { isRefusal } from '../../guard/classify.js';
 import { deadlineOf } from '../../guard/deadline.js';
+import { NEVER_ABORTS } from '../../guard/guard.js';
 import { type Priority } from '../../guard/priority.js';
 import { headerValues, readPriority, readRemainingMs, readRetryAfterMs, type RequestHeaders, withHeaders, writePriority, writeRemainingMs } from '../headers.js';
 import { type HttpDependency, type HttpUpstream, type OutgoingCall } from './http-dependency.js';
@@ -31,9 +32,14 @@ const HOLD_BYTES = 64 * 1024;
  * retried, and never gets an exception where the upstream gave an answer.
  */
 export class Exchange implements Controller {
-  private readonly own = new AbortController();
-  /** Owned (aborted through `abortOwned` only), so the attempts watch it with no event listener: a listener added and removed per request cost ~15 µs on Node 20. */
-  private readonly ownSignal = ownedSignal(this.own);
+  /**
+   * The request's own signal, aborted by `abort`, made only when something
+   * must watch it (see {@link signal}): most requests never need one. Owned
+   * (aborted through `abortOwned` only), so the attempts watch it with no
+   * event listener: a listener added and removed per request cost ~15 µs on
+   * Node 20.
+   */
+  private own: { readonly controller: AbortController; readonly signal: AbortSignal } | undefined;
   /** The attempt whose response is reaching the caller. */
   private current: AttemptHandler | undefined;
   /** The attempt whose failing response is held while Retry decides. */
@@ -54,7 +60,7 @@ export class Exchange implements Controller {
   ) {}
 
   get aborted(): boolean {
-    return this.ownSignal.aborted;
+    return this.own?.signal.aborted === true;
   }
 
   get paused(): boolean {
@@ -62,11 +68,31 @@ export class Exchange implements Controller {
   }
 
   get reason(): Error | null {
-    return this.ownSignal.aborted ? asError(this.ownSignal.reason) : null;
+    return this.own?.signal.aborted === true ? asError(this.own.signal.reason) : null;
   }
 
   abort(reason: Error): void {
-    abortOwned(this.own, reason);
+    const bare = this.own === undefined;
+    abortOwned(this.signal().controller, reason);
+    // An attempt of a bare call was given no signal to watch: it is ended here.
+    if (bare) for (const attempt of this.live) attempt.callerAborted();
+  }
+
+  /**
+   * The request's own signal, made now if it was not, and from then on the
+   * call's too ({@link Dependency.arm}). A bare call (`Dependency.bare`: no
+   * deadline, no attempt timeout, no hedge, no request being served) starts
+   * without it, so a request that succeeds at its first attempt makes none;
+   * it is made when the caller aborts, or when the first attempt fails,
+   * before anything but that attempt could have read the call's signal
+   * (`Retry`'s backoff and the next attempt watch it).
+   */
+  signal(): { readonly controller: AbortController; readonly signal: AbortSignal } {
+    if (this.own !== undefined) return this.own;
+    const controller = new AbortController();
+    const own = (this.own = { controller, signal: ownedSignal(controller) });
+    if (this.call !== undefined) this.dependency.arm(this.call, own.signal);
+    return own;
   }
 
   pause(): void {
@@ -89,6 +115,7 @@ export class Exchange implements Controller {
       this.fail(error);
       return;
     }
+    if (this.own === undefined && !this.dependency.bare(call)) this.signal();
     this.dependency.send(call, this.attempt).then(undefined, this.failed);
   }
 
@@ -102,7 +129,8 @@ export class Exchange implements Controller {
     const [deadlineValue, priorityValue] = headerValues(options.headers as RequestHeaders, dependency.deadlineHeader, dependency.priorityHeader);
     const ownMs = readRemainingMs(dependency.deadlineHeader, deadlineValue);
     const ownPriority = readPriority(dependency.priorityHeader, priorityValue);
-    const call = dependency.callOf(ownMs === undefined ? undefined : dependency.clock.now() + ownMs, ownPriority, this.ownSignal, dependency.retries(options.method) && replayable(options.body));
+    // Aborted already (in the handler's onRequestStart), the call starts with the signal; else it starts bare when it can.
+    const call = dependency.callOf(ownMs === undefined ? undefined : dependency.clock.now() + ownMs, ownPriority, this.own?.signal ?? NEVER_ABORTS, dependency.retries(options.method) && replayable(options.body));
     if (ownPriority === undefined) this.sentPriority = call.priority;
     return call;
   }
@@ -118,7 +146,7 @@ export class Exchange implements Controller {
       this.live.add(attempt);
       const set: [string, string][] = [];
       // The time left for this attempt: the earlier of the deadline and its own timeout.
-      const until = deadlineOf(signal);
+      const until = signal === NEVER_ABORTS ? undefined : deadlineOf(signal);
       if (until !== undefined) set.push([dependency.deadlineHeader, writeRemainingMs(until - dependency.clock.now())]);
       if (this.sentPriority !== undefined) set.push([dependency.priorityHeader, writePriority(this.sentPriority)]);
       try {
@@ -188,7 +216,7 @@ export class Exchange implements Controller {
   fail(error: unknown): void {
     if (this.state === 'done') return;
     const held = this.held;
-    if (held !== undefined && !this.ownSignal.aborted && (held.error === error || isRefusal(error))) {
+    if (held !== undefined && !this.aborted && (held.error === error || isRefusal(error))) {
       this.held = undefined;
       held.release();
       return;
@@ -196,7 +224,7 @@ export class Exchange implements Controller {
     this.discardHeld();
     this.state = 'done';
     // The caller who aborted hears their own reason back, as from undici itself.
-    const reported = this.ownSignal.aborted ? asError(this.ownSignal.reason) : asError(error);
+    const reported = this.reason ?? asError(error);
     // Mid-body (the deadline or an abort cut the stream): the attempt's connection is torn down too.
     this.current?.controller?.abort(reported);
     this.handler.onResponseError?.(this, reported);
@@ -245,9 +273,19 @@ class AttemptHandler implements Handler {
       return;
     }
     const signal = this.signal;
+    if (signal === NEVER_ABORTS) {
+      // The first attempt of a bare call: only its caller can end it, through the exchange (`callerAborted`).
+      if (this.exchange.aborted) this.callerAborted();
+      return;
+    }
     // The attempt's timeout, the deadline or the caller's abort ends the dispatch, with its reason.
     if (signal.aborted) controller.abort(asError(signal.reason));
     else this.unsubscribe = onAbort(signal, () => controller.abort(asError(signal.reason)));
+  }
+
+  /** The caller aborted a bare call while this, its first attempt, was out: the dispatch ends with the caller's reason. */
+  callerAborted(): void {
+    if (this.signal === NEVER_ABORTS) this.controller?.abort(this.exchange.reason!);
   }
 
   onResponseStart(controller: Controller, status: number, headers: Headers, message?: string): void {
@@ -257,9 +295,9 @@ class AttemptHandler implements Handler {
       return;
     }
     if (status < 200) return; // 1xx informational: the response is yet to come.
-    if (this.signal.aborted) {
-      // Walked away from (its timeout, the deadline): a late answer is no answer.
-      controller.abort(asError(this.signal.reason));
+    if (this.signal.aborted || this.exchange.aborted) {
+      // Walked away from (its timeout, the deadline, the caller): a late answer is no answer.
+      controller.abort(this.exchange.reason ?? asError(this.signal.reason));
       return;
     }
     if (this.exchange.answered) {
@@ -275,7 +313,7 @@ class AttemptHandler implements Handler {
       this.error = new UpstreamStatusError(status, this.upstream.id, readRetryAfterMs(headers['retry-after'], headers.date));
       this.unsubscribe();
       this.exchange.hold(this);
-      this.reject(this.error);
+      this.failed(this.error);
       return;
     }
     this.phase = 'delivering';
@@ -314,7 +352,21 @@ class AttemptHandler implements Handler {
     this.unsubscribe();
     this.exchange.over(this);
     if (was === 'delivering') this.exchange.fail(error);
-    if (was !== 'over') this.reject(error);
+    if (was !== 'over') this.failed(error);
+  }
+
+  /**
+   * Rejects the attempt. The first attempt of a bare call makes the
+   * request's signal first (`Exchange.signal`), so `Retry`'s backoff and the
+   * next attempt have one to watch; and when its caller aborted it, says so
+   * (an `AbortedError`), so no guard counts it against the upstream.
+   */
+  private failed(error: unknown): void {
+    if (this.signal === NEVER_ABORTS) {
+      if (this.exchange.aborted) error = new AbortedError(`the request to upstream ${this.upstream.id} was aborted by its caller`, this.exchange.reason);
+      else this.exchange.signal();
+    }
+    this.reject(error);
   }
 
   /** The other of a hedged pair answered: end this one, its connection and its promise. */
