@@ -10,6 +10,7 @@ import { findCommand } from '../src/cli/command.js';
 import { labCommand } from '../src/cli/lab-command.js';
 import { schemaCommand } from '../src/cli/schema-command.js';
 import { sweepCommand } from '../src/cli/sweep-command.js';
+import { validateCommand } from '../src/cli/validate-command.js';
 import { formatSweepSummary } from '../src/cli/terminal.js';
 import { fileProblem } from '../src/lab/file-problem.js';
 import { shippedScenarios } from '../src/lab/lab.js';
@@ -25,7 +26,7 @@ import { type SweepCell, type SweepResult } from '../src/lab/sweep.js';
 
 const main = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
 const damper = (...args: string[]) => spawnSync(process.execPath, [main, ...args], { encoding: 'utf8' });
-const COMMANDS = [labCommand, sweepCommand, checkCommand, schemaCommand];
+const COMMANDS = [labCommand, sweepCommand, checkCommand, validateCommand, schemaCommand];
 const dir = mkdtempSync(join(tmpdir(), 'damper-cli-'));
 
 /** A usage error: the reason and the help to read, two lines on standard error and nothing else, exit 2. */
@@ -119,7 +120,7 @@ describe('every command has its own help: usage, options, the shipped scenarios,
   test('damper lab --help lists the commands below it', () => {
     const help = damper('lab', '--help').stdout;
     const commands = help.slice(help.indexOf('\ncommands'), help.indexOf('\nshipped scenarios:'));
-    assert.deepEqual([...commands.matchAll(/^ {2}(lab \w+)/gm)].map((m) => m[1]), ['lab sweep', 'lab check', 'lab schema']);
+    assert.deepEqual([...commands.matchAll(/^ {2}(lab \w+)/gm)].map((m) => m[1]), ['lab sweep', 'lab check', 'lab validate', 'lab schema']);
   });
 
   test("each example is its command's and uses only its options", () => {
@@ -228,5 +229,38 @@ describe('load factors rounded wherever a sweep shows them', () => {
     assert.match(page, /<text class="tick x"[^>]*>0\.67×<\/text>/);
     const shown = page.slice(0, page.indexOf('<script type="application/json"')).replace(/<[^>]*>/g, ' ');
     assert.doesNotMatch(shown, /0\.666|0\.667|0\.833/, 'every text and tooltip; the data island and attributes keep the values');
+  });
+});
+
+describe('damper lab validate: a scenario checked as a run would check it, without running it', () => {
+  const storm = JSON.parse(readFileSync('scenarios/retry-storm.json', 'utf8')) as Record<string, unknown>;
+
+  test('valid files: one line each, what they hold; exit 0', () => {
+    const r = damper('lab', 'validate', 'retry-storm', 'examples/checkout.json', '--damper-config', 'examples/checkout.config.mjs');
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+    assert.match(r.stdout, /^retry-storm: valid \(world retry-storm, \d+ s, 1 population, \d+ faults?, damper config .*checkout\.config\.mjs\)$/m);
+    assert.match(r.stdout, /^examples\/checkout\.json: valid \(world service, 600 s, 2 populations, 1 fault, damper config .*checkout\.config\.mjs\)$/m);
+  });
+
+  test('every file is checked: the bad ones name the field at fault; exit 2, no stack', () => {
+    const bad = join(dir, 'bad.json');
+    writeFileSync(bad, JSON.stringify({ ...storm, durationS: 'long' }));
+    const outside = join(dir, 'outside.json');
+    writeFileSync(outside, JSON.stringify({ ...storm, check: { axes: [{ axis: 'load', from: 0.5, to: 1.2, margin: 0.5 }, { axis: 'trigger', from: 10, to: 60 }] } }));
+    const badConfig = join(dir, 'bad.config.mjs');
+    writeFileSync(badConfig, 'export default () => ({ client: () => ({}) });\n');
+    const r = damper('lab', 'validate', bad, 'retry-storm', outside);
+    assert.equal(r.status, 2, r.stdout + r.stderr);
+    assert.match(r.stdout, new RegExp(`^${bad}: invalid\\n {2}.*durationS`, 'm'));
+    assert.match(r.stdout, /^retry-storm: valid/m, 'the good one between them is still checked');
+    assert.match(r.stdout, /check\.axes\[0\]: the grid 0\.5×\.\.1\.2× must hold/);
+    assert.doesNotMatch(r.stdout + r.stderr, /\n\s+at /);
+    const config = damper('lab', 'validate', 'retry-storm', '--damper-config', badConfig);
+    assert.equal(config.status, 2, config.stdout + config.stderr);
+    assert.match(config.stdout, /role "client" is gone/);
+  });
+
+  test('no scenario is a usage error', () => {
+    assertUsage(['lab', 'validate'], 'lab validate needs a SCENARIO (a shipped name such as facebook-2010, or a scenario file)', 'damper lab validate');
   });
 });

@@ -12,6 +12,7 @@ import { labCommand } from './lab-command.js';
 import { readOptions, readWords } from './options.js';
 import { schemaCommand } from './schema-command.js';
 import { sweepCommand } from './sweep-command.js';
+import { validateCommand } from './validate-command.js';
 
 /**
  * The `damper` command. It only parses arguments and delegates; every
@@ -21,7 +22,7 @@ import { sweepCommand } from './sweep-command.js';
  * never a stack trace.
  */
 
-const COMMANDS: readonly Command[] = [labCommand, sweepCommand, checkCommand, schemaCommand];
+const COMMANDS: readonly Command[] = [labCommand, sweepCommand, checkCommand, validateCommand, schemaCommand];
 
 /** `unknown command "lba" (did you mean lab?)`. */
 function unknownCommand(words: readonly string[]): UsageError {

@@ -22,7 +22,7 @@ export function parseFieldPath(path: string, where: string): FieldStep[] {
     const m = STEP.exec(rest);
     // A leading dot, or none after a name, would accept `a..b` and `ab` alike.
     if (m === null || (steps.length === 0 && rest.startsWith('.')) || (steps.length > 0 && m[1] !== undefined && !rest.startsWith('.'))) {
-      throw new ScenarioError(where, [{ field: path, problem: 'not a field path (write it as the problems name fields: server.workers, clients[0].rate, faults[1].endS)' }]);
+      throw new ScenarioError(where, [{ field: path, problem: 'not a field path (write it as the problems name fields: clients[0].rate, faults[1].endS)' }]);
     }
     steps.push(m[1] ?? Number(m[2]));
     rest = rest.slice(m[0].length);

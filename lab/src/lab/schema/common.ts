@@ -184,8 +184,8 @@ const checkAxis = refined(
     .strictObject({
       axis: z
         .string()
-        .regex(/^(load|trigger|trigger-size|[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*|\[\d+\])*)$/, 'must be load, trigger, trigger-size or the path of a numeric field (server.workers, clients[0].rate)')
-        .meta({ description: 'load (× the client rates), trigger (how long the main trigger lasts), trigger-size (how hard it hits), or the path of a numeric field of this file (server.workers, clients[0].timeoutMs, faults[0].factor).' }),
+        .regex(/^(load|trigger|trigger-size|[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*|\[\d+\])*)$/, 'must be load, trigger, trigger-size or the path of a numeric field of this file (clients[0].rate, faults[0].factor)')
+        .meta({ description: 'load (× the client rates), trigger (how long the main trigger lasts), trigger-size (how hard it hits), or the path of a numeric field of this file, spelt as its problems name fields (clients[0].timeoutMs, faults[0].factor; servers.workers in a service scenario, server.workers in retry-storm).' }),
       from: z.number().meta({ description: 'The grid’s first value on this axis.' }),
       to: z.number().meta({ description: 'Its last value (above from).' }),
       margin: z

@@ -1,5 +1,6 @@
 import { ConcurrencyLimiter, type DependencyOptions, onAbort, type Priority, type VirtualClock } from 'damper';
 import { type DamperSettings } from '../damper-config.js';
+import { type Watch } from '../damper-gauges.js';
 import { admittedServer, damperTiers } from './damper-tiers.js';
 import { type HealthShape } from './front-door.js';
 import { type Answer, answer, failure, shedFailure } from './service-answers.js';
@@ -26,8 +27,10 @@ export type DamperSend = (key: string, priority: Priority, deadline: number) => 
  *   a hung server fails them, a slow one passes) when it has one.
  *
  * An invalid value is an answer (a 200 whose body is wrong), not a failure.
+ * Each tier's `Retry` (`tier=t`) and each server's limiter (`server=i`) are
+ * instrumented through `watch`.
  */
-export function damperService(clock: VirtualClock, servers: readonly Server[], scenario: ServiceScenario, settings: DamperSettings): { send: DamperSend; close(): void } {
+export function damperService(clock: VirtualClock, servers: readonly Server[], scenario: ServiceScenario, settings: DamperSettings, watch: Watch): { send: DamperSend; close(): void } {
   const { workers, maxQueue, admissionLimit } = scenario.servers;
   const admitted = servers.map((server, i) =>
     admittedServer<Answer>(
@@ -43,6 +46,7 @@ export function damperService(clock: VirtualClock, servers: readonly Server[], s
           done: (outcome, waited) => (outcome === 'ok' || outcome === 'invalid' ? ok(answer(outcome, waited)) : fail(failure(answer(outcome, waited)))),
         }),
       (refusal) => (refusal.reason === 'shed' ? shedFailure(refusal.retryAfter) : failure(answer('dropped', false))),
+      (admission) => watch(admission.limiter, { server: i }),
     ),
   );
   const { tiers } = scenario;
@@ -52,7 +56,7 @@ export function damperService(clock: VirtualClock, servers: readonly Server[], s
   const options = (t: number): Omit<DependencyOptions<unknown>, 'upstreams' | 'clock' | 'balancer'> => ({
     retry: { maxAttempts, ...(t === layers - 1 && tiers !== undefined ? { attemptTimeout: tiers.attemptTimeoutMs } : {}) },
   });
-  const chain = damperTiers<number, Answer>(clock, { layers, servers: servers.map((_, i) => i), options, ...(balancer === undefined ? {} : { balancer }) }, settings);
+  const chain = damperTiers<number, Answer>(clock, { layers, servers: servers.map((_, i) => i), options, ...(balancer === undefined ? {} : { balancer }) }, settings, watch);
   return {
     send: (key, priority, deadline) => chain.call((i, signal) => admitted[i]!(key, priority, signal), deadline, priority),
     close: () => chain.close(),

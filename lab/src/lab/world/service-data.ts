@@ -1,4 +1,5 @@
 import { Cache, type CacheOptions, OverloadedError, type VirtualClock } from 'damper';
+import { type CacheCounts } from '../lab-counters.js';
 import { type Database, QueryError, type Row } from './database.js';
 import { databaseLoader, OriginWaits } from './origin-waits.js';
 import { type DataRead } from './service-server.js';
@@ -41,15 +42,18 @@ export function databaseOnly(db: Database): DataTier {
  * come back within `loadTimeoutMs` fails and caches nothing, though the
  * database still serves the query: after a flush, misses overload the
  * database, its answers come too late to be cached, and the misses go on
- * (the loop of OSDI'22's look-aside experiment).
+ * (the loop of OSDI'22's look-aside experiment). `counts` counts its reads
+ * and queries, for the characteristic metrics.
  */
-export function naiveCache(clock: VirtualClock, db: Database, shape: CacheShape): DataTier {
+export function naiveCache(clock: VirtualClock, db: Database, shape: CacheShape, counts: CacheCounts): DataTier {
   let tier = new Map<string, { row: Row; expires: number }>();
   const ttlMs = shape.ttlS * 1000;
   return {
     read(key, then) {
+      counts.requests++;
       const hit = tier.get(key);
       if (hit !== undefined && hit.expires > clock.now()) return then(hit.row.valid ? 'ok' : 'invalid', false);
+      counts.loads++;
       void db.query(key, { timeoutMs: shape.loadTimeoutMs }).then((outcome) => {
         if (outcome instanceof QueryError) return then('error', true);
         tier.set(key, { row: outcome, expires: clock.now() + ttlMs });

@@ -1,4 +1,5 @@
 import { type Priority, type Timer, type VirtualClock } from 'damper';
+import { type RetryCounts } from '../lab-counters.js';
 import { type Population } from '../scenario.js';
 import { type Call, naiveTiers } from './naive-tiers.js';
 import { type HealthShape, NaiveBalancer } from './front-door.js';
@@ -53,9 +54,10 @@ export function naiveFront(clock: VirtualClock, servers: readonly Server[], bala
  * A naive user's call: one attempt at the front, or, with client tiers, a
  * stack of them, each retrying per the population's `retries` and
  * `backoff` ({@link naiveTiers}); the innermost gives each attempt
- * `attemptTimeoutMs` and leaves it at the server when it gives up.
+ * `attemptTimeoutMs` and leaves it at the server when it gives up. `counts`
+ * counts each tier's first attempts and retries.
  */
-export function naiveCall(clock: VirtualClock, front: Front, tiers: { readonly count: number; readonly attemptTimeoutMs: number } | undefined, jitter: () => number) {
+export function naiveCall(clock: VirtualClock, front: Front, tiers: { readonly count: number; readonly attemptTimeoutMs: number } | undefined, jitter: () => number, counts: readonly RetryCounts[]) {
   return (population: Population, key: string): Call<Answer> => {
     const once: Call<Answer> = (onDone) => front(key, population.priority, onDone);
     if (tiers === undefined) return once;
@@ -71,6 +73,6 @@ export function naiveCall(clock: VirtualClock, front: Front, tiers: { readonly c
       once(finish);
       if (!settled) timer = clock.setTimer(() => finish(TIMED_OUT), tiers.attemptTimeoutMs);
     };
-    return naiveTiers(clock, { layers: tiers.count, retries: population.retries, backoff: population.backoff }, jitter, attempt, (a) => a.outcome === 'ok');
+    return naiveTiers(clock, { layers: tiers.count, retries: population.retries, backoff: population.backoff }, jitter, attempt, (a) => a.outcome === 'ok', counts);
   };
 }

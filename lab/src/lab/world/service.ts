@@ -1,6 +1,8 @@
 import { type Cache, VirtualClock } from 'damper';
 import { type ClientRequest, Clients, type Replies, type RunOptions } from '../clients.js';
 import { cacheOptions, damperSettings, type DamperSettings } from '../damper-config.js';
+import { DamperGauges } from '../damper-gauges.js';
+import { LabCounters } from '../lab-counters.js';
 import { Recorder } from '../metrics.js';
 import { Network } from '../network.js';
 import { type VariantName, type VariantRun } from '../results.js';
@@ -79,14 +81,23 @@ export const service: WorldKind<ServiceScenario> = {
   ),
 };
 
-/** The cache tier and database behind the servers, per variant: none, the database alone, or a cache in front of it. */
-function dataTier(clock: VirtualClock, scenario: ServiceScenario, variant: VariantName, db: Database | undefined, keyCount: number, settings: DamperSettings): (DataTier & { readonly cache?: Cache<Row> }) | undefined {
+/**
+ * What a variant's characteristic metrics are read from: damper's through
+ * damper/otel's instruments on its own objects, naive's from the lab's
+ * counters with the same definitions.
+ */
+type Observed = { readonly variant: 'naive'; readonly counters: LabCounters } | { readonly variant: 'damper'; readonly gauges: DamperGauges };
+
+/** The cache tier and database behind the servers, per variant: none, the database alone, or a cache in front of it (its reads and loads observed). */
+function dataTier(clock: VirtualClock, scenario: ServiceScenario, observed: Observed, db: Database | undefined, keyCount: number, settings: DamperSettings): (DataTier & { readonly cache?: Cache<Row> }) | undefined {
   if (db === undefined) return undefined;
   const shape = scenario.cache;
   if (shape === undefined) return databaseOnly(db);
-  if (variant === 'naive') return naiveCache(clock, db, shape);
+  if (observed.variant === 'naive') return naiveCache(clock, db, shape, observed.counters.cache(''));
   // The lab's options under the configuration's cache(0): one Cache stands for the whole cache tier, as in cache-aside.
-  return damperCache(clock, db, cacheOptions(settings, 0, damperCacheDefaults(shape, keyCount, scenario.database!.workers), { clock }));
+  const tier = damperCache(clock, db, cacheOptions(settings, 0, damperCacheDefaults(shape, keyCount, scenario.database!.workers), { clock }));
+  observed.gauges.watch(tier.cache, {});
+  return tier;
 }
 
 /** What the user's request ended with, told to the clients. Without a database the servers are the origin: every answer waited. */
@@ -105,14 +116,16 @@ function reply(req: ClientRequest, replies: Replies, a: Answer, originIsServer: 
   }
 }
 
-/** How a variant sends a user's request into the system: naive's callbacks, or damper's guards and balancer. */
-function requestPath(clock: VirtualClock, scenario: ServiceScenario, variant: VariantName, servers: readonly Server[], settings: DamperSettings, seed: number, probeKey: string) {
-  if (variant === 'naive') {
+/** How a variant sends a user's request into the system: naive's callbacks, or damper's guards and balancer (each observed). */
+function requestPath(clock: VirtualClock, scenario: ServiceScenario, observed: Observed, servers: readonly Server[], settings: DamperSettings, seed: number, probeKey: string) {
+  if (observed.variant === 'naive') {
     const { front, close } = naiveFront(clock, servers, scenario.balancer, probeKey);
-    const call = naiveCall(clock, front, scenario.tiers, stream(seed, STREAMS.retryJitter));
+    // The client tiers retry (without them the users do, which no tier sees); naive's servers have no limiter to shed with.
+    const counts = Array.from({ length: scenario.tiers?.count ?? 0 }, (_, t) => observed.counters.retry(`tier=${t}`));
+    const call = naiveCall(clock, front, scenario.tiers, stream(seed, STREAMS.retryJitter), counts);
     return { send: (req: ClientRequest, done: (a: Answer) => void) => call(req.population, req.key)(done), close };
   }
-  const { send, close } = damperService(clock, servers, scenario, settings);
+  const { send, close } = damperService(clock, servers, scenario, settings, observed.gauges.watch);
   return {
     send: (req: ClientRequest, done: (a: Answer) => void): void => {
       const { population: p } = req;
@@ -133,9 +146,10 @@ export async function runService(scenario: ServiceScenario, variant: VariantName
   const recorder = new Recorder(scenario.durationS);
   const network = new Network(clock, scenario.network.hopDelay, seed);
   const settings = variant === 'damper' ? await damperSettings(scenario, clock) : {};
+  const observed: Observed = variant === 'naive' ? { variant, counters: new LabCounters(clock) } : { variant, gauges: new DamperGauges(clock) };
   const keys = scenario.keys === undefined ? undefined : new ZipfKeys(scenario.keys.count, scenario.keys.exponent);
   const db = scenario.database === undefined ? undefined : new Database(clock, recorder, scenario.database, network);
-  const data = dataTier(clock, scenario, variant, db, keys?.keys.length ?? 0, settings);
+  const data = dataTier(clock, scenario, observed, db, keys?.keys.length ?? 0, settings);
   if (data !== undefined && scenario.cache !== undefined) {
     // Steady state: every key cached, its remaining freshness spread evenly over the ttl.
     const freshness = remainingFreshness(seed, scenario.cache.ttlS * 1000);
@@ -145,7 +159,7 @@ export async function runService(scenario: ServiceScenario, variant: VariantName
   // Without a database the servers are the origin: every attempt reaching one counts.
   const arrived = db === undefined ? () => recorder.originQuery(clock.now()) : undefined;
   const servers = Array.from({ length: scenario.servers.count }, () => new Server(clock, scenario.servers, serviceTimes, data?.read, arrived));
-  const path = requestPath(clock, scenario, variant, servers, settings, seed, keys?.keys[0] ?? '');
+  const path = requestPath(clock, scenario, observed, servers, settings, seed, keys?.keys[0] ?? '');
   const active = new Set<ServiceFault>();
   const apply = (t: number): void => {
     const state = serviceState(scenario, active, t / 1000);
@@ -155,7 +169,7 @@ export async function runService(scenario: ServiceScenario, variant: VariantName
   };
   const pick = keys === undefined ? undefined : (random: () => number): string => keys.pick(random);
   const clients: Clients<ServiceFault> = new Clients<ServiceFault>(
-    { clock, recorder, scenario, seed, network, retriedBy: scenario.tiers === undefined ? 'clients' : 'world' },
+    { clock, recorder, scenario, seed, network, retriedBy: scenario.tiers === undefined ? 'clients' : 'world', characteristics: observed.variant === 'naive' ? observed.counters : observed.gauges },
     {
       send: (req, replies) => path.send(req, (a) => reply(req, replies, a, db === undefined)),
       fault({ fault, starts }, t) {
