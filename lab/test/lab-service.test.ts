@@ -9,6 +9,7 @@ import { scenarioJsonSchema } from '../src/lab/schema/index.js';
 import { stream } from '../src/lab/streams.js';
 import { checkScenario, scaleLoad } from '../src/lab/worlds.js';
 import { type ServiceFault, type ServiceScenario } from '../src/lab/world/service.js';
+import { tierSettings } from '../src/lab/world/service-tiers.js';
 import { ZipfKeys } from '../src/lab/zipf.js';
 import { TEN_MINUTES } from './support/bars.js';
 
@@ -70,6 +71,20 @@ const closed = (users: number) =>
     for (const part of ['database', 'cache', 'keys']) delete d[part];
   });
 const closedRun = runIsolated(closed(10), 1);
+/** Users at 50/s retrying twice, through two client tiers (100 ms per innermost attempt) to one server that hangs from 20 s to 40 s, holding all it takes; no database, so the server is the origin. */
+const tiered = (each?: readonly Record<string, unknown>[]) =>
+  small({ kind: 'hang', server: 0 }, (d) => {
+    d.clients = [{ name: 'users', rate: 50, timeoutMs: 5000, retries: 2 }];
+    d.tiers = { count: 2, attemptTimeoutMs: 100, ...(each === undefined ? {} : { each }) };
+    // A queue that never fills: the hung server holds every attempt, so each one ends at a tier's timeout, never refused at once.
+    (d.servers as Record<string, unknown>).maxQueue = 10_000_000;
+    for (const part of ['database', 'cache', 'keys']) delete d[part];
+  });
+const tieredRuns = {
+  population: runIsolated(tiered(), 1),
+  own: runIsolated(tiered([{ retries: 3 }, { retries: 1 }]), 1),
+  outerTimeout: runIsolated(tiered([{ retries: 3, attemptTimeoutMs: 50 }, { retries: 1 }]), 1),
+};
 
 describe('a service scenario file: every problem names its field', () => {
   const bad = (change: (d: Record<string, unknown>) => void, where: RegExp): void => {
@@ -102,6 +117,8 @@ describe('a service scenario file: every problem names its field', () => {
     bad((d) => ((d.faults as Record<string, unknown>[])[0] = { kind: 'load-ramp', profile: [[1, 2]], startS: 120, endS: 150, label: 'x' }), /faults\[0\]\.profile\[0\]\[0\]: the first point must be at 0 s, got 1/);
     bad((d) => ((d.faults as Record<string, unknown>[])[0] = { kind: 'load-ramp', profile: [[0, 1], [40, 2]], startS: 120, endS: 150, label: 'x' }), /faults\[0\]\.profile\[1\]\[0\]: must be ≤ the fault’s span \(30 s\), got 40/);
     bad((d) => ((d.faults as Record<string, unknown>[])[0]!.trigger = false), /co\.json: faults: needs a trigger/);
+    bad((d) => (d.tiers = { count: 2, attemptTimeoutMs: 400, each: [{ retries: 1 }] }), /co\.json: tiers\.each: needs one entry per tier \(count 2\), got 1/);
+    bad((d) => (d.tiers = { count: 2, attemptTimeoutMs: 400, each: [{ retries: 1 }, { retry: 1 }] }), /co\.json: tiers\.each\[1\]\.retry: unknown field \(known: retries, backoff, attemptTimeoutMs\)/);
   });
 
   test('damper lab schema service: the JSON Schema of the world', () => {
@@ -142,6 +159,35 @@ describe('each fault kind has its effect', () => {
   test('a cache flush sends the reads to the database', async () => {
     const origin = (await during('cache-flush')).series.originQps;
     assert.ok(origin[20]! > 3 * mean(origin, 5, 20), `flush second ${origin[20]} against ${mean(origin, 5, 20)}`);
+  });
+});
+
+describe('client tiers: each its own retries and attempt timeout, or the population’s', () => {
+  // Every attempt at the hung server fails, so a naive call reaches it (1 + r₀) × (1 + r₁) times.
+  const atServer = async (run: Promise<ScenarioRun>): Promise<number> => mean((await run).variants.naive.series.originQps, 25, 38);
+  test('naive: the attempts at the bottom are the product of each tier’s own attempts', async () => {
+    const population = await atServer(tieredRuns.population);
+    const own = await atServer(tieredRuns.own);
+    assert.ok(Math.abs(population / (9 * 50) - 1) < 0.1, `3 × 3 attempts per call: ${population}/s at 50 calls/s`);
+    assert.ok(Math.abs(own / (8 * 50) - 1) < 0.1, `4 × 2 attempts per call: ${own}/s at 50 calls/s`);
+  });
+
+  test('naive: an outer tier that times its attempts out fails the call sooner, and leaves the tier below at work', async () => {
+    const p99 = async (run: Promise<ScenarioRun>): Promise<number> => mean((await run).variants.naive.series.p99Ms.map((v) => v ?? 0), 25, 38);
+    // Four outer attempts of 50 ms each against four of 2 × 100 ms.
+    assert.ok((await p99(tieredRuns.outerTimeout)) < 300, `${await p99(tieredRuns.outerTimeout)} ms`);
+    assert.ok((await p99(tieredRuns.own)) > 700, `${await p99(tieredRuns.own)} ms`);
+    // Nobody tells the tier below: its retry still goes out after the outer tier has given up.
+    assert.ok(Math.abs((await atServer(tieredRuns.outerTimeout)) / (8 * 50) - 1) < 0.1);
+  });
+
+  test('tierSettings: a tier’s own, else the population’s; a timeout for the innermost only by default', () => {
+    const population = { retries: 2, backoff: { kind: 'none' } as const };
+    const tiers = { count: 3, attemptTimeoutMs: 100, each: [{ retries: 3, attemptTimeoutMs: 900 }, {}, { backoff: { kind: 'fixed', delayMs: 5 } as const }] };
+    assert.deepEqual(tierSettings(tiers, 0, population), { retries: 3, backoff: { kind: 'none' }, attemptTimeoutMs: 900 });
+    assert.deepEqual(tierSettings(tiers, 1, population), { retries: 2, backoff: { kind: 'none' }, attemptTimeoutMs: undefined });
+    assert.deepEqual(tierSettings(tiers, 2, population), { retries: 2, backoff: { kind: 'fixed', delayMs: 5 }, attemptTimeoutMs: 100 });
+    assert.deepEqual(tierSettings({ count: 2, attemptTimeoutMs: 100 }, 0, population), { retries: 2, backoff: { kind: 'none' }, attemptTimeoutMs: undefined });
   });
 });
 

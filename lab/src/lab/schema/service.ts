@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { type Delay } from '../scenario.js';
-import { delay, healthChecks, origin, parsed, populationFields, refined, type Report, retryDelay, scenario, span, tagged } from './common.js';
+import { backoff, delay, healthChecks, origin, parsed, populationFields, refined, type Report, retryDelay, scenario, span, tagged } from './common.js';
 
 /**
  * The service world's scenario file: a system shaped like the user's own,
@@ -31,6 +31,15 @@ const population = refined(
   rate: rate ?? 0,
   ...(users === undefined ? {} : { closed: { users, thinkTime: thinkTime ?? THINK_NONE } }),
 }));
+
+/** One client tier's own settings, where they differ from the populations'. */
+const tierSettings = z
+  .strictObject({
+    retries: z.int().min(0).max(10).exactOptional().meta({ description: 'Retries this tier makes at the tier below per call (default: the population’s).' }),
+    backoff: backoff.exactOptional().meta({ description: 'naive: the wait before each of this tier’s retries (default: the population’s). damper’s tiers wait as its Retry does.' }),
+    attemptTimeoutMs: z.int().min(1).max(600_000).exactOptional().meta({ description: 'This tier’s timeout per attempt at the tier below, ms (default: none; the innermost’s: tiers.attemptTimeoutMs).' }),
+  })
+  .meta({ description: 'A client tier’s own retries, backoff and attempt timeout, where they differ from the defaults.' });
 
 const serverList = z.array(z.int().min(0)).min(1, 'needs at least one server').exactOptional().meta({ description: 'The servers, by index from 0; default: every server.' });
 const factor = (min: number, max: number, description: string) => z.number().min(min).max(max).meta({ description });
@@ -73,6 +82,10 @@ const fields = scenario(
       .strictObject({
         count: z.int().min(1).max(5).meta({ description: 'Tiers of clients between the users and the servers, each retrying at the tier below per the population’s retries and backoff (naive).' }),
         attemptTimeoutMs: z.int().min(1).max(600_000).meta({ description: 'The innermost tier’s timeout per attempt, ms.' }),
+        each: z
+          .array(tierSettings)
+          .exactOptional()
+          .meta({ description: 'Each tier’s own settings, outermost first, one per tier: its retries, backoff and attempt timeout (an API that retries 3 times in front of a service that retries once).' }),
       })
       .exactOptional()
       .meta({ description: 'Client tiers (a front end, a mid tier…): with them, the populations’ retries are made at each tier, not by the users.' }),
@@ -147,6 +160,7 @@ export const serviceSchema = refined(fields, (s, report) => {
   if (s.database !== undefined && s.keys === undefined) report(['keys'], 'missing (a database needs keys)');
   if (s.database === undefined && s.keys !== undefined) report(['keys'], 'keys mean something only with a database');
   if (s.balancer !== undefined && s.servers.count < 2) report(['balancer'], 'a balancer needs at least two servers');
+  if (s.tiers?.each !== undefined && s.tiers.each.length !== s.tiers.count) report(['tiers', 'each'], `needs one entry per tier (count ${s.tiers.count}), got ${s.tiers.each.length}`);
   const names = new Set<string>();
   s.clients.forEach((c, i) => {
     if (names.has(c.name)) report(['clients', i, 'name'], `"${c.name}" is used twice`);

@@ -6,6 +6,7 @@ import { type HealthShape } from './front-door.js';
 import { type Answer, answer, failure, shedFailure } from './service-answers.js';
 import { type Server } from './service-server.js';
 import type { ServiceScenario } from './service.js';
+import { tierSettings } from './service-tiers.js';
 
 /** A user's request through damper's side of the service world: its key, priority and deadline (an instant). */
 export type DamperSend = (key: string, priority: Priority, deadline: number) => Promise<Answer>;
@@ -18,9 +19,10 @@ export type DamperSend = (key: string, priority: Priority, deadline: number) => 
  *   the server's `maxQueue`, under the configuration's `admission(i)`;
  *   a shed request is a 503 with `Retry-After`, one past its deadline a 504;
  * - each client tier is a `Dependency` under the configuration's
- *   `dependency(t)`: with `tiers`, `count` of them, each making up to the
- *   populations' most retries + 1 attempts, the innermost giving each attempt
- *   `attemptTimeoutMs`; without, one: the users' own client, one attempt
+ *   `dependency(t)`: with `tiers`, `count` of them, each making its own
+ *   retries + 1 attempts (`tiers.each`), else the populations' most, with its
+ *   own attempt timeout, else none but the innermost's `attemptTimeoutMs`;
+ *   without, one: the users' own client, one attempt
  *   per call (the populations retry as the scenario says), cut at the
  *   user's timeout. The innermost balances over the servers, with liveness
  *   checks on the scenario's `balancer` (interval, timeout, fall and rise:
@@ -51,11 +53,14 @@ export function damperService(clock: VirtualClock, servers: readonly Server[], s
   );
   const { tiers } = scenario;
   const layers = tiers?.count ?? 1;
-  const maxAttempts = tiers === undefined ? 1 : 1 + Math.max(...scenario.clients.map((p) => p.retries));
   const balancer = scenario.balancer === undefined ? undefined : liveness(servers, scenario.balancer);
-  const options = (t: number): Omit<DependencyOptions<unknown>, 'upstreams' | 'clock' | 'balancer'> => ({
-    retry: { maxAttempts, ...(t === layers - 1 && tiers !== undefined ? { attemptTimeout: tiers.attemptTimeoutMs } : {}) },
-  });
+  const options = (t: number): Omit<DependencyOptions<unknown>, 'upstreams' | 'clock' | 'balancer'> => {
+    if (tiers === undefined) return { retry: { maxAttempts: 1 } };
+    // A tier's own retries, else the most any population makes (one Dependency serves them all); its own attempt timeout, else the innermost's.
+    const own = scenario.clients.map((p) => tierSettings(tiers, t, p));
+    const attemptTimeout = own[0]!.attemptTimeoutMs;
+    return { retry: { maxAttempts: 1 + Math.max(...own.map((s) => s.retries)), ...(attemptTimeout === undefined ? {} : { attemptTimeout }) } };
+  };
   const chain = damperTiers<number, Answer>(clock, { layers, servers: servers.map((_, i) => i), options, ...(balancer === undefined ? {} : { balancer }) }, settings, watch);
   return {
     send: (key, priority, deadline) => chain.call((i, signal) => admitted[i]!(key, priority, signal), deadline, priority),

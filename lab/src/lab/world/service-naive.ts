@@ -5,6 +5,7 @@ import { type Call, naiveTiers } from './naive-tiers.js';
 import { type HealthShape, NaiveBalancer } from './front-door.js';
 import { type Answer, answer, failure, HIT, MISS, ServiceFailure, TIMED_OUT } from './service-answers.js';
 import { type Server } from './service-server.js';
+import { type ServiceTiers, tierSettings } from './service-tiers.js';
 
 /** Sends one attempt for `key` to the servers; `onDone` once with how it ended. */
 export type Front = (key: string, priority: Priority, onDone: (a: Answer) => void) => void;
@@ -52,27 +53,40 @@ export function naiveFront(clock: VirtualClock, servers: readonly Server[], bala
 
 /**
  * A naive user's call: one attempt at the front, or, with client tiers, a
- * stack of them, each retrying per the population's `retries` and
- * `backoff` ({@link naiveTiers}); the innermost gives each attempt
- * `attemptTimeoutMs` and leaves it at the server when it gives up. `counts`
- * counts each tier's first attempts and retries.
+ * stack of them, each retrying on any failure with no budget
+ * ({@link naiveTiers}) per its settings (`tierSettings`: its own, else the
+ * population's `retries` and `backoff`); a tier with an attempt timeout (the
+ * innermost, at least) gives up on an attempt then, and leaves it running
+ * below. `counts` counts each tier's first attempts and retries.
  */
-export function naiveCall(clock: VirtualClock, front: Front, tiers: { readonly count: number; readonly attemptTimeoutMs: number } | undefined, jitter: () => number, counts: readonly RetryCounts[]) {
+export function naiveCall(clock: VirtualClock, front: Front, tiers: ServiceTiers | undefined, jitter: () => number, counts: readonly RetryCounts[]) {
+  const ok = (a: Answer): boolean => a.outcome === 'ok';
   return (population: Population, key: string): Call<Answer> => {
     const once: Call<Answer> = (onDone) => front(key, population.priority, onDone);
     if (tiers === undefined) return once;
-    const attempt: Call<Answer> = (onDone) => {
-      let timer: Timer | undefined;
-      let settled = false;
-      const finish = (a: Answer): void => {
-        if (settled) return;
-        settled = true;
-        timer?.cancel();
-        onDone(a);
-      };
-      once(finish);
-      if (!settled) timer = clock.setTimer(() => finish(TIMED_OUT), tiers.attemptTimeoutMs);
+    // From the innermost out: each tier's attempt is a call of the tier below.
+    let below = once;
+    for (let t = tiers.count - 1; t >= 0; t--) {
+      const { retries, backoff, attemptTimeoutMs } = tierSettings(tiers, t, population);
+      const attempt = attemptTimeoutMs === undefined ? below : timed(clock, below, attemptTimeoutMs);
+      below = naiveTiers(clock, { layers: 1, retries, backoff }, jitter, attempt, ok, counts.slice(t, t + 1));
+    }
+    return below;
+  };
+}
+
+/** `call`, given up on after `ms`: the caller hears a timeout then, and the call runs on below, unheard. */
+function timed(clock: VirtualClock, call: Call<Answer>, ms: number): Call<Answer> {
+  return (onDone) => {
+    let timer: Timer | undefined;
+    let settled = false;
+    const finish = (a: Answer): void => {
+      if (settled) return;
+      settled = true;
+      timer?.cancel();
+      onDone(a);
     };
-    return naiveTiers(clock, { layers: tiers.count, retries: population.retries, backoff: population.backoff }, jitter, attempt, (a) => a.outcome === 'ok', counts);
+    call(finish);
+    if (!settled) timer = clock.setTimer(() => finish(TIMED_OUT), ms);
   };
 }

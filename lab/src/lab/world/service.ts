@@ -21,6 +21,7 @@ import { serverCapacityQps } from './service-best.js';
 import { serviceState } from './service-faults.js';
 import { naiveCall, naiveFront } from './service-naive.js';
 import { Server, type ServerShape } from './service-server.js';
+import { type ServiceTiers } from './service-tiers.js';
 
 /**
  * The service world (issue 12, part 2): a system a user shapes to their own
@@ -49,8 +50,8 @@ export type ServiceFault = FaultSpanDoc &
 
 export interface ServiceScenario extends ScenarioCommon {
   readonly world: 'service';
-  /** Client tiers between the users and the servers; with them the populations' retries are made at each tier. */
-  readonly tiers?: { readonly count: number; readonly attemptTimeoutMs: number };
+  /** Client tiers between the users and the servers; with them the populations' retries are made at each tier, or each tier's own (`each`). */
+  readonly tiers?: ServiceTiers;
   /** A balancer with health checks over the servers; without one, round robin. */
   readonly balancer?: HealthShape;
   /** The servers, all alike; `admissionLimit` is damper's (default: workers). */
