@@ -111,3 +111,32 @@ describe('naive backoff moves the retry storm’s edge without removing the loop
     assert.ok(longer.amplification >= 10, `amplification ${longer.amplification}`);
   });
 });
+
+describe('arrivals: Poisson by default, or a load generator’s fixed interval', () => {
+  /** `bare`'s one population at 200/s, `arrivals` as given, against a system that answers at once; offered requests per second, the load doubled from 10 s. */
+  async function offered(arrivals: 'poisson' | 'fixed' | undefined): Promise<readonly number[]> {
+    const clock = new VirtualClock({ seed: 1 });
+    const base = bare({ kind: 'none' });
+    const scenario: ScenarioCommon = { ...base, clients: [{ ...base.clients[0]!, rate: 200, retries: 0, ...(arrivals === undefined ? {} : { arrivals }) }] };
+    const recorder = new Recorder(scenario.durationS);
+    const world: ClientWorld<FaultSpanDoc> = { send: (req, replies) => replies.answer(req), fault: () => {} };
+    const clients = new Clients({ clock, recorder, scenario, seed: 1, network: new Network(clock, scenario.network.hopDelay, 1) }, world);
+    clock.setTimer(() => (clients.load = 2), 10_000);
+    await clients.run();
+    return recorder.series().offered;
+  }
+
+  test('fixed: exactly rate × load every second, one every 1000 ÷ (rate × load) ms', async () => {
+    const fixed = await offered('fixed');
+    assert.deepEqual(fixed.slice(0, 10), Array(10).fill(200));
+    assert.deepEqual(fixed.slice(11, 20), Array(9).fill(400), 'the doubled load from the second after the change');
+  });
+
+  test('poisson (the default): the same mean, bursts and lulls around it', async () => {
+    const poisson = await offered(undefined);
+    assert.deepEqual(await offered('poisson'), poisson, 'absent is poisson');
+    const first = poisson.slice(0, 10);
+    assert.ok(first.some((n) => n !== 200), 'not every second at the rate');
+    assert.ok(Math.abs(first.reduce((a, n) => a + n, 0) / 10 - 200) < 15, `mean ${first.join(', ')}`);
+  });
+});

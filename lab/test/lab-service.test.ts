@@ -108,6 +108,8 @@ describe('a service scenario file: every problem names its field', () => {
     bad((d) => ((d.clients as Record<string, unknown>[])[0]!.users = 5), /co\.json: clients\[0\]\.users: give rate \(open loop\) or users \(closed loop\), not both/);
     bad((d) => delete (d.clients as Record<string, unknown>[])[0]!.rate, /co\.json: clients\[0\]\.rate: missing \(or give users/);
     bad((d) => ((d.clients as Record<string, unknown>[])[0]!.thinkTime = { kind: 'constant', ms: 5 }), /clients\[0\]\.thinkTime: only for a closed-loop population/);
+    bad((d) => ((d.clients as Record<string, unknown>[])[1]!.arrivals = 'fixed'), /co\.json: clients\[1\]\.arrivals: only for an open-loop population/);
+    bad((d) => ((d.clients as Record<string, unknown>[])[0]!.arrivals = 'steady'), /co\.json: clients\[0\]\.arrivals: /);
   });
 
   test('rules across fields', () => {

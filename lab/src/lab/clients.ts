@@ -141,6 +141,8 @@ export class Clients<F extends FaultSpanDoc> implements World, Replies {
   private readonly closedLoop: () => number;
   /** Users of each closed population now in the loop (0 for an open one). */
   private readonly users: number[];
+  /** Each fixed-interval population's next arrival, ms (a load generator's schedule); unused for the others. */
+  private readonly nextArrival: number[];
   /** A closed-loop user sent a request from a timer: the next step must arm its timeout. */
   private sentOutsideStep = false;
   private readonly characteristics: CharacteristicRecorder;
@@ -165,6 +167,7 @@ export class Clients<F extends FaultSpanDoc> implements World, Replies {
     this.retries = run.retriedBy !== 'world';
     this.closedLoop = stream(run.seed, STREAMS.closedLoop);
     this.users = scenario.clients.map(() => 0);
+    this.nextArrival = scenario.clients.map(() => 0);
     this.characteristics = run.characteristics ?? NO_CHARACTERISTICS;
   }
 
@@ -185,7 +188,7 @@ export class Clients<F extends FaultSpanDoc> implements World, Replies {
         if (this.join(i, population.closed.users)) started = true;
         continue;
       }
-      const n = poisson((population.rate * this.load) / 1000, this.traffic);
+      const n = population.arrivals === 'fixed' ? this.due(i, population.rate * this.load, t) : poisson((population.rate * this.load) / 1000, this.traffic);
       if (n === 0) continue;
       started = true;
       const pick = this.pickers[i]!;
@@ -298,6 +301,25 @@ export class Clients<F extends FaultSpanDoc> implements World, Replies {
         this.send(population, req.key, req.attempt + 1);
       }, retryDelayMs(population.backoff, req.attempt + 1, this.jitter));
     } else if (population.closed !== undefined) this.think(population, population.closed);
+  }
+
+  /**
+   * How many requests fixed-interval population `i` sends at `t`: those whose
+   * instant has come, one every `1000 ÷ perSecond` ms. A load change (a
+   * spike) changes the interval from the next arrival on; at no load the
+   * schedule waits, and starts again at the instant the load returns.
+   */
+  private due(i: number, perSecond: number, t: number): number {
+    if (perSecond <= 0) {
+      this.nextArrival[i] = t;
+      return 0;
+    }
+    let n = 0;
+    while (this.nextArrival[i]! <= t) {
+      this.nextArrival[i]! += 1000 / perSecond;
+      n++;
+    }
+    return n;
   }
 
   /** Users join closed population `i` up to `users × load`; true when any did (their first requests went out). */

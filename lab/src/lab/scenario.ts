@@ -67,8 +67,15 @@ export interface Network {
  */
 export interface Population {
   readonly name: string;
-  /** Mean requests per second (Poisson arrivals); 0 for a closed population. */
+  /** Mean requests per second (Poisson arrivals, or one every 1000 ÷ rate ms with `arrivals: 'fixed'`); 0 for a closed population. */
   readonly rate: number;
+  /**
+   * How an open population's requests arrive: `poisson` (absent: a crowd of
+   * independent users) or `fixed`, one every `1000 ÷ rate` ms from 0, as a
+   * load generator's constant arrival rate sends them (wrk2, k6's
+   * constant-arrival-rate): what a load test of the real system offered.
+   */
+  readonly arrivals?: 'poisson' | 'fixed';
   /** A closed loop: `users` users, each waiting `thinkTime` (whole ms, at least 1) between the end of one call and the next. */
   readonly closed?: { readonly users: number; readonly thinkTime: Delay };
   /** The client gives up after this long, ms. */

@@ -34,7 +34,7 @@ const HOLD_BYTES = 64 * 1024;
 export class Exchange implements Controller {
   /**
    * The request's own signal, aborted by `abort`, made only when something
-   * must watch it (see {@link signal}): most requests never need one. Owned
+   * must watch it (see {@link arm}): most requests never need one. Owned
    * (aborted through `abortOwned` only), so the attempts watch it with no
    * event listener: a listener added and removed per request cost ~15 µs on
    * Node 20.
@@ -73,13 +73,13 @@ export class Exchange implements Controller {
 
   abort(reason: Error): void {
     const bare = this.own === undefined;
-    abortOwned(this.signal().controller, reason);
+    abortOwned(this.arm().controller, reason);
     // An attempt of a bare call was given no signal to watch: it is ended here.
     if (bare) for (const attempt of this.live) attempt.callerAborted();
   }
 
   /**
-   * The request's own signal, made now if it was not, and from then on the
+   * Arms the request: its own signal, made now if it was not, and from then on the
    * call's too ({@link Dependency.arm}). A bare call (`Dependency.bare`: no
    * deadline, no attempt timeout, no hedge, no request being served) starts
    * without it, so a request that succeeds at its first attempt makes none;
@@ -87,7 +87,7 @@ export class Exchange implements Controller {
    * before anything but that attempt could have read the call's signal
    * (`Retry`'s backoff and the next attempt watch it).
    */
-  signal(): { readonly controller: AbortController; readonly signal: AbortSignal } {
+  arm(): { readonly controller: AbortController; readonly signal: AbortSignal } {
     if (this.own !== undefined) return this.own;
     const controller = new AbortController();
     const own = (this.own = { controller, signal: ownedSignal(controller) });
@@ -115,7 +115,7 @@ export class Exchange implements Controller {
       this.fail(error);
       return;
     }
-    if (this.own === undefined && !this.dependency.bare(call)) this.signal();
+    if (this.own === undefined && !this.dependency.bare(call)) this.arm();
     this.dependency.send(call, this.attempt).then(undefined, this.failed);
   }
 
@@ -357,14 +357,14 @@ class AttemptHandler implements Handler {
 
   /**
    * Rejects the attempt. The first attempt of a bare call makes the
-   * request's signal first (`Exchange.signal`), so `Retry`'s backoff and the
+   * request's signal first (`Exchange.arm`), so `Retry`'s backoff and the
    * next attempt have one to watch; and when its caller aborted it, says so
    * (an `AbortedError`), so no guard counts it against the upstream.
    */
   private failed(error: unknown): void {
     if (this.signal === NEVER_ABORTS) {
       if (this.exchange.aborted) error = new AbortedError(`the request to upstream ${this.upstream.id} was aborted by its caller`, this.exchange.reason);
-      else this.exchange.signal();
+      else this.exchange.arm();
     }
     this.reject(error);
   }

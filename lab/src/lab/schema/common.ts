@@ -88,7 +88,11 @@ export const retryDelay = {
 export const populationFields = z
   .strictObject({
     name: text('The population, as results and the report name it.'),
-    rate: z.number().min(0).max(1_000_000).meta({ description: 'Mean requests per second (Poisson arrivals).' }),
+    rate: z.number().min(0).max(1_000_000).meta({ description: 'Mean requests per second (Poisson arrivals unless arrivals says fixed).' }),
+    arrivals: z
+      .enum(['poisson', 'fixed'])
+      .exactOptional()
+      .meta({ description: 'poisson (the default): independent users, bursts and lulls around the rate; fixed: one request every 1000 ÷ rate ms, as a load generator’s constant arrival rate (wrk2, k6) sends them.' }),
     timeoutMs: z.int().min(1).max(MAX_MS).meta({ description: 'The client gives up after this long, ms.' }),
     retries: z.int().min(0).max(10).default(0).meta({ description: 'Further attempts after a failure or timeout.' }),
     ...retryDelay.shape,

@@ -25,6 +25,7 @@ const population = refined(
     if (p.rate === undefined && p.users === undefined) report(['rate'], 'missing (or give users, for a closed-loop population)');
     if (p.rate !== undefined && p.users !== undefined) report(['users'], 'give rate (open loop) or users (closed loop), not both');
     if (p.thinkTime !== undefined && p.users === undefined) report(['thinkTime'], 'only for a closed-loop population (users)');
+    if (p.arrivals !== undefined && p.users !== undefined) report(['arrivals'], 'only for an open-loop population (rate): closed-loop users send when their last call ends');
   },
 ).transform(({ rate, users, thinkTime, ...p }) => ({
   ...retryDelay.parsed(p),
