@@ -118,21 +118,21 @@ const PART_CORE = new Map([
  * files, one after another, that was the run's critical path; with them on
  * both Nodes the run took 855 s against its 12-minute budget.
  */
-const ONE_NODE = new Map([
+const ONE_NODE = new Set([
   // Its subject is the faults (SIGSTOP, kill, a slow proxy) over a 129-s
   // timeline; the library's Node-specific paths under it (ioredis, pg,
   // sockets and timers) run on both Nodes in shared-redis, redis-store,
   // bus-gap, origin-loaders and backend-contract.
-  ['test/chaos.test.js', 'the faults, over a 129-s timeline'],
+  'test/chaos.test.js',
   // Two 55-s storms of real HTTP; undici and node:http under damper/http run
   // on both Nodes in http-outgoing, http-hedging and http-admission.
-  ['test/http-storm.test.js', 'two 55-s storms over real HTTP'],
+  'test/http-storm.test.js',
   // Sweep and check grids: the same simulations the scenario files
   // (lab-*.test.ts) run on both Nodes, cell after cell.
-  ['lab/test/sweep.test.js', "the lab's grids"],
-  ['lab/test/check.test.js', "the lab's grids"],
+  'lab/test/sweep.test.js',
+  'lab/test/check.test.js',
   // docs/lab.md's worked example: two `lab check` grids, as above.
-  ['lab/test/example-checkout.test.js', "the lab's grids"],
+  'lab/test/example-checkout.test.js',
 ]);
 
 /**

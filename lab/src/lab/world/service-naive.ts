@@ -61,13 +61,17 @@ export function naiveFront(clock: VirtualClock, servers: readonly Server[], bala
  */
 export function naiveCall(clock: VirtualClock, front: Front, tiers: ServiceTiers | undefined, jitter: () => number, counts: readonly RetryCounts[]) {
   const ok = (a: Answer): boolean => a.outcome === 'ok';
+  // Each population's tier settings, worked out at its first call rather than at every one.
+  const settings = new Map<Population, ReturnType<typeof tierSettings>[]>();
   return (population: Population, key: string): Call<Answer> => {
     const once: Call<Answer> = (onDone) => front(key, population.priority, onDone);
     if (tiers === undefined) return once;
+    let own = settings.get(population);
+    if (own === undefined) settings.set(population, (own = Array.from({ length: tiers.count }, (_, t) => tierSettings(tiers, t, population))));
     // From the innermost out: each tier's attempt is a call of the tier below.
     let below = once;
     for (let t = tiers.count - 1; t >= 0; t--) {
-      const { retries, backoff, attemptTimeoutMs } = tierSettings(tiers, t, population);
+      const { retries, backoff, attemptTimeoutMs } = own[t]!;
       const attempt = attemptTimeoutMs === undefined ? below : timed(clock, below, attemptTimeoutMs);
       below = naiveTiers(clock, { layers: 1, retries, backoff }, jitter, attempt, ok, counts.slice(t, t + 1));
     }
