@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { DamperConfigError, resolveDamperConfig, withDamperConfig } from '../src/lab/damper-config.js';
+import { InMemorySharedStore, VirtualClock } from 'damper';
+import { cacheOptions, DamperConfigError, resolveDamperConfig, withDamperConfig } from '../src/lab/damper-config.js';
 import { loadScenario, runScenario } from '../src/lab/lab.js';
 import { runIsolated } from '../src/lab/parallel.js';
 import { type Scenario } from '../src/lab/worlds.js';
@@ -106,5 +107,22 @@ describe('a module that cannot be used is a typed error naming its file', () => 
     const file = join(dir, 'old.config.mjs');
     writeFileSync(file, 'export default () => ({ client: () => null });\n');
     await assert.rejects(runScenario(withDamperConfig(await short('retry-storm'), file), 1), /role "client" is gone: .*dependency\(tier\)/);
+  });
+});
+
+describe('cacheOptions: the user’s settings over the lab’s, the world’s over both', () => {
+  const store = new InMemorySharedStore({ clock: new VirtualClock() });
+  const settings = { cache: () => ({ ttl: 5, shared: { timeout: 50, namespace: 'theirs', store: new InMemorySharedStore({ clock: new VirtualClock() }) } }) };
+  test('where the world has a shared tier, the user’s timeout applies to it; its store and namespace stay the world’s', () => {
+    const clock = new VirtualClock();
+    const o = cacheOptions(settings, 0, { ttl: 1 }, { clock, shared: { store, namespace: 'lab' } });
+    assert.equal(o.ttl, 5);
+    assert.equal(o.clock, clock);
+    assert.equal(o.shared?.timeout, 50);
+    assert.equal(o.shared?.store, store);
+    assert.equal(o.shared?.namespace, 'lab');
+  });
+  test('where it has none, the user’s shared tier has no place', () => {
+    assert.equal(cacheOptions(settings, 0, { ttl: 1 }, { clock: new VirtualClock() }).shared, undefined);
   });
 });

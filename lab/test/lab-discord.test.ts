@@ -185,6 +185,42 @@ describe('the simulated cluster as a SharedBackend', () => {
     assert.equal(await settle(clock, c.read('k')), undefined);
   });
 
+  test('a stopped node (SIGSTOP) answers nothing, then serves its backlog; a killed one restarts empty; a slow one answers later', async () => {
+    const clock = new VirtualClock({ seed: 1 });
+    const c = new CacheCluster(clock, 1, { capacityOps: 1000, latencyMs: 2, maxQueue: 5 });
+    const node = c.nodes[0]!;
+    await settle(clock, c.write('k', 'v', 60_000));
+    node.hang();
+    let answered = 0;
+    const held = Array.from({ length: 5 }, () => c.read('k').then((r) => (answered++, r?.value)));
+    // Its queue is the clients' pool: beyond maxQueue, refused at once.
+    await assert.rejects(c.read('k'), CacheNodeError);
+    await clock.advance(5_000);
+    assert.equal(answered, 0, 'a stopped node answered');
+    node.resume();
+    assert.deepEqual(await settle(clock, Promise.all(held)), ['v', 'v', 'v', 'v', 'v']);
+    node.fail();
+    await assert.rejects(c.read('k'), CacheNodeError);
+    node.restart();
+    assert.equal(await settle(clock, c.read('k')), undefined, 'a restarted node kept its data');
+    await settle(clock, c.write('k', 'v', 60_000));
+    const t0 = clock.now();
+    node.slowness = 50;
+    await settle(clock, c.read('k'));
+    assert.ok(clock.now() - t0 >= 100, `a round trip of 2 ms × 50 took ${clock.now() - t0} ms`);
+  });
+
+  test('a round trip drawn per call, when the latency is random', async () => {
+    const clock = new VirtualClock({ seed: 1 });
+    let draws = 0;
+    const c = new CacheCluster(clock, 1, { capacityOps: 1000, latencyMs: 0, maxQueue: 100 }, 160, undefined, () => (draws++ % 2 === 0 ? 5 : 40));
+    const t0 = clock.now();
+    const ends: number[] = [];
+    await settle(clock, Promise.all([c.read('a'), c.read('b')].map((p) => p.then(() => ends.push(clock.now() - t0)))));
+    assert.equal(draws, 2);
+    assert.ok(ends[0]! < 20 && ends[1]! >= 40, `ends ${ends.join(', ')}`);
+  });
+
   test('an ejection makes its keys cold on their new nodes; the other keys keep their values', async () => {
     const clock = new VirtualClock({ seed: 1 });
     const c = new CacheCluster(clock, 4, shape);

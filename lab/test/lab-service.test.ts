@@ -10,6 +10,7 @@ import { stream } from '../src/lab/streams.js';
 import { checkScenario, scaleLoad } from '../src/lab/worlds.js';
 import { type ServiceFault, type ServiceScenario } from '../src/lab/world/service.js';
 import { tierSettings } from '../src/lab/world/service-tiers.js';
+import { serviceBound } from '../src/lab/world/service-best.js';
 import { ZipfKeys } from '../src/lab/zipf.js';
 import { TEN_MINUTES } from './support/bars.js';
 
@@ -64,6 +65,27 @@ const FAULTS: Record<string, ServiceScenario> = {
   'cache-flush': small({ kind: 'cache-flush', endS: 21 }),
 };
 const runs = new Map(Object.entries(FAULTS).map(([kind, s]) => [kind, runIsolated(s, 1)]));
+/**
+ * `small` with its cache tier on two nodes of 5,000 calls/s (1 ms round
+ * trips); damper's server holds the 50 most popular of the 200 keys in
+ * memory (about 77 % of reads), so the rest need a node or the database.
+ */
+const onNodes = (fault: Record<string, unknown>): ServiceScenario =>
+  small(fault, (d) => {
+    const cache = d.cache as Record<string, unknown>;
+    cache.nodes = { count: 2, capacityOps: 5000 };
+    cache.processEntries = 50;
+  });
+const NODE_FAULTS: Record<string, ServiceScenario> = {
+  none: onNodes({ kind: 'load-spike', factor: 1 }),
+  slowdown: onNodes({ kind: 'slowdown', target: 'cache', factor: 300 }),
+  'hang-cache': onNodes({ kind: 'hang-cache' }),
+  'kill-cache': onNodes({ kind: 'kill-cache' }),
+  'degrade-cache': onNodes({ kind: 'degrade-cache', nodes: [0, 1], factor: 0.001 }),
+  'eject-cache': onNodes({ kind: 'eject-cache', nodes: [0] }),
+  'cache-flush': onNodes({ kind: 'cache-flush', endS: 21 }),
+};
+const nodeRuns = new Map(Object.entries(NODE_FAULTS).map(([kind, s]) => [kind, runIsolated(s, 1)]));
 const closed = (users: number) =>
   small({ kind: 'slowdown', factor: 10 }, (d) => {
     d.clients = [{ name: 'users', users, thinkTime: { kind: 'constant', ms: 90 }, timeoutMs: 5000 }];
@@ -100,7 +122,7 @@ describe('a service scenario file: every problem names its field', () => {
   test('fields, tags and ranges', () => {
     bad((d) => ((d.servers as Record<string, unknown>).workers = 0), /co\.json: servers\.workers: must be ≥ 1, got 0/);
     bad((d) => ((d.servers as Record<string, unknown>).servise = {}), /co\.json: servers\.servise: unknown field \(did you mean service\?\)/);
-    bad((d) => ((d.faults as Record<string, unknown>[])[0]!.kind = 'meteor'), /faults\[0\]\.kind: unknown fault kind "meteor" \(known: capacity-drop, slowdown, hang, degrade-servers, invalid-value, load-spike, load-ramp, cache-flush\)/);
+    bad((d) => ((d.faults as Record<string, unknown>[])[0]!.kind = 'meteor'), /faults\[0\]\.kind: unknown fault kind "meteor" \(known: capacity-drop, slowdown, hang, degrade-servers, invalid-value, load-spike, load-ramp, degrade-cache, hang-cache, kill-cache, eject-cache, cache-flush\)/);
     bad((d) => ((d.keys as Record<string, unknown>).exponent = -1), /co\.json: keys\.exponent: must be ≥ 0, got -1/);
   });
 
@@ -123,9 +145,25 @@ describe('a service scenario file: every problem names its field', () => {
     bad((d) => (d.tiers = { count: 2, attemptTimeoutMs: 400, each: [{ retries: 1 }, { retry: 1 }] }), /co\.json: tiers\.each\[1\]\.retry: unknown field \(known: retries, backoff, attemptTimeoutMs\)/);
   });
 
+  test('the cache tier’s nodes, and the faults that need them', () => {
+    const cache = (d: Record<string, unknown>): Record<string, unknown> => d.cache as Record<string, unknown>;
+    const withNodes = (d: Record<string, unknown>): void => void (cache(d).nodes = { count: 3, capacityOps: 1000 });
+    const fault = (f: Record<string, unknown>) => (d: Record<string, unknown>) => ((d.faults as Record<string, unknown>[])[0] = { startS: 120, endS: 150, label: 'x', ...f });
+    bad(fault({ kind: 'hang-cache' }), /co\.json: faults\[0\]\.kind: a hang-cache needs cache\.nodes/);
+    bad(fault({ kind: 'slowdown', target: 'cache', factor: 5 }), /co\.json: faults\[0\]\.kind: a cache slowdown needs cache\.nodes/);
+    bad((d) => (withNodes(d), fault({ kind: 'kill-cache', nodes: [0, 3] })(d)), /co\.json: faults\[0\]\.nodes\[1\]: must be a cache node index from 0 to 2, got 3/);
+    bad((d) => (withNodes(d), fault({ kind: 'slowdown', target: 'cache', servers: [0], factor: 5 })(d)), /co\.json: faults\[0\]\.servers: not for a cache slowdown: name its nodes/);
+    bad((d) => (withNodes(d), fault({ kind: 'slowdown', nodes: [0], factor: 5 })(d)), /co\.json: faults\[0\]\.nodes: only for a cache slowdown \(target: cache\)/);
+    bad((d) => (withNodes(d), fault({ kind: 'eject-cache' })(d)), /co\.json: faults\[0\]\.nodes: missing/);
+    bad((d) => (cache(d).processEntries = 100), /co\.json: cache\.processEntries: only with cache\.nodes/);
+    bad((d) => (cache(d).naive = { commandTimeoutMs: 100 }), /co\.json: cache\.naive\.commandTimeoutMs: only with cache\.nodes/);
+    bad((d) => (cache(d).nodes = { count: 3 }), /co\.json: cache\.nodes\.capacityOps: missing/);
+    bad((d) => (cache(d).nodes = { capacityOps: 1000, latency: { kind: 'constant', ms: -1 } }), /co\.json: cache\.nodes\.latency\.ms: must be ≥ 0, got -1/);
+  });
+
   test('damper lab schema service: the JSON Schema of the world', () => {
     const schema = JSON.stringify(scenarioJsonSchema('service'));
-    for (const field of ['thinkTime', 'slowdownPerInFlight', 'cache-flush', 'load-ramp', 'exponent']) assert.ok(schema.includes(field), field);
+    for (const field of ['thinkTime', 'slowdownPerInFlight', 'cache-flush', 'load-ramp', 'exponent', 'capacityOps', 'processEntries', 'commandTimeoutMs', 'kill-cache']) assert.ok(schema.includes(field), field);
   });
 });
 
@@ -161,6 +199,59 @@ describe('each fault kind has its effect', () => {
   test('a cache flush sends the reads to the database', async () => {
     const origin = (await during('cache-flush')).series.originQps;
     assert.ok(origin[20]! > 3 * mean(origin, 5, 20), `flush second ${origin[20]} against ${mean(origin, 5, 20)}`);
+  });
+});
+
+describe('the cache tier as a component: nodes that a fault slows, degrades, stops, kills or ejects', () => {
+  const run = async (kind: string, variant: 'naive' | 'damper') => (await nodeRuns.get(kind)!).variants[variant];
+  const during = async (kind: string, variant: 'naive' | 'damper', series: 'goodput' | 'originQps'): Promise<number> => mean((await run(kind, variant)).series[series], 25, 40);
+
+  test('healthy, both variants answer everything; the nodes cost naive nothing it notices', async () => {
+    for (const variant of ['naive', 'damper'] as const) assert.ok((await during('none', variant, 'goodput')) > 190, variant);
+  });
+
+  test('naive waits on a slow, stopped or starved node for ever (no command timeout): its server’s workers go, and with them every answer', async () => {
+    const healthy = await during('none', 'naive', 'goodput');
+    for (const kind of ['slowdown', 'hang-cache', 'degrade-cache']) {
+      const g = await during(kind, 'naive', 'goodput');
+      assert.ok(g < healthy * 0.3, `${kind}: naive goodput ${g} of ${healthy}`);
+    }
+  });
+
+  test('a killed node refuses at once: naive reads every key from the database, which cannot carry them', async () => {
+    const before = mean((await run('kill-cache', 'naive')).series.originQps, 5, 20);
+    const origin = await during('kill-cache', 'naive', 'originQps');
+    assert.ok(origin > 5 * before, `origin ${origin} against ${before} before`);
+    assert.ok((await during('kill-cache', 'naive', 'goodput')) < 100);
+  });
+
+  test('an ejection and a flush send the moved or lost keys to the database, once each', async () => {
+    for (const kind of ['eject-cache', 'cache-flush']) {
+      const origin = (await run(kind, 'naive')).series.originQps;
+      assert.ok(origin[20]! > 3 * mean(origin, 5, 20), `${kind}: ${origin[20]} against ${mean(origin, 5, 20)}`);
+    }
+  });
+
+  test('damper serves from memory what its servers hold, and past its store’s timeout and breaker the rest from the database', async () => {
+    for (const kind of ['slowdown', 'hang-cache', 'kill-cache']) {
+      const { summary } = await run(kind, 'damper');
+      assert.ok(summary.trigger.efficiency > 0.85, `${kind}: damper at ${summary.trigger.efficiency} of the best possible`);
+    }
+  });
+
+  test('the best possible reads the nodes: what memory holds, the nodes left, then the database', async () => {
+    // Killed nodes: 77 % of 200/s from memory, 46/s from a database of 100: all of it.
+    const kill = (await run('kill-cache', 'naive')).series.bestGoodput;
+    assert.ok(mean(kill, 25, 40) > 195, `kill: ${mean(kill, 25, 40)}`);
+    // A flush empties the nodes, not the server's memory: it and the database carry everything still.
+    const { bestGoodput: flush, offered } = (await run('cache-flush', 'naive')).series;
+    assert.equal(flush[20], offered[20]);
+    // Memory for the most popular key alone (1 ÷ H(200) ≈ 17 % of reads): a stopped tier leaves the database for the rest, 100 of the other 166/s.
+    const one = small({ kind: 'hang-cache' }, (d) => ((d.cache as Record<string, unknown>).nodes = { count: 2, capacityOps: 5000 }));
+    const bound = serviceBound({ ...one, cache: { ...one.cache!, processEntries: 1 } });
+    const share = new ZipfKeys(200, 1).shareOfTop(1);
+    assert.ok(Math.abs(bound(30, 200) - (200 * share + 100)) < 1e-9, `hung: ${bound(30, 200)}`);
+    assert.equal(bound(10, 200), 200, 'healthy nodes carry every read memory does not');
   });
 });
 

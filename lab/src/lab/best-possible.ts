@@ -1,4 +1,5 @@
 import type { CacheClusterScenario } from './world/cache-cluster.js';
+import { ringThroughput } from './world/hash-ring.js';
 import type { RetryStormScenario } from './world/retry-storm.js';
 import { serviceBound, serviceOriginCapacity } from './world/service-best.js';
 import type { WebFarmScenario } from './world/web-farm.js';
@@ -99,10 +100,8 @@ function clusterBound(scenario: CacheClusterScenario): Bound {
         else if (capacity[n] !== null) capacity[n] = capacity[n]! * f.factor;
       }
     }
-    const inRing = capacity.filter((c): c is number => c !== null);
     const needNode = offered * (1 - held);
-    const perNode = inRing.length === 0 ? 0 : needNode / inRing.length;
-    const byNodes = inRing.reduce((sum, c) => sum + Math.min(perNode, c), 0);
+    const byNodes = ringThroughput(capacity, needNode);
     return offered * held + byNodes + Math.min(needNode - byNodes, scenario.origin.capacityQps);
   };
 }

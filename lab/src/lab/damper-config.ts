@@ -192,12 +192,15 @@ export async function damperSettings(scenario: ScenarioCommon, clock: VirtualClo
  * Process `process`'s cache options: the lab's own (`lab`), the user's laid
  * over them, and the world's over both: its `clock`, and its shared tier
  * (`shared`, or none in a world without one: the world says which tiers
- * exist, and a user's Redis has no place in virtual time).
+ * exist, and a user's Redis has no place in virtual time). Where the world
+ * has a shared tier, the user's `shared` settings (its timeout, breaker,
+ * bus) apply to it; its store and namespace stay the world's.
  */
 export function cacheOptions<V>(settings: DamperSettings, process: number, lab: CacheOptions<V>, world: Pick<CacheOptions<V>, 'clock'> & Partial<Pick<CacheOptions<V>, 'shared'>>): CacheOptions<V> {
-  const user: Partial<CacheOptions<V>> = { ...(settings.cache?.(process) as Partial<CacheOptions<V>> | undefined) };
-  delete user.shared;
-  return { ...lab, ...user, ...world };
+  const { shared, ...user }: Partial<CacheOptions<V>> = { ...(settings.cache?.(process) as Partial<CacheOptions<V>> | undefined) };
+  if (world.shared === undefined) return { ...lab, ...user, ...world };
+  const { store, namespace } = world.shared;
+  return { ...lab, ...user, ...world, shared: { ...shared, store, ...(namespace === undefined ? {} : { namespace }) } };
 }
 
 /** Tier `tier`'s `Dependency` options: the lab's own, the user's laid over them; the world keeps its `clock` and `upstreams`. */

@@ -28,6 +28,8 @@ export const STREAMS = {
   closedLoop: 0x2f6b_84d3,
   /** The service world's service times, when `servers.service` is random. */
   serviceTime: 0x4a7c_15e9,
+  /** The service world's cache nodes' round trips, when `cache.nodes.latency` is random. */
+  cacheLatency: 0x7e3d_52b1,
 } as const;
 
 /** The source `stream` of the run seeded `seed`. */

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { type Delay } from '../scenario.js';
-import { backoff, delay, healthChecks, origin, parsed, populationFields, refined, type Report, retryDelay, scenario, span, tagged } from './common.js';
+import { backoff, delay, healthChecks, origin, parsed, populationFields, refined, type Report, retryDelay, scenario, span, tagged, when } from './common.js';
 
 /**
  * The service world's scenario file: a system shaped like the user's own,
@@ -43,6 +43,8 @@ const tierSettings = z
   .meta({ description: 'A client tier’s own retries, backoff and attempt timeout, where they differ from the defaults.' });
 
 const serverList = z.array(z.int().min(0)).min(1, 'needs at least one server').exactOptional().meta({ description: 'The servers, by index from 0; default: every server.' });
+const nodeList = z.array(z.int().min(0)).min(1, 'needs at least one node').exactOptional().meta({ description: 'The cache nodes, by index from 0; default: every node (the whole tier).' });
+const ONE_MS: Delay = { kind: 'constant', ms: 1 };
 const factor = (min: number, max: number, description: string) => z.number().min(min).max(max).meta({ description });
 
 /** A fault kind of the service world: a trigger unless it says `trigger: false` (an operator's action). */
@@ -56,9 +58,10 @@ const point = z.tuple([z.number().min(0), z.number().min(0).max(1000)]).meta({ d
 
 const faultKinds = tagged('kind', 'fault kind', [
   serviceFault('capacity-drop', 'The servers keep `factor` of their workers (at least 1) and of their cores from startS to endS.', { servers: serverList, factor: factor(0.0001, 1, 'The share of capacity kept.') }),
-  serviceFault('slowdown', 'Service times × `factor` from startS to endS, for work starting then: of the servers, or of the database.', {
-    target: z.enum(['servers', 'database']).default('servers').meta({ description: 'What slows down: the servers (default) or the database.' }),
+  serviceFault('slowdown', 'Service times × `factor` from startS to endS, for work starting then: of the servers, or of the database; of the cache nodes, every round trip × `factor` (a slow network or disk, the fault proxy’s added latency).', {
+    target: z.enum(['servers', 'database', 'cache']).default('servers').meta({ description: 'What slows down: the servers (default), the database, or the cache tier’s nodes (needs cache.nodes).' }),
     servers: serverList,
+    nodes: nodeList,
     factor: factor(0.01, 1000, 'The service-time multiplier.'),
   }),
   serviceFault('hang', 'Server `server` takes requests and answers none from startS to endS; then it answers what it held, and serves on.', { server: z.int().min(0).meta({ description: 'The server, by index from 0.' }) }),
@@ -70,6 +73,16 @@ const faultKinds = tagged('kind', 'fault kind', [
   serviceFault('load-spike', 'Every population’s rate (open loop) and users (closed loop) × `factor` from startS to endS.', { factor: factor(0, 1000, 'The load multiplier.') }),
   serviceFault('load-ramp', 'The load follows a profile from startS to endS: piecewise linear between its points, the last one held until endS; × every population’s rate and users.', {
     profile: z.array(point).min(1, 'needs at least one point').meta({ description: '[[s, factor], …] from the fault’s start, s ascending, the first at 0.' }),
+  }),
+  serviceFault('degrade-cache', 'Cache nodes keep `factor` of their throughput from startS to endS (a node short of CPU): their queues grow and their answers slow down (needs cache.nodes).', {
+    nodes: nodeList,
+    factor: factor(0.0001, 1, 'The share of throughput kept.'),
+  }),
+  serviceFault('hang-cache', 'Cache nodes stop (SIGSTOP) from startS to endS: they take calls and answer none; then they serve what they held (needs cache.nodes).', { nodes: nodeList }),
+  serviceFault('kill-cache', 'Cache nodes die at startS: every call is refused at once (connection refused); at endS each starts again in its place, empty (needs cache.nodes).', { nodes: nodeList }),
+  serviceFault('eject-cache', 'At startS cache nodes leave the hash ring (their keys move to the other nodes, cold); at endS empty replacements join (needs cache.nodes). Usually an operator’s action: give trigger false, and when.', {
+    nodes: z.array(z.int().min(0)).min(1, 'needs at least one node').meta({ description: 'The cache nodes, by index from 0.' }),
+    when,
   }),
   serviceFault('cache-flush', 'At startS the cache tier loses every entry (a restart, a flush, a failover to a cold replica); endS only ends its span on the timeline.', {}),
 ]);
@@ -110,9 +123,31 @@ const fields = scenario(
         ttlS: z.number().min(0.001).meta({ description: 'How long a cached value is fresh, s.' }),
         staleForS: z.number().min(0).default(0).meta({ description: 'damper: how long past its freshness a value may be served stale, s.' }),
         loadTimeoutMs: z.int().min(1).max(600_000).exactOptional().meta({ description: 'How long a server waits for the database on a miss, ms (naive caches nothing then; damper’s loadTimeout); default: the shortest client timeout.' }),
+        nodes: z
+          .strictObject({
+            count: z.int().min(1).max(1000).default(1).meta({ description: 'Cache nodes (Redis processes), keys spread over them on a consistent-hashing ring (default 1).' }),
+            capacityOps: z.number().min(1).max(100_000_000).meta({ description: 'Calls per second each node serves (a Redis process: one core).' }),
+            latency: delay.default(ONE_MS).meta({ description: 'Each call’s round trip once served, drawn per call (default: 1 ms).' }),
+            maxQueue: z.int().min(0).max(10_000_000).default(10_000).meta({ description: 'Calls waiting at a node beyond which the client refuses at once (its connection’s queue; default 10,000).' }),
+            vnodes: z.int().min(1).max(10_000).default(160).meta({ description: 'Points per node on the hash ring (default 160).' }),
+          })
+          .exactOptional()
+          .meta({ description: 'The cache tier as its own component: nodes with a capacity and a round trip, shared by every server. Without it, the tier answers in no time with no limit.' }),
+        processEntries: z
+          .int()
+          .min(1)
+          .max(10_000_000)
+          .exactOptional()
+          .meta({ description: 'damper, with nodes: keys each server’s in-process cache holds (default: every key). At the start each holds the most popular ones.' }),
+        naive: z
+          .strictObject({
+            commandTimeoutMs: z.int().min(1).max(600_000).exactOptional().meta({ description: 'How long naive’s cache client waits for a node’s answer, ms; default: for ever (ioredis’s commandTimeout is unset by default). A call that fails or times out is read as a miss.' }),
+          })
+          .default({})
+          .meta({ description: 'The naive cache client’s own settings, with nodes.' }),
       })
       .exactOptional()
-      .meta({ description: 'A cache tier in front of the database (needs database): naive a plain look-aside, damper a Cache.' }),
+      .meta({ description: 'A cache tier in front of the database (needs database): naive a plain look-aside, damper a Cache (with nodes: one per server, over the nodes as its shared tier).' }),
     keys: z
       .strictObject({
         count: z.int().min(1).max(10_000_000).meta({ description: 'Keys, named key:0 (the most popular) … key:<count − 1>.' }),
@@ -139,6 +174,16 @@ function faultRule(s: z.output<typeof fields>, report: Report): void {
     });
     if (refs.server !== undefined && refs.server >= count) report(['faults', i, 'server'], `must be a server index from 0 to ${count - 1}, got ${refs.server}`);
     if (f.kind === 'cache-flush' && s.cache === undefined) report(['faults', i, 'kind'], 'a cache-flush needs a cache');
+    const onNodes = f.kind === 'degrade-cache' || f.kind === 'hang-cache' || f.kind === 'kill-cache' || f.kind === 'eject-cache' || (f.kind === 'slowdown' && f.target === 'cache');
+    if (onNodes && s.cache?.nodes === undefined) report(['faults', i, 'kind'], `${f.kind === 'slowdown' ? 'a cache slowdown' : `a ${f.kind}`} needs cache.nodes`);
+    const nodes = s.cache?.nodes?.count ?? 0;
+    if (onNodes) {
+      ('nodes' in f ? (f.nodes ?? []) : []).forEach((n, j) => {
+        if (n >= nodes && nodes > 0) report(['faults', i, 'nodes', j], `must be a cache node index from 0 to ${nodes - 1}, got ${n}`);
+      });
+    }
+    if (f.kind === 'slowdown' && f.target !== 'cache' && f.nodes !== undefined) report(['faults', i, 'nodes'], 'only for a cache slowdown (target: cache)');
+    if (f.kind === 'slowdown' && f.target === 'cache' && f.servers !== undefined) report(['faults', i, 'servers'], 'not for a cache slowdown: name its nodes');
     if ((f.kind === 'invalid-value' || (f.kind === 'slowdown' && f.target === 'database')) && s.database === undefined) report(['faults', i, 'kind'], `${f.kind === 'slowdown' ? 'a database slowdown' : 'an invalid-value'} needs a database`);
     if (f.kind === 'invalid-value' && s.keys !== undefined && !/^key:\d+$/.test(f.key)) report(['faults', i, 'key'], `must be key:0 … key:${s.keys.count - 1}, got "${f.key}"`);
     else if (f.kind === 'invalid-value' && s.keys !== undefined && Number(f.key.slice(4)) >= s.keys.count) report(['faults', i, 'key'], `must be key:0 … key:${s.keys.count - 1}, got "${f.key}"`);
@@ -158,6 +203,8 @@ function rampRule(profile: readonly (readonly [number, number])[], spanS: number
 export const serviceSchema = refined(fields, (s, report) => {
   faultRule(s, report);
   if (s.cache !== undefined && s.database === undefined) report(['cache'], 'a cache tier needs a database behind it');
+  if (s.cache?.processEntries !== undefined && s.cache.nodes === undefined) report(['cache', 'processEntries'], 'only with cache.nodes (without nodes the cache tier is one in-process cache)');
+  if (s.cache?.naive.commandTimeoutMs !== undefined && s.cache.nodes === undefined) report(['cache', 'naive', 'commandTimeoutMs'], 'only with cache.nodes');
   if (s.database !== undefined && s.keys === undefined) report(['keys'], 'missing (a database needs keys)');
   if (s.database === undefined && s.keys !== undefined) report(['keys'], 'keys mean something only with a database');
   if (s.balancer !== undefined && s.servers.count < 2) report(['balancer'], 'a balancer needs at least two servers');

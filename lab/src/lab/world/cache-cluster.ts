@@ -1,4 +1,4 @@
-import { Cache, type CacheOptions, CircuitBreaker, ConcurrencyLimiter, OverloadedError, pipeline, RateLimiter, type Snapshot, VirtualClock } from 'damper';
+import { Cache, type CacheOptions, CircuitBreaker, ConcurrencyLimiter, OverloadedError, pipeline, RateLimiter, VirtualClock } from 'damper';
 import { type ClientRequest, Clients, type Replies, type RunOptions } from '../clients.js';
 import { cacheOptions, damperSettings } from '../damper-config.js';
 import { Recorder } from '../metrics.js';
@@ -7,11 +7,12 @@ import { type FaultSpanDoc, type Json, type ScenarioCommon, replaceFault, Scenar
 import { cacheClusterSchema } from '../schema/cache-cluster.js';
 import { check } from '../schema/problems.js';
 import { Network } from '../network.js';
-import { remainingFreshness, stream, STREAMS } from '../streams.js';
+import { remainingFreshness } from '../streams.js';
 import { type WorldKind } from '../worlds.js';
 import { CacheCluster } from './cache-nodes.js';
 import { Database, QueryError, type Row } from './database.js';
 import { OriginWaits } from './origin-waits.js';
+import { held, steadyState } from './steady-state.js';
 import { DamperGauges, type Watch } from '../damper-gauges.js';
 import { LabCounters } from '../lab-counters.js';
 
@@ -288,53 +289,6 @@ async function naiveReader(clock: VirtualClock, db: Database, cluster: CacheClus
 
 // ------------------------------------------------------------------ damper
 
-/**
- * The steady state, written by the library itself: a `Cache` on the cluster
- * (standing for the processes that served before the run) `set`s every key
- * with its remaining freshness, so the cluster holds damper's own keys and
- * envelopes; its `snapshot()` is what the run's processes `restore`. It runs
- * on a clock of its own, as another machine would: it draws nothing from the
- * run's clock, and its timers never fire.
- */
-async function steadyState(cluster: CacheCluster, scenario: CacheClusterScenario, namespace: string, keys: readonly string[], freshness: readonly number[]): Promise<Snapshot<Row>> {
-  const row: Row = { version: 1, valid: true };
-  let snapshot: Snapshot<Row> | undefined;
-  await cluster.seed(async () => {
-    const ttlMs = scenario.cache.ttlS * 1000;
-    const writer = new Cache<Row>({
-      clock: new VirtualClock(),
-      ttl: ttlMs,
-      // Each key's remaining freshness is drawn already.
-      ttlJitter: 0,
-      staleFor: scenario.cache.staleForS * 1000,
-      maxEntries: keys.length + 1,
-      // While seeding, the writer never hears its own bus (publishes reach
-      // nobody): without this, it would hold every value fresh for 1 s only.
-      shared: { store: cluster, namespace, freshWithoutBus: ttlMs },
-    });
-    await Promise.all(keys.map((key, i) => writer.set(key, row, { ttl: freshness[i]! })));
-    snapshot = writer.snapshot();
-    await writer.close();
-  });
-  return snapshot!;
-}
-
-/**
- * What process `i` holds of the steady state: everything, or, when it holds
- * at most `limit` keys, a random subset of that many (what an LRU holds in
- * steady state under uniform reads), its own, drawn per process.
- */
-function held(steady: Snapshot<Row>, limit: number | undefined, seed: number, i: number): Snapshot<Row> {
-  if (limit === undefined || limit >= steady.entries.length) return steady;
-  const draw = stream(seed, STREAMS.processKeys ^ (i * 0x9e37_79b9));
-  const mine = [...steady.entries];
-  for (let j = mine.length - 1; j > 0; j--) {
-    const k = Math.floor(draw() * (j + 1));
-    [mine[j], mine[k]] = [mine[k]!, mine[j]!];
-  }
-  return { ...steady, entries: mine.slice(0, limit) };
-}
-
 /** Share of the database's capacity the processes' origin budgets add up to. */
 const BUDGET_SHARE = 0.4;
 
@@ -356,7 +310,7 @@ async function damperReader(clock: VirtualClock, db: Database, cluster: CacheClu
   const ttlMs = scenario.cache.ttlS * 1000;
   const staleForMs = scenario.cache.staleForS * 1000;
   const namespace = 'lab';
-  const steady = await steadyState(cluster, scenario, namespace, keys, freshness);
+  const steady = await steadyState(cluster, { ttlMs, staleForMs }, namespace, keys, freshness);
   const rate = (scenario.origin.capacityQps * BUDGET_SHARE) / scenario.processes;
   const caches = Array.from({ length: scenario.processes }, (_, i) => {
     const limiter = new ConcurrencyLimiter({ limit: Math.max(2, Math.ceil((2 * scenario.origin.workers) / scenario.processes)), clock });
@@ -374,7 +328,7 @@ async function damperReader(clock: VirtualClock, db: Database, cluster: CacheClu
     if (options.guard === lab.guard) watch(limiter, { process: i });
     return cache;
   });
-  await Promise.all(caches.map((c, i) => c.restore(held(steady, scenario.cache.processEntries, seed, i))));
+  await Promise.all(caches.map((c, i) => c.restore(held(steady, scenario.cache.processEntries, { kind: 'random', seed, process: i }))));
   const options = new Map(scenario.clients.map((p) => [p.priority, { priority: p.priority }] as const));
   const waits = new OriginWaits(clock);
   const query = async (key: string, signal: AbortSignal): Promise<Row> => {

@@ -16,7 +16,7 @@ const EMPTY = new CacheNodeError('cache cluster has no node');
 export interface CacheNodeShape {
   /** Calls served per second when healthy. */
   readonly capacityOps: number;
-  /** Round trip added to each call once served, ms. */
+  /** Round trip added to each call once served, ms (a constant). */
   readonly latencyMs: number;
   /** Calls waiting beyond this are refused at once. */
   readonly maxQueue: number;
@@ -33,7 +33,9 @@ interface Call {
 /**
  * One Redis-like cache node: a single-threaded server that serves
  * `capacityOps × factor` calls per second from a FIFO queue. Each call is
- * applied atomically when its turn comes, and answered `latencyMs` later.
+ * applied atomically when its turn comes, and answered `latencyMs` later
+ * (or, given a `latency` source, a round trip drawn per call), times the
+ * node's `slowness` (a slow network or fault proxy in front of it).
  * Latency is queueing delay plus the round trip, so a degraded node (`degrade`)
  * answers ever more slowly as its queue grows: a caller that gives up leaves
  * its call queued, and the node still serves it (wasted work, as a real Redis
@@ -48,8 +50,14 @@ export class CacheNode {
   private credit = 1;
   private lastCredit = 0;
   private tick: Timer | undefined;
-  /** `up`, `failed` (refuses every call, keeps its data) or `ejected` (out of the cluster, data gone). */
-  state: 'up' | 'failed' | 'ejected' = 'up';
+  /**
+   * `up`, `hung` (SIGSTOP: takes calls and answers none until it resumes;
+   * its data survives), `failed` (refuses every call, keeps its data) or
+   * `ejected` (out of the cluster, data gone).
+   */
+  state: 'up' | 'hung' | 'failed' | 'ejected' = 'up';
+  /** Every round trip × this: 1 when healthy. */
+  slowness = 1;
   /** Calls served, for tests and figures. */
   served = 0;
 
@@ -57,6 +65,8 @@ export class CacheNode {
     readonly id: number,
     private readonly clock: VirtualClock,
     private readonly shape: CacheNodeShape,
+    /** A round trip per call, ms, drawn when it is served; absent: `shape.latencyMs` for every call. */
+    private readonly latency?: () => number,
   ) {
     this.data = new SharedSlots(clock);
   }
@@ -68,6 +78,11 @@ export class CacheNode {
 
   get queued(): number {
     return this.queue.size;
+  }
+
+  /** The share of its throughput the node keeps now. */
+  get share(): number {
+    return this.factor;
   }
 
   /** The node keeps `factor` (0 < factor ≤ 1) of its throughput: its queue grows and its answers slow down. 1 restores it. */
@@ -92,6 +107,30 @@ export class CacheNode {
     if (this.state === 'failed') this.state = 'up';
   }
 
+  /** The process is stopped (SIGSTOP): calls queue (up to `maxQueue`, the clients' pools) and none is served. */
+  hang(): void {
+    if (this.state !== 'up') return;
+    this.state = 'hung';
+    this.tick?.cancel();
+    this.tick = undefined;
+  }
+
+  /** A hung node goes on (SIGCONT): it serves its backlog, callers who left included, at its rate. */
+  resume(): void {
+    if (this.state !== 'hung') return;
+    this.state = 'up';
+    // Credit does not accrue while stopped.
+    this.lastCredit = this.clock.now();
+    if (this.queued > 0) this.tick = this.clock.setTimer(this.serve, this.delayToNext());
+  }
+
+  /** A killed node is started again in its place, empty (nothing kept on disk): its keys are cold, its ring position the same. */
+  restart(): void {
+    if (this.state !== 'failed') return;
+    this.state = 'up';
+    this.data.clear();
+  }
+
   /** Removed from the cluster: queued calls fail (their connections close), its data is gone. */
   eject(): void {
     this.state = 'ejected';
@@ -108,11 +147,11 @@ export class CacheNode {
 
   /** Queues `apply`; resolves with its result once served and sent back. Never throws synchronously. */
   call<T>(apply: () => T): Promise<T> {
-    if (this.state !== 'up') return Promise.reject(DOWN);
+    if (this.state === 'failed' || this.state === 'ejected') return Promise.reject(DOWN);
     if (this.queued >= this.shape.maxQueue) return Promise.reject(BUSY);
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ apply, resolve: resolve as (value: unknown) => void, reject });
-      if (this.tick === undefined) {
+      if (this.tick === undefined && this.state === 'up') {
         this.accrue();
         this.tick = this.clock.setTimer(this.serve, this.delayToNext());
       }
@@ -144,15 +183,21 @@ export class CacheNode {
       answers.push({ call, result: call.apply() });
     }
     if (answers.length > 0) {
-      const send = (): void => {
-        for (const a of answers) a.call.resolve(a.result);
-      };
-      if (this.shape.latencyMs > 0) this.clock.setTimer(send, this.shape.latencyMs);
-      else send();
+      if (this.latency === undefined && this.slowness === 1) this.sendAll(answers, this.shape.latencyMs);
+      else if (this.latency === undefined) this.sendAll(answers, Math.round(this.shape.latencyMs * this.slowness));
+      else for (const a of answers) this.sendAll([a], Math.round(this.latency() * this.slowness));
     }
     if (this.queued > 0) this.tick = this.clock.setTimer(this.serve, this.delayToNext());
   };
 
+  /** Answers `answers` `ms` from now (at once when 0). */
+  private sendAll(answers: readonly { call: Call; result: unknown }[], ms: number): void {
+    const send = (): void => {
+      for (const a of answers) a.call.resolve(a.result);
+    };
+    if (ms > 0) this.clock.setTimer(send, ms);
+    else send();
+  }
 
   private dropQueue(): void {
     const calls = this.queue.drain();
@@ -193,8 +238,10 @@ export class CacheCluster implements SharedBackend {
     vnodes = 160,
     /** Between the processes and the nodes: a call and its answer make one hop each, beside the node's own `latencyMs`. */
     private readonly network?: Network,
+    /** Each call's round trip, ms, drawn per call; absent: `shape.latencyMs`. */
+    latency?: () => number,
   ) {
-    this.nodes = Array.from({ length: count }, (_, i) => new CacheNode(i, clock, shape));
+    this.nodes = Array.from({ length: count }, (_, i) => new CacheNode(i, clock, shape, latency));
     this.ring = new HashRing(vnodes);
     for (let i = 0; i < count; i++) this.ring.add(i);
   }
@@ -215,6 +262,11 @@ export class CacheCluster implements SharedBackend {
   rejoin(i: number): void {
     this.nodes[i]!.rejoin();
     this.ring.add(i);
+  }
+
+  /** Every node loses its data at once (FLUSHALL on each, or a failover to cold replicas); the ring stays. */
+  flush(): void {
+    for (const node of this.nodes) node.data.clear();
   }
 
   /**

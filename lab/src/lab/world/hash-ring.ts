@@ -76,3 +76,16 @@ export function fnv1a(text: string): number {
   h ^= h >>> 16;
   return h >>> 0;
 }
+
+/**
+ * The reads/s a ring of nodes answers of `offered` that need a node: each
+ * node in the ring gets an even share (its virtual nodes make it so, within
+ * a few per cent) and answers up to its `capacities[i]` (calls/s left; 0
+ * for a node that is down); a node out of the ring (`null`) gets none, its
+ * keys having moved to the others. A bound's arithmetic, not a simulation.
+ */
+export function ringThroughput(capacities: readonly (number | null)[], offered: number): number {
+  const inRing = capacities.filter((c): c is number => c !== null);
+  const perNode = inRing.length === 0 ? 0 : offered / inRing.length;
+  return inRing.reduce((sum, c) => sum + Math.min(perNode, c), 0);
+}

@@ -1,7 +1,8 @@
 import { ZipfKeys } from '../zipf.js';
 import { meanMs } from '../delay.js';
 import type { ServiceScenario } from './service.js';
-import { activeAt, serviceState } from './service-faults.js';
+import { activeAt, serviceState, type ServiceState } from './service-faults.js';
+import { ringThroughput } from './hash-ring.js';
 
 /**
  * The service world's best possible goodput and origin capacity (see
@@ -16,7 +17,8 @@ export function serviceBound(scenario: ServiceScenario): (t: number, offered: nu
   return (t, offered) => {
     const state = serviceState(scenario, activeAt(scenario, t), t);
     const servers = state.servers.reduce((sum, s) => sum + (s.hung ? 0 : patientThroughput(scenario, s.keep, s.slowdown, patience)), 0);
-    return Math.min(servers, dataBound(scenario, keys, t, offered, state.databaseSlowdown));
+    const data = scenario.cache?.nodes === undefined ? dataBound(scenario, keys, t, offered, state.databaseSlowdown) : nodesBound(scenario, keys!, t, offered, state, patience);
+    return Math.min(servers, data);
   };
 }
 
@@ -50,10 +52,42 @@ function dataBound(scenario: ServiceScenario, keys: ZipfKeys | undefined, t: num
   if (db === undefined) return Infinity;
   const capacity = db.capacityQps / databaseSlowdown;
   if (keys === undefined) return capacity;
+  const cached = cachedShare(scenario, keys, t, capacity);
+  if (cached === 1) return Infinity;
+  return offered * cached + capacity;
+}
+
+/**
+ * The share of reads whose key the cache tier holds at `t`: all of them,
+ * or, `m` s after a flush, the `m × capacity` most popular keys (an ideal
+ * policy reloads them first, one query each, at the database's capacity).
+ */
+function cachedShare(scenario: ServiceScenario, keys: ZipfKeys, t: number, capacity: number): number {
   const flushes = scenario.faults.filter((f) => f.kind === 'cache-flush' && f.startS <= t).map((f) => f.startS);
-  if (flushes.length === 0) return Infinity;
-  const since = t - Math.max(...flushes);
-  return offered * keys.shareOfTop(since * capacity) + capacity;
+  if (flushes.length === 0) return 1;
+  return keys.shareOfTop((t - Math.max(...flushes)) * capacity);
+}
+
+/**
+ * With the cache tier on nodes: a read of a key the server holds in memory
+ * (the `processEntries` most popular, by default all) needs nothing else.
+ * The rest of the cached keys' reads need a node ({@link ringThroughput}:
+ * `capacityOps × keep` each, none while stopped or killed, none when its
+ * round trip alone (mean latency × slow) outlasts the users' patience,
+ * out of the ring while ejected); what the nodes cannot answer, and the
+ * reads of keys no tier holds (after a flush), the database can, up to its
+ * capacity. A flush empties the nodes, not the servers' memory.
+ */
+function nodesBound(scenario: ServiceScenario, keys: ZipfKeys, t: number, offered: number, state: ServiceState, patience: number): number {
+  const cache = scenario.cache!;
+  const nodes = cache.nodes!;
+  const capacity = scenario.database!.capacityQps / state.databaseSlowdown;
+  const inProcess = keys.shareOfTop(cache.processEntries ?? keys.keys.length);
+  const onNodes = Math.max(0, cachedShare(scenario, keys, t, capacity) - inProcess);
+  const ejected = new Set(activeAt(scenario, t).flatMap((f) => (f.kind === 'eject-cache' ? f.nodes : [])));
+  const capacities = state.cacheNodes.map((n, i) => (ejected.has(i) ? null : n.hung || n.down || meanMs(nodes.latency) * n.slow > patience ? 0 : nodes.capacityOps * n.keep));
+  const byNodes = ringThroughput(capacities, offered * onNodes);
+  return offered * inProcess + byNodes + Math.min(offered * (1 - inProcess) - byNodes, capacity);
 }
 
 /** The origin's capacity at `t` (s): the database's (÷ its slowdown), or without one the servers' together. */

@@ -3,6 +3,7 @@ import { type CacheCounts } from '../lab-counters.js';
 import { type Database, QueryError, type Row } from './database.js';
 import { databaseLoader, OriginWaits } from './origin-waits.js';
 import { type DataRead } from './service-server.js';
+import { type Delay } from '../scenario.js';
 
 /** The service world's cache tier, as the scenario gives it. */
 export interface CacheShape {
@@ -12,23 +13,45 @@ export interface CacheShape {
   readonly staleForS: number;
   /** How long a server waits for the database on a miss, ms: naive gives up and caches nothing; damper's `loadTimeout`. */
   readonly loadTimeoutMs: number;
+  /** The cache tier as its own component (service-cache-nodes.ts); absent, it answers in no time with no limit. */
+  readonly nodes?: CacheNodesShape;
+  /** damper, with nodes: keys each server's in-process cache holds; default every key. */
+  readonly processEntries?: number;
+  /** The naive cache client's settings, with nodes: how long it waits for a node (default: for ever). */
+  readonly naive: { readonly commandTimeoutMs?: number };
+}
+
+/** The cache tier's nodes: `count` Redis-like processes on a hash ring, each serving `capacityOps` calls/s with a round trip of `latency`. */
+export interface CacheNodesShape {
+  readonly count: number;
+  readonly capacityOps: number;
+  readonly latency: Delay;
+  readonly maxQueue: number;
+  readonly vnodes: number;
 }
 
 /** What stands behind the servers: a read per request, and what faults do to it. */
 export interface DataTier {
-  readonly read: DataRead;
+  /** Server `server`'s read (a cache tier on nodes has a client per server; the others, one read for all). */
+  reader(server: number): DataRead;
   /** The cache tier loses every entry (Brooker's cache_sim; OSDI'22's look-aside experiment). */
   flush(): void;
   /** The write path pushes a freshly written row into the cache tier (cache-aside's invalid value). */
   push(key: string, row: Row): void;
-  /** Puts `row` in the cache tier, fresh for `freshMs` more: the steady state a run starts from. */
-  prewarm(key: string, row: Row, freshMs: number): Promise<void>;
+  /** Puts every key's row (`keys` most popular first) in the cache tier, each fresh for a draw of `freshMs`: the steady state a run starts from. */
+  prewarm(keys: readonly string[], row: (key: string) => Row, freshMs: () => number): Promise<void>;
+}
+
+/** Prewarms one key at a time, in `keys`' order: the steady state of a tier with no nodes. */
+export async function eachKey(keys: readonly string[], row: (key: string) => Row, freshMs: () => number, put: (key: string, row: Row, freshMs: number) => Promise<void> | void): Promise<void> {
+  for (const key of keys) await put(key, row(key), freshMs());
 }
 
 /** A database with no cache in front: every request queries it, the same in both variants. */
 export function databaseOnly(db: Database): DataTier {
+  const read: DataRead = (key, then) => void db.query(key).then((outcome) => then(outcome instanceof QueryError ? 'error' : outcome.valid ? 'ok' : 'invalid', true));
   return {
-    read: (key, then) => void db.query(key).then((outcome) => then(outcome instanceof QueryError ? 'error' : outcome.valid ? 'ok' : 'invalid', true)),
+    reader: () => read,
     flush() {},
     push() {},
     prewarm: async () => {},
@@ -48,21 +71,22 @@ export function databaseOnly(db: Database): DataTier {
 export function naiveCache(clock: VirtualClock, db: Database, shape: CacheShape, counts: CacheCounts): DataTier {
   let tier = new Map<string, { row: Row; expires: number }>();
   const ttlMs = shape.ttlS * 1000;
+  const read: DataRead = (key, then) => {
+    counts.requests++;
+    const hit = tier.get(key);
+    if (hit !== undefined && hit.expires > clock.now()) return then(hit.row.valid ? 'ok' : 'invalid', false);
+    counts.loads++;
+    void db.query(key, { timeoutMs: shape.loadTimeoutMs }).then((outcome) => {
+      if (outcome instanceof QueryError) return then('error', true);
+      tier.set(key, { row: outcome, expires: clock.now() + ttlMs });
+      then(outcome.valid ? 'ok' : 'invalid', true);
+    });
+  };
   return {
-    read(key, then) {
-      counts.requests++;
-      const hit = tier.get(key);
-      if (hit !== undefined && hit.expires > clock.now()) return then(hit.row.valid ? 'ok' : 'invalid', false);
-      counts.loads++;
-      void db.query(key, { timeoutMs: shape.loadTimeoutMs }).then((outcome) => {
-        if (outcome instanceof QueryError) return then('error', true);
-        tier.set(key, { row: outcome, expires: clock.now() + ttlMs });
-        then(outcome.valid ? 'ok' : 'invalid', true);
-      });
-    },
+    reader: () => read,
     flush: () => (tier = new Map()),
     push: (key, row) => void tier.set(key, { row, expires: clock.now() + ttlMs }),
-    prewarm: async (key, row, freshMs) => void tier.set(key, { row, expires: clock.now() + freshMs }),
+    prewarm: (keys, row, freshMs) => eachKey(keys, row, freshMs, (key, r, ms) => void tier.set(key, { row: r, expires: clock.now() + ms })),
   };
 }
 
@@ -86,22 +110,28 @@ export function damperCacheDefaults(shape: CacheShape, keyCount: number, databas
 }
 
 /** damper's cache tier: one real `Cache` (coalescing, stale window, validation, origin budget) with `options`. */
-export function damperCache(clock: VirtualClock, db: Database, options: CacheOptions<Row>): DataTier & { readonly cache: Cache<Row> } {
+export function damperCache(clock: VirtualClock, db: Database, options: CacheOptions<Row>): DataTier & { readonly caches: readonly Cache<Row>[] } {
   const cache = new Cache<Row>({ ...options, clock });
-  const waits = new OriginWaits(clock);
-  const loader = databaseLoader(db, waits);
+  const read = damperRead(clock, cache, db);
   return {
-    cache,
-    read(key, then) {
-      const since = clock.now();
-      cache.get(key, loader).then(
-        (row) => then(row.valid ? 'ok' : 'invalid', waits.waited(key, since)),
-        (error: unknown) => then(error instanceof OverloadedError ? 'shed' : 'error', waits.waited(key, since)),
-      );
-    },
+    caches: [cache],
+    reader: () => read,
     flush: () => cache.clear(),
     // An invalid push is refused by validation: the last known good stays.
     push: (key, row) => void cache.set(key, row).catch(() => {}),
-    prewarm: (key, row, freshMs) => cache.set(key, row, { ttl: freshMs }),
+    prewarm: (keys, row, freshMs) => eachKey(keys, row, freshMs, (key, r, ms) => cache.set(key, r, { ttl: ms })),
+  };
+}
+
+/** A read through damper's `cache`, loading from `db`: whether it waited for the database is told by the loads it shared. */
+export function damperRead(clock: VirtualClock, cache: Cache<Row>, db: Database): DataRead {
+  const waits = new OriginWaits(clock);
+  const loader = databaseLoader(db, waits);
+  return (key, then) => {
+    const since = clock.now();
+    cache.get(key, loader).then(
+      (row) => then(row.valid ? 'ok' : 'invalid', waits.waited(key, since)),
+      (error: unknown) => then(error instanceof OverloadedError ? 'shed' : 'error', waits.waited(key, since)),
+    );
   };
 }

@@ -10,6 +10,8 @@ import type { ServiceFault, ServiceScenario } from './service.js';
 export interface ServiceState {
   /** Per server: service time × `slowdown`, the share of workers and cores it keeps, whether it hangs. */
   readonly servers: readonly { readonly slowdown: number; readonly keep: number; readonly hung: boolean }[];
+  /** Per cache node (with `cache.nodes`): round trips × `slow`, the share of throughput it keeps, whether it is stopped, or killed. */
+  readonly cacheNodes: readonly { readonly slow: number; readonly keep: number; readonly hung: boolean; readonly down: boolean }[];
   /** The database's service time ×. */
   readonly databaseSlowdown: number;
   /** Every population's rate (open loop) and users (closed loop) ×. */
@@ -19,10 +21,14 @@ export interface ServiceState {
 /** The state made by `active` faults at `t` (s). */
 export function serviceState(scenario: ServiceScenario, active: Iterable<ServiceFault>, t: number): ServiceState {
   const servers = Array.from({ length: scenario.servers.count }, () => ({ slowdown: 1, keep: 1, hung: false }));
+  const cacheNodes = Array.from({ length: scenario.cache?.nodes?.count ?? 0 }, () => ({ slow: 1, keep: 1, hung: false, down: false }));
   let databaseSlowdown = 1;
   let load = 1;
   const each = (list: readonly number[] | undefined, apply: (s: (typeof servers)[number]) => void): void => {
     for (const i of list ?? servers.keys()) apply(servers[i]!);
+  };
+  const eachNode = (list: readonly number[] | undefined, apply: (s: (typeof cacheNodes)[number]) => void): void => {
+    for (const i of list ?? cacheNodes.keys()) apply(cacheNodes[i]!);
   };
   for (const f of active) {
     switch (f.kind) {
@@ -31,7 +37,17 @@ export function serviceState(scenario: ServiceScenario, active: Iterable<Service
         break;
       case 'slowdown':
         if (f.target === 'database') databaseSlowdown *= f.factor;
+        else if (f.target === 'cache') eachNode(f.nodes, (n) => (n.slow *= f.factor));
         else each(f.servers, (s) => (s.slowdown *= f.factor));
+        break;
+      case 'degrade-cache':
+        eachNode(f.nodes, (n) => (n.keep *= f.factor));
+        break;
+      case 'hang-cache':
+        eachNode(f.nodes, (n) => (n.hung = true));
+        break;
+      case 'kill-cache':
+        eachNode(f.nodes, (n) => (n.down = true));
         break;
       case 'degrade-servers':
         each(f.servers, (s) => (s.slowdown /= f.factor));
@@ -47,11 +63,12 @@ export function serviceState(scenario: ServiceScenario, active: Iterable<Service
         break;
       case 'invalid-value':
       case 'cache-flush':
-        // Events, not states: the world acts on their start (and the invalid value's fix at its end).
+      case 'eject-cache':
+        // Events, not states: the world acts on their start (and the invalid value's fix, the replacements' joining, at their end).
         break;
     }
   }
-  return { servers, databaseSlowdown, load };
+  return { servers, cacheNodes, databaseSlowdown, load };
 }
 
 /** A load ramp's factor `s` seconds after its start: linear between its points, the last held. */

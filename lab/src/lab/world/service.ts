@@ -1,4 +1,4 @@
-import { type Cache, VirtualClock } from 'damper';
+import { type Cache, type CacheOptions, VirtualClock } from 'damper';
 import { type ClientRequest, Clients, type Replies, type RunOptions } from '../clients.js';
 import { cacheOptions, damperSettings, type DamperSettings } from '../damper-config.js';
 import { DamperGauges } from '../damper-gauges.js';
@@ -18,7 +18,9 @@ import { type Answer, answerOf } from './service-answers.js';
 import { damperService } from './service-damper.js';
 import { type CacheShape, damperCache, damperCacheDefaults, type DataTier, databaseOnly, naiveCache } from './service-data.js';
 import { serverCapacityQps } from './service-best.js';
-import { serviceState } from './service-faults.js';
+import { serviceState, type ServiceState } from './service-faults.js';
+import { cacheNodes, damperCacheNodes, naiveCacheNodes } from './service-cache-nodes.js';
+import { type CacheCluster } from './cache-nodes.js';
 import { naiveCall, naiveFront } from './service-naive.js';
 import { Server, type ServerShape } from './service-server.js';
 import { type ServiceTiers } from './service-tiers.js';
@@ -39,12 +41,16 @@ import { type ServiceTiers } from './service-tiers.js';
 export type ServiceFault = FaultSpanDoc &
   (
     | { readonly kind: 'capacity-drop'; readonly servers?: readonly number[]; readonly factor: number }
-    | { readonly kind: 'slowdown'; readonly target: 'servers' | 'database'; readonly servers?: readonly number[]; readonly factor: number }
+    | { readonly kind: 'slowdown'; readonly target: 'servers' | 'database' | 'cache'; readonly servers?: readonly number[]; readonly nodes?: readonly number[]; readonly factor: number }
     | { readonly kind: 'hang'; readonly server: number }
     | { readonly kind: 'degrade-servers'; readonly servers: readonly number[]; readonly factor: number }
     | { readonly kind: 'invalid-value'; readonly key: string }
     | { readonly kind: 'load-spike'; readonly factor: number }
     | { readonly kind: 'load-ramp'; readonly profile: readonly (readonly [number, number])[] }
+    | { readonly kind: 'degrade-cache'; readonly nodes?: readonly number[]; readonly factor: number }
+    | { readonly kind: 'hang-cache'; readonly nodes?: readonly number[] }
+    | { readonly kind: 'kill-cache'; readonly nodes?: readonly number[] }
+    | { readonly kind: 'eject-cache'; readonly nodes: readonly number[]; readonly when: 'always' | 'unhealthy' }
     | { readonly kind: 'cache-flush' }
   );
 
@@ -89,16 +95,58 @@ export const service: WorldKind<ServiceScenario> = {
  */
 type Observed = { readonly variant: 'naive'; readonly counters: LabCounters } | { readonly variant: 'damper'; readonly gauges: DamperGauges };
 
-/** The cache tier and database behind the servers, per variant: none, the database alone, or a cache in front of it (its reads and loads observed). */
-function dataTier(clock: VirtualClock, scenario: ServiceScenario, observed: Observed, db: Database | undefined, keyCount: number, settings: DamperSettings): (DataTier & { readonly cache?: Cache<Row> }) | undefined {
+/**
+ * The cache tier and database behind the servers, per variant: none, the
+ * database alone, or a cache in front of it (its reads and loads observed):
+ * without `cache.nodes` one in-process tier for all, with them a client per
+ * server over the nodes (service-cache-nodes.ts).
+ */
+function dataTier(clock: VirtualClock, scenario: ServiceScenario, observed: Observed, db: Database | undefined, keyCount: number, settings: DamperSettings, nodes: CacheCluster | undefined): (DataTier & { readonly caches?: readonly Cache<Row>[] }) | undefined {
   if (db === undefined) return undefined;
   const shape = scenario.cache;
   if (shape === undefined) return databaseOnly(db);
-  if (observed.variant === 'naive') return naiveCache(clock, db, shape, observed.counters.cache(''));
-  // The lab's options under the configuration's cache(0): one Cache stands for the whole cache tier, as in cache-aside.
-  const tier = damperCache(clock, db, cacheOptions(settings, 0, damperCacheDefaults(shape, keyCount, scenario.database!.workers), { clock }));
-  observed.gauges.watch(tier.cache, {});
+  const servers = scenario.servers.count;
+  const workers = scenario.database!.workers;
+  if (observed.variant === 'naive') {
+    if (nodes === undefined) return naiveCache(clock, db, shape, observed.counters.cache(''));
+    return naiveCacheNodes(clock, db, nodes, shape, (i) => observed.counters.cache(`server=${i}`));
+  }
+  if (nodes === undefined) {
+    // The lab's options under the configuration's cache(0): one Cache stands for the whole cache tier, as in cache-aside.
+    const tier = damperCache(clock, db, cacheOptions(settings, 0, damperCacheDefaults(shape, keyCount, workers), { clock }));
+    observed.gauges.watch(tier.caches[0]!, {});
+    return tier;
+  }
+  // Each server's Cache under the configuration's cache(i), the origin budget split over the servers.
+  const lab = (i: number, shared: NonNullable<CacheOptions<Row>['shared']>): CacheOptions<Row> =>
+    cacheOptions(settings, i, { ...damperCacheDefaults(shape, keyCount, workers), maxEntries: Math.max(1, shape.processEntries ?? keyCount + 1), maxConcurrentLoads: Math.max(1, Math.ceil((2 * workers) / servers)) }, { clock, shared });
+  const tier = damperCacheNodes(clock, db, nodes, shape, servers, lab);
+  tier.caches.forEach((cache, i) => observed.gauges.watch(cache, { server: i }));
   return tier;
+}
+
+/**
+ * Puts the cache nodes in the state the faults make: round trips × `slow`,
+ * throughput × `keep`; stopped while `hung`; refusing while `down`, and
+ * started again empty when it ends.
+ */
+function applyToNodes(nodes: CacheCluster, state: ServiceState['cacheNodes']): void {
+  state.forEach((s, i) => {
+    const node = nodes.nodes[i]!;
+    if (node.state === 'ejected') return;
+    node.slowness = s.slow;
+    if (node.share !== s.keep) node.degrade(s.keep);
+    if (s.down) node.fail();
+    else node.restart();
+    if (s.hung) node.hang();
+    else node.resume();
+  });
+}
+
+/** An ejection's start takes node `n` off the ring, its keys moving to the others cold; its end puts an empty replacement back. */
+function ejection(nodes: CacheCluster, n: number, starts: boolean): void {
+  if (starts) nodes.eject(n);
+  else nodes.rejoin(n);
 }
 
 /** What the user's request ended with, told to the clients. Without a database the servers are the origin: every answer waited. */
@@ -150,21 +198,22 @@ export async function runService(scenario: ServiceScenario, variant: VariantName
   const observed: Observed = variant === 'naive' ? { variant, counters: new LabCounters(clock) } : { variant, gauges: new DamperGauges(clock) };
   const keys = scenario.keys === undefined ? undefined : new ZipfKeys(scenario.keys.count, scenario.keys.exponent);
   const db = scenario.database === undefined ? undefined : new Database(clock, recorder, scenario.database, network);
-  const data = dataTier(clock, scenario, observed, db, keys?.keys.length ?? 0, settings);
+  const nodes = scenario.cache?.nodes === undefined ? undefined : cacheNodes(clock, scenario.cache, network, stream(seed, STREAMS.cacheLatency));
+  const data = dataTier(clock, scenario, observed, db, keys?.keys.length ?? 0, settings, nodes);
   if (data !== undefined && scenario.cache !== undefined) {
     // Steady state: every key cached, its remaining freshness spread evenly over the ttl.
-    const freshness = remainingFreshness(seed, scenario.cache.ttlS * 1000);
-    for (const key of keys!.keys) await data.prewarm(key, db!.read(key), freshness());
+    await data.prewarm(keys!.keys, (key) => db!.read(key), remainingFreshness(seed, scenario.cache.ttlS * 1000));
   }
   const serviceTimes = stream(seed, STREAMS.serviceTime);
   // Without a database the servers are the origin: every attempt reaching one counts.
   const arrived = db === undefined ? () => recorder.originQuery(clock.now()) : undefined;
-  const servers = Array.from({ length: scenario.servers.count }, () => new Server(clock, scenario.servers, serviceTimes, data?.read, arrived));
+  const servers = Array.from({ length: scenario.servers.count }, (_, i) => new Server(clock, scenario.servers, serviceTimes, data?.reader(i), arrived));
   const path = requestPath(clock, scenario, observed, servers, settings, seed, keys?.keys[0] ?? '');
   const active = new Set<ServiceFault>();
   const apply = (t: number): void => {
     const state = serviceState(scenario, active, t / 1000);
     state.servers.forEach((s, i) => Object.assign(servers[i]!, s));
+    if (nodes !== undefined) applyToNodes(nodes, state.cacheNodes);
     if (db !== undefined) db.slowdown = state.databaseSlowdown;
     clients.load = state.load;
   };
@@ -180,6 +229,7 @@ export async function runService(scenario: ServiceScenario, variant: VariantName
           const row = db!.write(fault.key, !starts);
           if (starts) data!.push(fault.key, row);
         } else if (fault.kind === 'cache-flush' && starts) data!.flush();
+        else if (fault.kind === 'eject-cache') for (const n of fault.nodes) ejection(nodes!, n, starts);
         apply(t);
       },
       ...(pick === undefined ? {} : { keys: () => pick }),
@@ -192,7 +242,7 @@ export async function runService(scenario: ServiceScenario, variant: VariantName
     await clients.run(options);
   } finally {
     path.close();
-    data?.cache?.close();
+    for (const cache of data?.caches ?? []) cache.close();
   }
   return clients.result();
 }

@@ -1,0 +1,115 @@
+import { Cache, type CacheOptions, type VirtualClock } from 'damper';
+import { sampleMs } from '../delay.js';
+import { type CacheCounts } from '../lab-counters.js';
+import { type Network } from '../network.js';
+import { CacheCluster } from './cache-nodes.js';
+import { type Database, QueryError, type Row } from './database.js';
+import { type CacheShape, damperRead, type DataTier } from './service-data.js';
+import { type DataRead } from './service-server.js';
+import { held, steadyState } from './steady-state.js';
+
+/**
+ * The service world's cache tier as a component of its own
+ * (`cache.nodes`): Redis-like nodes on a consistent-hashing ring
+ * (cache-nodes.ts), each with its capacity, its queue and a round trip per
+ * call, shared by every server. Both variants read through the same nodes,
+ * and the faults slow, degrade, stop, kill or eject them; the variants
+ * differ in their clients.
+ */
+
+/** The nodes a scenario's cache tier has, the round trips drawn from `random`. */
+export function cacheNodes(clock: VirtualClock, shape: CacheShape, network: Network, random: () => number): CacheCluster {
+  const nodes = shape.nodes!;
+  const latency = nodes.latency.kind === 'constant' ? undefined : (): number => sampleMs(nodes.latency, random);
+  const latencyMs = nodes.latency.kind === 'constant' ? nodes.latency.ms : 0;
+  return new CacheCluster(clock, nodes.count, { capacityOps: nodes.capacityOps, latencyMs, maxQueue: nodes.maxQueue }, nodes.vnodes, network, latency);
+}
+
+/** What naive's look-aside stores on a node: the row's validity is all a reader looks at. */
+const VALID = '1';
+const INVALID = '0';
+const textOf = (row: Row): string => (row.valid ? VALID : INVALID);
+/** A node call that failed, or that naive's command timeout cut. */
+const FAILED = Symbol('cache call failed');
+
+/**
+ * naive's cache tier on nodes: each server a plain look-aside client (a
+ * `GET`, and on a miss a query and a `SET`), no in-process copy, no
+ * coalescing. A call that fails or outlasts `naive.commandTimeoutMs` (by
+ * default it waits for ever, as ioredis does) is read as a miss: the
+ * server queries the database and writes nothing back ("the cache is
+ * down"), so a slow or dead node's keys all go to the database, each read
+ * its own query. `counts(i)` counts server `i`'s reads and queries.
+ */
+export function naiveCacheNodes(clock: VirtualClock, db: Database, cluster: CacheCluster, shape: CacheShape, counts: (server: number) => CacheCounts): DataTier {
+  const ttlMs = shape.ttlS * 1000;
+  const timeoutMs = shape.naive.commandTimeoutMs;
+  const get = (key: string): Promise<string | undefined | typeof FAILED> => {
+    const call = cluster.get(key).catch((): typeof FAILED => FAILED);
+    if (timeoutMs === undefined) return call;
+    return new Promise((resolve) => {
+      const timer = clock.setTimer(() => resolve(FAILED), timeoutMs);
+      void call.then((v) => {
+        timer.cancel();
+        resolve(v);
+      });
+    });
+  };
+  const reader = (server: number): DataRead => {
+    const count = counts(server);
+    const load = (key: string, fill: boolean, then: Parameters<DataRead>[1]): void => {
+      count.loads++;
+      void db.query(key, { timeoutMs: shape.loadTimeoutMs }).then((outcome) => {
+        if (outcome instanceof QueryError) return then('error', true);
+        if (fill) cluster.set(key, textOf(outcome), ttlMs).catch(() => {});
+        then(outcome.valid ? 'ok' : 'invalid', true);
+      });
+    };
+    return (key, then) => {
+      count.requests++;
+      void get(key).then((text) => {
+        if (text === FAILED) return load(key, false, then);
+        if (text === undefined) return load(key, true, then);
+        then(text === VALID ? 'ok' : 'invalid', false);
+      });
+    };
+  };
+  return {
+    reader,
+    flush: () => cluster.flush(),
+    // The write path's SET: a call like any other, which a down node refuses.
+    push: (key, row) => void cluster.set(key, textOf(row), ttlMs).catch(() => {}),
+    prewarm: (keys, row, freshMs) =>
+      cluster.seed(async () => {
+        await Promise.all(keys.map((key) => cluster.set(key, textOf(row(key)), freshMs())));
+      }),
+  };
+}
+
+/**
+ * damper's cache tier on nodes: each server runs its own `Cache` (the
+ * in-process tier, `processEntries` keys) over the nodes as its shared tier
+ * (leases, the store's timeout and breaker, the bus), with `options(i)`:
+ * the lab's, under the configuration's `cache(i)`. At the start the nodes
+ * hold every key in damper's own envelopes, written by a `Cache` of their
+ * own (steady-state.ts), and each server holds the most popular
+ * `processEntries` of them. `options(i, shared)` must keep `shared`'s
+ * store and namespace.
+ */
+export function damperCacheNodes(clock: VirtualClock, db: Database, cluster: CacheCluster, shape: CacheShape, servers: number, options: (server: number, shared: { readonly store: CacheCluster; readonly namespace: string }) => CacheOptions<Row>): DataTier & { readonly caches: readonly Cache<Row>[] } {
+  const namespace = 'lab';
+  const caches = Array.from({ length: servers }, (_, i) => new Cache<Row>(options(i, { store: cluster, namespace })));
+  const reads = caches.map((cache) => damperRead(clock, cache, db));
+  return {
+    caches,
+    reader: (server) => reads[server]!,
+    flush: () => cluster.flush(),
+    // Written through server 0's cache: the nodes and its bus tell the others. An invalid row is refused by validation, and the last known good stays.
+    push: (key, row) => void caches[0]!.set(key, row).catch(() => {}),
+    async prewarm(keys, row, freshMs) {
+      const freshness = keys.map(() => freshMs());
+      const steady = await steadyState(cluster, { ttlMs: shape.ttlS * 1000, staleForMs: shape.staleForS * 1000 }, namespace, keys, freshness, row);
+      await Promise.all(caches.map((cache) => cache.restore(held(steady, shape.processEntries, { kind: 'popular', ranked: keys }))));
+    },
+  };
+}
