@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { loadScenario, runScenario } from '../src/lab/lab.js';
-import { runIsolated } from '../src/lab/parallel.js';
+import { runIsolated, runSummariesIsolated } from '../src/lab/parallel.js';
+import { withDamperConfig } from '../src/lab/damper-config.js';
 import { type ScenarioRun } from '../src/lab/results.js';
 import { ScenarioError } from '../src/lab/scenario.js';
 import { scenarioJsonSchema } from '../src/lab/schema/index.js';
@@ -11,7 +12,7 @@ import { checkScenario, scaleLoad } from '../src/lab/worlds.js';
 import { type ServiceFault, type ServiceScenario } from '../src/lab/world/service.js';
 import { tierSettings } from '../src/lab/world/service-tiers.js';
 import { serviceBound } from '../src/lab/world/service-best.js';
-import { ZipfKeys } from '../src/lab/zipf.js';
+import { exponentForHitRatio, lookAsideHitRatio, ZipfKeys } from '../src/lab/zipf.js';
 import { TEN_MINUTES } from './support/bars.js';
 
 const ROOT = new URL('../../', import.meta.url);
@@ -52,6 +53,11 @@ const mean = (series: readonly number[], from: number, to: number): number => se
 const expressed = runIsolated(checkScenario(fixture('test/fixtures/service/retry-storm-as-service.json'), 'retry-storm-as-service.json'), 1);
 const checkout = (): Promise<ScenarioRun> => loadScenario(new URL('examples/checkout.json', ROOT).pathname).then((s) => runIsolated(s, 1));
 const checkoutRuns = [checkout(), checkout()];
+const profile = loadScenario(new URL('examples/profile.json', ROOT).pathname);
+const profileRuns = {
+  lab: profile.then((s) => runSummariesIsolated(s, 1, ['naive', 'damper'])),
+  careful: profile.then((s) => runSummariesIsolated(withDamperConfig(s, new URL('examples/profile.config.mjs', ROOT).pathname), 1, ['damper'])),
+};
 const FAULTS: Record<string, ServiceScenario> = {
   none: small({ kind: 'load-spike', factor: 1 }),
   'capacity-drop': small({ kind: 'capacity-drop', factor: 0.25 }),
@@ -85,6 +91,14 @@ const NODE_FAULTS: Record<string, ServiceScenario> = {
   'eject-cache': onNodes({ kind: 'eject-cache', nodes: [0] }),
   'cache-flush': onNodes({ kind: 'cache-flush', endS: 21 }),
 };
+/** 200 calls/s over 5,000 keys kept 20 s, their popularity the one that gives a look-aside 80 % hits; a database that never limits it. */
+const hitRatioRun = runIsolated(
+  small({ kind: 'load-spike', factor: 1 }, (d) => {
+    d.keys = { count: 5000, hitRatio: 0.8 };
+    d.database = { capacityQps: 1000, workers: 20, maxQueue: 1000 };
+  }),
+  1,
+);
 const nodeRuns = new Map(Object.entries(NODE_FAULTS).map(([kind, s]) => [kind, runIsolated(s, 1)]));
 const closed = (users: number) =>
   small({ kind: 'slowdown', factor: 10 }, (d) => {
@@ -255,6 +269,20 @@ describe('the cache tier as a component: nodes that a fault slows, degrades, sto
   });
 });
 
+describe('the profile example (lab/examples/profile.json): Redis slow behind two retrying tiers', () => {
+  test('naive serves next to nothing while Redis is slow; so does damper with the library’s default store timeout; 50 ms serves it all', async () => {
+    const { naive, damper } = await profileRuns.lab;
+    const careful = (await profileRuns.careful).damper!;
+    // Redis slows, nothing is lost: everything offered could be served.
+    assert.ok(naive!.trigger.bestGoodputRatio > 0.99);
+    assert.ok(naive!.trigger.efficiency < 0.05, `naive ${naive!.trigger.efficiency}`);
+    // 250 ms lets a Redis at 200 ms hold a worker per read it serves: the servers' queues pass the tiers' timeouts (docs/lab.md).
+    assert.ok(damper!.trigger.efficiency < 0.5, `damper, the library's defaults: ${damper!.trigger.efficiency}`);
+    assert.ok(careful.trigger.efficiency > 0.95, `damper, shared.timeout 50 ms: ${careful.trigger.efficiency}`);
+    for (const v of [naive!, damper!, careful]) assert.ok(v.recovered, 'every variant recovers once Redis does');
+  });
+});
+
 describe('client tiers: each its own retries and attempt timeout, or the population’s', () => {
   // Every attempt at the hung server fails, so a naive call reaches it (1 + r₀) × (1 + r₁) times.
   const atServer = async (run: Promise<ScenarioRun>): Promise<number> => mean((await run).variants.naive.series.originQps, 25, 38);
@@ -312,6 +340,48 @@ describe('the damper variant is built from every configuration role the world ha
     const asked = (globalThis as { serviceRolesAsked?: { dependency: number[] } }).serviceRolesAsked!;
     // The tiers are built from the servers up: the order they are asked in is not the point.
     assert.deepEqual({ ...asked, dependency: [...asked.dependency].sort() }, { dependency: [0, 1], admission: [0, 1], cache: [0] });
+  });
+});
+
+describe('the hit ratio as an input (keys.hitRatio): the lab finds the Zipf exponent that gives it', () => {
+  test('the exponent found gives that hit ratio in a run: the database sees the misses', async () => {
+    const { naive } = (await hitRatioRun).variants;
+    const misses = mean(naive.series.originQps, 5, 60) / mean(naive.series.offered, 5, 60);
+    assert.ok(Math.abs(1 - misses - 0.8) < 0.02, `hit ratio ${1 - misses}`);
+  });
+
+  test('a look-aside’s steady hit ratio, λT ÷ (1 + λT) per key: uniform keys, and the binned tail against the exact sum', () => {
+    // 100 keys read 100 times a second in all, kept 10 s: each read once a second, 10 hits per load.
+    assert.ok(Math.abs(lookAsideHitRatio(100, 0, 100, 10) - 10 / 11) < 1e-12);
+    const exact = (count: number, s: number, rate: number, ttl: number): number => {
+      let total = 0;
+      for (let r = 1; r <= count; r++) total += 1 / r ** s;
+      let hit = 0;
+      for (let r = 1; r <= count; r++) {
+        const p = 1 / r ** s / total;
+        hit += (p * rate * p * ttl) / (1 + rate * p * ttl);
+      }
+      return hit;
+    };
+    for (const s of [0, 0.6, 1, 1.5]) assert.ok(Math.abs(lookAsideHitRatio(300_000, s, 2000, 60) - exact(300_000, s, 2000, 60)) < 1e-4, `exponent ${s}`);
+  });
+
+  test('found by bisection; out of reach, the range it could give', () => {
+    const found = exponentForHitRatio(20_000, 400, 300, 0.9);
+    assert.ok(found.reached && Math.abs(lookAsideHitRatio(20_000, found.exponent, 400, 300) - 0.9) < 1e-3);
+    assert.equal(exponentForHitRatio(10, 400, 300, 0.5).reached, false);
+  });
+
+  test('a hit ratio the keys cannot give, or given with an exponent, or without a cache: each names its field', () => {
+    const bad = (keys: Record<string, unknown>, change: (d: Record<string, unknown>) => void, where: RegExp) =>
+      assert.throws(
+        () => small({ kind: 'load-spike', factor: 1 }, (d) => ((d.keys = keys), change(d))),
+        (e) => e instanceof ScenarioError && where.test(e.message),
+        where.source,
+      );
+    bad({ count: 10, hitRatio: 0.5 }, () => {}, /small\.json: keys\.hitRatio: out of reach: 10 keys read 200 times a second and kept 20 s hit 99\.8 % \(uniform\) to 99\.9 % \(exponent 5\), got 50\.0 %: give more keys or a shorter ttl/);
+    bad({ count: 200, hitRatio: 0.8, exponent: 1 }, () => {}, /small\.json: keys\.hitRatio: give exponent or hitRatio, not both/);
+    bad({ count: 200, hitRatio: 0.8 }, (d) => delete d.cache, /small\.json: keys\.hitRatio: needs a cache/);
   });
 });
 

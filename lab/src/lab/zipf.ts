@@ -41,3 +41,67 @@ export class ZipfKeys {
     return this.cumulative[Math.min(this.keys.length, Math.floor(top)) - 1]!;
   }
 }
+
+/** Ranks summed one by one up to here; beyond, in bins of ranks 0.1 % apart (a smooth tail, summed in thousands of terms, not millions). */
+const EXACT_RANKS = 10_000;
+const BIN_RATIO = 1.001;
+
+/** Σ over ranks 1…count of `f(r)`, the tail's bins each counted as its size × f at its geometric middle. */
+function sumOverRanks(count: number, f: (r: number) => number): number {
+  let sum = 0;
+  const exact = Math.min(count, EXACT_RANKS);
+  for (let r = 1; r <= exact; r++) sum += f(r);
+  for (let a = exact + 1; a <= count; ) {
+    const b = Math.min(count, Math.max(a, Math.floor(a * BIN_RATIO)));
+    sum += (b - a + 1) * f(Math.sqrt(a * b));
+    a = b + 1;
+  }
+  return sum;
+}
+
+/**
+ * The share of reads a plain look-aside cache answers from memory in the
+ * steady state, `count` keys read by Zipf's law at `exponent`, `ratePerS`
+ * reads a second in all, each value kept `ttlS` from its load: a key read
+ * at λ per second (Poisson) is loaded once per cycle of `ttlS` plus the
+ * wait for the next read, and hit `λ × ttlS` times in it, so its hit ratio
+ * is `λT ÷ (1 + λT)`; the whole is those ratios weighted by each key's
+ * share of reads. What an operator's dashboard shows as the hit ratio.
+ */
+export function lookAsideHitRatio(count: number, exponent: number, ratePerS: number, ttlS: number): number {
+  const weight = (r: number): number => 1 / r ** exponent;
+  const total = sumOverRanks(count, weight);
+  return (
+    sumOverRanks(count, (r) => {
+      const share = weight(r) / total;
+      const reads = ratePerS * share * ttlS;
+      return (share * reads) / (1 + reads);
+    })
+  );
+}
+
+/** The range of exponents a scenario may give (its schema's), and so the range searched. */
+export const EXPONENT_RANGE = [0, 5] as const;
+
+/**
+ * The Zipf exponent at which `count` keys, read `ratePerS` times a second
+ * and kept `ttlS`, give a look-aside hit ratio of `hitRatio`
+ * ({@link lookAsideHitRatio}, which grows with the exponent): found by
+ * bisection to 1e-4. Out of reach, the nearest end of the range, and what
+ * it gives, so the caller can say how far off it is.
+ */
+export function exponentForHitRatio(count: number, ratePerS: number, ttlS: number, hitRatio: number): { readonly exponent: number; readonly reached: boolean; readonly range: readonly [number, number] } {
+  const [low, high] = EXPONENT_RANGE;
+  const at = (s: number): number => lookAsideHitRatio(count, s, ratePerS, ttlS);
+  const range = [at(low), at(high)] as const;
+  if (hitRatio <= range[0]) return { exponent: low, reached: hitRatio === range[0], range };
+  if (hitRatio >= range[1]) return { exponent: high, reached: hitRatio === range[1], range };
+  let lo: number = low;
+  let hi: number = high;
+  while (hi - lo > 1e-4) {
+    const mid = (lo + hi) / 2;
+    if (at(mid) < hitRatio) lo = mid;
+    else hi = mid;
+  }
+  return { exponent: Math.round(((lo + hi) / 2) * 10_000) / 10_000, reached: true, range };
+}

@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { type Delay } from '../scenario.js';
+import { meanMs } from '../delay.js';
+import { exponentForHitRatio } from '../zipf.js';
 import { backoff, delay, healthChecks, origin, parsed, populationFields, refined, type Report, retryDelay, scenario, span, tagged, when } from './common.js';
 
 /**
@@ -151,10 +153,16 @@ const fields = scenario(
     keys: z
       .strictObject({
         count: z.int().min(1).max(10_000_000).meta({ description: 'Keys, named key:0 (the most popular) … key:<count − 1>.' }),
-        exponent: z.number().min(0).max(5).default(1).meta({ description: 'Zipf’s exponent: key of rank r read ∝ 1 ÷ r^exponent (0: uniform; default 1).' }),
+        exponent: z.number().min(0).max(5).exactOptional().meta({ description: 'Zipf’s exponent: key of rank r read ∝ 1 ÷ r^exponent (0: uniform; default 1, or what hitRatio needs).' }),
+        hitRatio: z
+          .number()
+          .gt(0)
+          .lt(1)
+          .exactOptional()
+          .meta({ description: 'Instead of exponent: the cache tier’s hit ratio in the steady state, as a dashboard shows it (a plain look-aside’s hits ÷ reads, at the scenario’s own rates and ttl); the lab finds the exponent that gives it (needs cache).' }),
       })
       .exactOptional()
-      .meta({ description: 'Key popularity, Zipf over count keys (needs database).' }),
+      .meta({ description: 'Key popularity, Zipf over count keys (needs database): give the exponent, or the hit ratio you measure.' }),
   },
   faultKinds,
 );
@@ -208,13 +216,48 @@ export const serviceSchema = refined(fields, (s, report) => {
   if (s.database !== undefined && s.keys === undefined) report(['keys'], 'missing (a database needs keys)');
   if (s.database === undefined && s.keys !== undefined) report(['keys'], 'keys mean something only with a database');
   if (s.balancer !== undefined && s.servers.count < 2) report(['balancer'], 'a balancer needs at least two servers');
+  keysRule(s, report);
   if (s.tiers?.each !== undefined && s.tiers.each.length !== s.tiers.count) report(['tiers', 'each'], `needs one entry per tier (count ${s.tiers.count}), got ${s.tiers.each.length}`);
   const names = new Set<string>();
   s.clients.forEach((c, i) => {
     if (names.has(c.name)) report(['clients', i, 'name'], `"${c.name}" is used twice`);
     names.add(c.name);
   });
-}).transform(({ cache, ...s }) => {
+}).transform(({ cache, keys, ...s }) => {
   const patience = Math.min(...s.clients.map((c) => c.timeoutMs));
-  return { ...parsed(s), ...(cache === undefined ? {} : { cache: { ...cache, loadTimeoutMs: cache.loadTimeoutMs ?? patience } }) };
+  return {
+    ...parsed(s),
+    ...(cache === undefined ? {} : { cache: { ...cache, loadTimeoutMs: cache.loadTimeoutMs ?? patience } }),
+    ...(keys === undefined ? {} : { keys: { ...keys, exponent: keys.exponent ?? (keys.hitRatio === undefined ? 1 : derivedExponent(keys.count, keys.hitRatio, cache!.ttlS, s).exponent) } }),
+  };
 });
+
+type Fields = z.output<typeof fields>;
+
+/**
+ * Reads a second the populations send at the scenario's own load, for the
+ * hit ratio: the open ones' rates, and each closed user at most one call
+ * per think time (a bound: it also waits for its answers).
+ */
+function readRate(s: Pick<Fields, 'clients'>): number {
+  return s.clients.reduce((sum, c) => sum + (c.closed === undefined ? c.rate : (c.closed.users * 1000) / Math.max(1, meanMs(c.closed.thinkTime))), 0);
+}
+
+/** The exponent a `keys.hitRatio` asks for, `count` keys kept `ttlS` (zipf.ts). */
+function derivedExponent(count: number, hitRatio: number, ttlS: number, s: Pick<Fields, 'clients'>): ReturnType<typeof exponentForHitRatio> {
+  return exponentForHitRatio(count, readRate(s), ttlS, hitRatio);
+}
+
+/** A hit ratio instead of an exponent, not both; it needs a cache's ttl, and must be one the keys can give. */
+function keysRule(s: Fields, report: Report): void {
+  const keys = s.keys;
+  if (keys?.hitRatio === undefined) return;
+  if (keys.exponent !== undefined) return report(['keys', 'hitRatio'], 'give exponent or hitRatio, not both');
+  if (s.cache === undefined) return report(['keys', 'hitRatio'], 'needs a cache (its ttl decides the hit ratio)');
+  const { reached, range } = derivedExponent(keys.count, keys.hitRatio, s.cache.ttlS, s);
+  const pct = (x: number): string => `${(x * 100).toFixed(1)} %`;
+  if (!reached) {
+    const fix = keys.hitRatio < range[0] ? 'more keys or a shorter ttl' : 'fewer keys or a longer ttl';
+    report(['keys', 'hitRatio'], `out of reach: ${keys.count} keys read ${Math.round(readRate(s))} times a second and kept ${s.cache.ttlS} s hit ${pct(range[0])} (uniform) to ${pct(range[1])} (exponent 5), got ${pct(keys.hitRatio)}: give ${fix}`);
+  }
+}

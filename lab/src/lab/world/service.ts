@@ -65,7 +65,7 @@ export interface ServiceScenario extends ScenarioCommon {
   readonly database?: { readonly capacityQps: number; readonly workers: number; readonly maxQueue: number };
   readonly cache?: CacheShape;
   /** Zipf key popularity over `count` keys (`key:0` the most popular). */
-  readonly keys?: { readonly count: number; readonly exponent: number };
+  readonly keys?: { readonly count: number; readonly exponent: number; readonly hitRatio?: number };
   readonly faults: readonly ServiceFault[];
 }
 
