@@ -50,6 +50,8 @@ function small(fault: Record<string, unknown>, change: (d: Record<string, unknow
 const mean = (series: readonly number[], from: number, to: number): number => series.slice(from, to).reduce((a, b) => a + b, 0) / (to - from);
 
 // Every simulation starts now, in worker threads (under node --test every promise is hooked), to share the cores.
+const facebookAsService = runSummariesIsolated(checkScenario(fixture('test/fixtures/service/facebook-2010-as-service.json'), 'facebook-2010-as-service.json'), 1, ['naive', 'damper']);
+const facebookShipped = loadScenario('facebook-2010').then((s) => runSummariesIsolated(s, 1, ['naive']));
 const expressed = runIsolated(checkScenario(fixture('test/fixtures/service/retry-storm-as-service.json'), 'retry-storm-as-service.json'), 1);
 const checkout = (): Promise<ScenarioRun> => loadScenario(new URL('examples/checkout.json', ROOT).pathname).then((s) => runIsolated(s, 1));
 const checkoutRuns = [checkout(), checkout()];
@@ -136,7 +138,7 @@ describe('a service scenario file: every problem names its field', () => {
   test('fields, tags and ranges', () => {
     bad((d) => ((d.servers as Record<string, unknown>).workers = 0), /co\.json: servers\.workers: must be ≥ 1, got 0/);
     bad((d) => ((d.servers as Record<string, unknown>).servise = {}), /co\.json: servers\.servise: unknown field \(did you mean service\?\)/);
-    bad((d) => ((d.faults as Record<string, unknown>[])[0]!.kind = 'meteor'), /faults\[0\]\.kind: unknown fault kind "meteor" \(known: capacity-drop, slowdown, hang, degrade-servers, invalid-value, load-spike, load-ramp, degrade-cache, hang-cache, kill-cache, eject-cache, cache-flush\)/);
+    bad((d) => ((d.faults as Record<string, unknown>[])[0]!.kind = 'meteor'), /faults\[0\]\.kind: unknown fault kind "meteor" \(known: capacity-drop, slowdown, hang, degrade-servers, invalid-value, load-spike, load-ramp, degrade-cache, hang-cache, kill-cache, eject-cache, cut-traffic, cache-flush\)/);
     bad((d) => ((d.keys as Record<string, unknown>).exponent = -1), /co\.json: keys\.exponent: must be ≥ 0, got -1/);
   });
 
@@ -159,6 +161,26 @@ describe('a service scenario file: every problem names its field', () => {
     bad((d) => (d.tiers = { count: 2, attemptTimeoutMs: 400, each: [{ retries: 1 }, { retry: 1 }] }), /co\.json: tiers\.each\[1\]\.retry: unknown field \(known: retries, backoff, attemptTimeoutMs\)/);
   });
 
+  test('named hot keys beside the Zipf tail', () => {
+    const keys = (hot: unknown) => (d: Record<string, unknown>) => ((d.keys as Record<string, unknown>).hot = hot);
+    bad(keys([{ key: 'sitevars', share: 0.7 }, { key: 'flags', share: 0.4 }]), /co\.json: keys\.hot: shares add up to 1\.1, more than 1/);
+    bad(keys([{ key: 'key:3', share: 0.1 }]), /co\.json: keys\.hot\[0\]\.key: "key:3" is a Zipf key’s name/);
+    bad(keys([{ key: 'a', share: 0.1 }, { key: 'a', share: 0.1 }]), /co\.json: keys\.hot\[1\]\.key: "a" is named twice/);
+    bad((d) => (keys([{ key: 'sitevars', share: 0.25 }])(d), ((d.faults as Record<string, unknown>[])[0] = { kind: 'invalid-value', key: 'sitevar', startS: 120, endS: 150, label: 'x' })), /faults\[0\]\.key: must be sitevars, key:0 … key:4999, got "sitevar"/);
+    // A hot key takes its share of reads; the tail shares the rest by Zipf's law.
+    const zipf = new ZipfKeys(4, 0, [{ key: 'hot', share: 0.5 }]);
+    const random = stream(1, 7);
+    const counts = new Map<string, number>();
+    for (let i = 0; i < 40_000; i++) {
+      const k = zipf.pick(random);
+      counts.set(k, (counts.get(k) ?? 0) + 1);
+    }
+    assert.ok(Math.abs(counts.get('hot')! / 40_000 - 0.5) < 0.01);
+    for (let i = 0; i < 4; i++) assert.ok(Math.abs(counts.get(`key:${i}`)! / 40_000 - 0.125) < 0.01, `key:${i}`);
+    assert.equal(zipf.shareOfTop(1), 0.5);
+    assert.equal(zipf.shareOfTop(3), 0.75);
+  });
+
   test('the cache tier’s nodes, and the faults that need them', () => {
     const cache = (d: Record<string, unknown>): Record<string, unknown> => d.cache as Record<string, unknown>;
     const withNodes = (d: Record<string, unknown>): void => void (cache(d).nodes = { count: 3, capacityOps: 1000 });
@@ -172,6 +194,7 @@ describe('a service scenario file: every problem names its field', () => {
     bad((d) => (cache(d).processEntries = 100), /co\.json: cache\.processEntries: only with cache\.nodes/);
     bad((d) => (cache(d).naive = { commandTimeoutMs: 100 }), /co\.json: cache\.naive\.commandTimeoutMs: only with cache\.nodes/);
     bad((d) => (cache(d).nodes = { count: 3 }), /co\.json: cache\.nodes\.capacityOps: missing/);
+    bad((d) => (cache(d).naive = { deleteOnError: 'yes' }), /co\.json: cache\.naive\.deleteOnError: /);
     bad((d) => (cache(d).nodes = { capacityOps: 1000, latency: { kind: 'constant', ms: -1 } }), /co\.json: cache\.nodes\.latency\.ms: must be ≥ 0, got -1/);
   });
 
@@ -412,6 +435,18 @@ describe('the shipped scenarios are expressible in the service world', () => {
     assert.ok(damper.summary.recoverySeconds !== null && damper.summary.recoverySeconds <= 30, `damper ${damper.summary.recoverySeconds}`);
     assert.ok(damper.summary.trigger.efficiency >= 0.9, `damper efficiency ${damper.summary.trigger.efficiency}`);
     assert.ok(damper.summary.amplification <= 2);
+  });
+});
+
+describe('facebook-2010 as a service: hot keys, the fixer’s bug as a switch, and the operators’ cut', () => {
+  test('naive’s run is the cache-aside world’s, figure for figure; damper stays healthy and serves no invalid value', async () => {
+    const { naive, damper } = await facebookAsService;
+    const shipped = (await facebookShipped).naive!;
+    for (const field of ['recovered', 'recoverySeconds', 'operatorForced', 'peakOriginQps', 'amplification', 'goodputRatio', 'errorRate'] as const) assert.equal(naive![field], shipped[field], field);
+    assert.deepEqual(naive!.trigger, shipped.trigger);
+    assert.ok(naive!.operatorForced && damper!.recovered && damper!.recoverySeconds === 0);
+    assert.ok(damper!.trigger.efficiency > 0.99);
+    assert.equal(damper!.invalidServed, 0);
   });
 });
 

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { type Delay } from '../scenario.js';
 import { meanMs } from '../delay.js';
 import { exponentForHitRatio } from '../zipf.js';
-import { backoff, delay, healthChecks, origin, parsed, populationFields, refined, type Report, retryDelay, scenario, span, tagged, when } from './common.js';
+import { backoff, delay, healthChecks, hotKey, origin, parsed, populationFields, refined, type Report, retryDelay, scenario, span, tagged, when } from './common.js';
 
 /**
  * The service world's scenario file: a system shaped like the user's own,
@@ -49,11 +49,12 @@ const nodeList = z.array(z.int().min(0)).min(1, 'needs at least one node').exact
 const ONE_MS: Delay = { kind: 'constant', ms: 1 };
 const factor = (min: number, max: number, description: string) => z.number().min(min).max(max).meta({ description });
 
-/** A fault kind of the service world: a trigger unless it says `trigger: false` (an operator's action). */
-function serviceFault<const K extends string, S extends z.ZodRawShape>(kind: K, description: string, shape: S) {
-  return z
-    .strictObject({ kind: z.literal(kind), ...span, trigger: z.boolean().default(true).meta({ description: 'Part of the incident’s cause (the default); false: an operator’s action.' }), ...shape })
-    .meta({ description });
+/** A fault kind of the service world: a trigger unless it says `trigger: false` (an operator's action); an operator's kind the other way round. */
+function serviceFault<const K extends string, S extends z.ZodRawShape>(kind: K, description: string, shape: S, byOperators = false) {
+  const trigger = byOperators
+    ? z.boolean().default(false).meta({ description: 'An operator’s action (the default); true: part of the incident’s cause.' })
+    : z.boolean().default(true).meta({ description: 'Part of the incident’s cause (the default); false: an operator’s action.' });
+  return z.strictObject({ kind: z.literal(kind), ...span, trigger, ...shape }).meta({ description });
 }
 
 const point = z.tuple([z.number().min(0), z.number().min(0).max(1000)]).meta({ description: '[s from the fault’s start, load factor].' });
@@ -86,6 +87,15 @@ const faultKinds = tagged('kind', 'fault kind', [
     nodes: z.array(z.int().min(0)).min(1, 'needs at least one node').meta({ description: 'The cache nodes, by index from 0.' }),
     when,
   }),
+  serviceFault(
+    'cut-traffic',
+    'Operators turn traffic away at the front door from startS to endS (each call fails at once), then let it back in linearly over rampS (Facebook 2010’s way out). An operator’s action by default.',
+    {
+      when,
+      rampS: z.number().min(0).default(0).meta({ description: 'Seconds over which traffic is let back in from endS (default 0: all at once).' }),
+    },
+    true,
+  ),
   serviceFault('cache-flush', 'At startS the cache tier loses every entry (a restart, a flush, a failover to a cold replica); endS only ends its span on the timeline.', {}),
 ]);
 
@@ -143,10 +153,14 @@ const fields = scenario(
           .meta({ description: 'damper, with nodes: keys each server’s in-process cache holds (default: every key). At the start each holds the most popular ones.' }),
         naive: z
           .strictObject({
-            commandTimeoutMs: z.int().min(1).max(600_000).exactOptional().meta({ description: 'How long naive’s cache client waits for a node’s answer, ms; default: for ever (ioredis’s commandTimeout is unset by default). A call that fails or times out is read as a miss.' }),
+            commandTimeoutMs: z.int().min(1).max(600_000).exactOptional().meta({ description: 'With nodes: how long naive’s cache client waits for a node’s answer, ms; default: for ever (ioredis’s commandTimeout is unset by default). A call that fails or times out is read as a miss.' }),
+            deleteOnError: z
+              .boolean()
+              .default(false)
+              .meta({ description: 'Facebook 2010’s automated fixer: an invalid cached value is read again from the database, and a failed query or an invalid value deletes the key (the reader cannot tell a struggling database from a bad value). Default false: a plain look-aside.' }),
           })
-          .default({})
-          .meta({ description: 'The naive cache client’s own settings, with nodes.' }),
+          .default({ deleteOnError: false })
+          .meta({ description: 'The naive cache’s switches: which of the common bugs the naive variant replays.' }),
       })
       .exactOptional()
       .meta({ description: 'A cache tier in front of the database (needs database): naive a plain look-aside, damper a Cache (with nodes: one per server, over the nodes as its shared tier).' }),
@@ -160,12 +174,22 @@ const fields = scenario(
           .lt(1)
           .exactOptional()
           .meta({ description: 'Instead of exponent: the cache tier’s hit ratio in the steady state, as a dashboard shows it (a plain look-aside’s hits ÷ reads, at the scenario’s own rates and ttl); the lab finds the exponent that gives it (needs cache).' }),
+        hot: z
+          .array(hotKey)
+          .exactOptional()
+          .meta({ description: 'Named keys, each with its share of all reads (a configuration value a quarter of requests read); the count Zipf keys share the rest.' }),
       })
       .exactOptional()
       .meta({ description: 'Key popularity, Zipf over count keys (needs database): give the exponent, or the hit ratio you measure.' }),
   },
   faultKinds,
 );
+
+/** Whether `key` is one of the scenario's keys: a hot one by name, or key:0 … key:<count − 1>. */
+function isKey(keys: NonNullable<z.output<typeof fields>['keys']>, key: string): boolean {
+  if (keys.hot?.some((h) => h.key === key) === true) return true;
+  return /^key:\d+$/.test(key) && Number(key.slice(4)) < keys.count;
+}
 
 interface ServerRefs {
   readonly servers?: readonly number[];
@@ -193,8 +217,7 @@ function faultRule(s: z.output<typeof fields>, report: Report): void {
     if (f.kind === 'slowdown' && f.target !== 'cache' && f.nodes !== undefined) report(['faults', i, 'nodes'], 'only for a cache slowdown (target: cache)');
     if (f.kind === 'slowdown' && f.target === 'cache' && f.servers !== undefined) report(['faults', i, 'servers'], 'not for a cache slowdown: name its nodes');
     if ((f.kind === 'invalid-value' || (f.kind === 'slowdown' && f.target === 'database')) && s.database === undefined) report(['faults', i, 'kind'], `${f.kind === 'slowdown' ? 'a database slowdown' : 'an invalid-value'} needs a database`);
-    if (f.kind === 'invalid-value' && s.keys !== undefined && !/^key:\d+$/.test(f.key)) report(['faults', i, 'key'], `must be key:0 … key:${s.keys.count - 1}, got "${f.key}"`);
-    else if (f.kind === 'invalid-value' && s.keys !== undefined && Number(f.key.slice(4)) >= s.keys.count) report(['faults', i, 'key'], `must be key:0 … key:${s.keys.count - 1}, got "${f.key}"`);
+    if (f.kind === 'invalid-value' && s.keys !== undefined && !isKey(s.keys, f.key)) report(['faults', i, 'key'], `must be ${[...(s.keys.hot ?? []).map((h) => h.key), `key:0 … key:${s.keys.count - 1}`].join(', ')}, got "${f.key}"`);
     if (f.kind === 'load-ramp') rampRule(f.profile, f.endS - f.startS, (path, message) => report(['faults', i, 'profile', ...path], message));
   });
 }
@@ -228,7 +251,7 @@ export const serviceSchema = refined(fields, (s, report) => {
   return {
     ...parsed(s),
     ...(cache === undefined ? {} : { cache: { ...cache, loadTimeoutMs: cache.loadTimeoutMs ?? patience } }),
-    ...(keys === undefined ? {} : { keys: { ...keys, exponent: keys.exponent ?? (keys.hitRatio === undefined ? 1 : derivedExponent(keys.count, keys.hitRatio, cache!.ttlS, s).exponent) } }),
+    ...(keys === undefined ? {} : { keys: { ...keys, exponent: keys.exponent ?? (keys.hitRatio === undefined ? 1 : derivedExponent({ ...keys, hitRatio: keys.hitRatio }, cache!.ttlS, s).exponent) } }),
   };
 });
 
@@ -244,17 +267,26 @@ function readRate(s: Pick<Fields, 'clients'>): number {
 }
 
 /** The exponent a `keys.hitRatio` asks for, `count` keys kept `ttlS` (zipf.ts). */
-function derivedExponent(count: number, hitRatio: number, ttlS: number, s: Pick<Fields, 'clients'>): ReturnType<typeof exponentForHitRatio> {
-  return exponentForHitRatio(count, readRate(s), ttlS, hitRatio);
+function derivedExponent(keys: { readonly count: number; readonly hitRatio: number; readonly hot?: readonly { key: string; share: number }[] }, ttlS: number, s: Pick<Fields, 'clients'>): ReturnType<typeof exponentForHitRatio> {
+  return exponentForHitRatio(keys.count, readRate(s), ttlS, keys.hitRatio, keys.hot);
 }
 
 /** A hit ratio instead of an exponent, not both; it needs a cache's ttl, and must be one the keys can give. */
 function keysRule(s: Fields, report: Report): void {
   const keys = s.keys;
+  const hot = keys?.hot ?? [];
+  const sum = hot.reduce((total, h) => total + h.share, 0);
+  if (sum > 1 + 1e-9) report(['keys', 'hot'], `shares add up to ${Number(sum.toFixed(9))}, more than 1`);
+  const named = new Set<string>();
+  hot.forEach((h, i) => {
+    if (named.has(h.key)) report(['keys', 'hot', i, 'key'], `"${h.key}" is named twice`);
+    named.add(h.key);
+    if (/^key:\d+$/.test(h.key)) report(['keys', 'hot', i, 'key'], `"${h.key}" is a Zipf key’s name (key:<rank>): name it otherwise`);
+  });
   if (keys?.hitRatio === undefined) return;
   if (keys.exponent !== undefined) return report(['keys', 'hitRatio'], 'give exponent or hitRatio, not both');
   if (s.cache === undefined) return report(['keys', 'hitRatio'], 'needs a cache (its ttl decides the hit ratio)');
-  const { reached, range } = derivedExponent(keys.count, keys.hitRatio, s.cache.ttlS, s);
+  const { reached, range } = derivedExponent({ ...keys, hitRatio: keys.hitRatio }, s.cache.ttlS, s);
   const pct = (x: number): string => `${(x * 100).toFixed(1)} %`;
   if (!reached) {
     const fix = keys.hitRatio < range[0] ? 'more keys or a shorter ttl' : 'fewer keys or a longer ttl';

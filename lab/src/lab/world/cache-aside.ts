@@ -11,6 +11,7 @@ import { type WorldKind } from '../worlds.js';
 import { KeyPicker } from '../traffic.js';
 import { Database } from './database.js';
 import { damperSettings } from '../damper-config.js';
+import { TrafficCut } from './traffic-cut.js';
 import { damperReader, naiveReader, type Reader } from './readers.js';
 import { DamperGauges } from '../damper-gauges.js';
 import { LabCounters } from '../lab-counters.js';
@@ -67,38 +68,6 @@ export const cacheAside: WorldKind<CacheAsideScenario> = {
 };
 
 /**
- * The front door of the Facebook 2010 site: it lets every request in, none
- * while operators cut traffic, and a rising share of them while traffic is
- * let back in over a ramp. Which requests of a ramp get in is drawn from a
- * source of its own.
- */
-class FrontDoor {
-  /** The share of arrivals let in: 1, 0 while traffic is cut, rising during a ramp back. */
-  private admitted = 1;
-  private ramp: { from: number; overMs: number } | undefined;
-
-  constructor(private readonly admission: () => number) {}
-
-  /** Traffic is cut at `t`; with `rampS`, let back in linearly over that long from `t`. */
-  cut(t: number, rampMs: number | undefined): void {
-    this.admitted = 0;
-    this.ramp = rampMs === undefined ? undefined : { from: t, overMs: rampMs };
-  }
-
-  /** Moves a ramp on: called once per step. */
-  update(t: number): void {
-    if (this.ramp === undefined) return;
-    this.admitted = this.ramp.overMs === 0 ? 1 : Math.min(1, (t - this.ramp.from) / this.ramp.overMs);
-    if (this.admitted === 1) this.ramp = undefined;
-  }
-
-  /** Whether the next request is turned away. */
-  turnsAway(): boolean {
-    return this.admitted < 1 && this.admission() >= this.admitted;
-  }
-}
-
-/**
  * The world of the Facebook 2010 replay: open-loop client populations read
  * keys through a cache tier in front of a database; faults on a timeline
  * write invalid values, fix them, and cut traffic at the front door.
@@ -125,7 +94,7 @@ export async function runCacheAside(scenario: CacheAsideScenario, variant: Varia
   }
   const freshness = remainingFreshness(seed, scenario.cache.ttlS * 1000);
   for (const key of picker.keys) await reader.prewarm(key, db.read(key), freshness());
-  const door = new FrontDoor(stream(seed, STREAMS.admission));
+  const door = new TrafficCut(stream(seed, STREAMS.admission));
   const pick = (random: () => number): string => picker.pick(random);
   const clients = new Clients<Fault>(
     { clock, recorder, scenario, seed, network, characteristics },

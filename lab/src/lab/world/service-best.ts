@@ -13,7 +13,7 @@ import { ringThroughput } from './hash-ring.js';
 /** Requests/s an ideal policy could answer at `t` (s), given `offered` requests/s. */
 export function serviceBound(scenario: ServiceScenario): (t: number, offered: number) => number {
   const patience = Math.min(...scenario.clients.map((c) => c.timeoutMs));
-  const keys = scenario.keys === undefined || scenario.cache === undefined ? undefined : new ZipfKeys(scenario.keys.count, scenario.keys.exponent);
+  const keys = scenario.keys === undefined || scenario.cache === undefined ? undefined : new ZipfKeys(scenario.keys.count, scenario.keys.exponent, scenario.keys.hot);
   return (t, offered) => {
     const state = serviceState(scenario, activeAt(scenario, t), t);
     const servers = state.servers.reduce((sum, s) => sum + (s.hung ? 0 : patientThroughput(scenario, s.keep, s.slowdown, patience)), 0);

@@ -39,7 +39,9 @@ const FAILED = Symbol('cache call failed');
  * default it waits for ever, as ioredis does) is read as a miss: the
  * server queries the database and writes nothing back ("the cache is
  * down"), so a slow or dead node's keys all go to the database, each read
- * its own query. `counts(i)` counts server `i`'s reads and queries.
+ * its own query. With `naive.deleteOnError`, an invalid value read is a
+ * miss, and a failed query or an invalid value deletes the key (`DEL`).
+ * `counts(i)` counts server `i`'s reads and queries.
  */
 export function naiveCacheNodes(clock: VirtualClock, db: Database, cluster: CacheCluster, shape: CacheShape, counts: (server: number) => CacheCounts): DataTier {
   const ttlMs = shape.ttlS * 1000;
@@ -55,11 +57,17 @@ export function naiveCacheNodes(clock: VirtualClock, db: Database, cluster: Cach
       });
     });
   };
+  const fixer = shape.naive.deleteOnError === true;
   const reader = (server: number): DataRead => {
     const count = counts(server);
     const load = (key: string, fill: boolean, then: Parameters<DataRead>[1]): void => {
       count.loads++;
       void db.query(key, { timeoutMs: shape.loadTimeoutMs }).then((outcome) => {
+        if (fixer && (outcome instanceof QueryError || !outcome.valid)) {
+          // Facebook 2010's fixer: a failure reads as a bad value, and the key is deleted.
+          cluster.remove(key).catch(() => {});
+          return then('error', true);
+        }
         if (outcome instanceof QueryError) return then('error', true);
         if (fill) cluster.set(key, textOf(outcome), ttlMs).catch(() => {});
         then(outcome.valid ? 'ok' : 'invalid', true);
@@ -69,7 +77,7 @@ export function naiveCacheNodes(clock: VirtualClock, db: Database, cluster: Cach
       count.requests++;
       void get(key).then((text) => {
         if (text === FAILED) return load(key, false, then);
-        if (text === undefined) return load(key, true, then);
+        if (text === undefined || (fixer && text === INVALID)) return load(key, true, then);
         then(text === VALID ? 'ok' : 'invalid', false);
       });
     };

@@ -17,8 +17,8 @@ export interface CacheShape {
   readonly nodes?: CacheNodesShape;
   /** damper, with nodes: keys each server's in-process cache holds; default every key. */
   readonly processEntries?: number;
-  /** The naive cache client's settings, with nodes: how long it waits for a node (default: for ever). */
-  readonly naive: { readonly commandTimeoutMs?: number };
+  /** naive's switches: how long its client waits for a node (default: for ever), and whether an error deletes the key (Facebook 2010's fixer). */
+  readonly naive: { readonly commandTimeoutMs?: number; readonly deleteOnError?: boolean };
 }
 
 /** The cache tier's nodes: `count` Redis-like processes on a hash ring, each serving `capacityOps` calls/s with a round trip of `latency`. */
@@ -67,16 +67,29 @@ export function databaseOnly(db: Database): DataTier {
  * database, its answers come too late to be cached, and the misses go on
  * (the loop of OSDI'22's look-aside experiment). `counts` counts its reads
  * and queries, for the characteristic metrics.
+ *
+ * With `naive.deleteOnError` (Facebook 2010's automated fixer): an invalid
+ * cached value is never served but read again from the database, and a
+ * failed query or an invalid value from it deletes the key, because the
+ * reader cannot tell a struggling database from a bad value; the request
+ * fails. So every failure sends the next read of the key to the database.
  */
 export function naiveCache(clock: VirtualClock, db: Database, shape: CacheShape, counts: CacheCounts): DataTier {
   let tier = new Map<string, { row: Row; expires: number }>();
   const ttlMs = shape.ttlS * 1000;
+  const fixer = shape.naive.deleteOnError === true;
+  // No exceptions and no rejected promises on the failure path: in an
+  // overload it runs millions of times. A hit is answered at once.
   const read: DataRead = (key, then) => {
     counts.requests++;
     const hit = tier.get(key);
-    if (hit !== undefined && hit.expires > clock.now()) return then(hit.row.valid ? 'ok' : 'invalid', false);
+    if (hit !== undefined && hit.expires > clock.now() && (hit.row.valid || !fixer)) return then(hit.row.valid ? 'ok' : 'invalid', false);
     counts.loads++;
     void db.query(key, { timeoutMs: shape.loadTimeoutMs }).then((outcome) => {
+      if (fixer && (outcome instanceof QueryError || !outcome.valid)) {
+        tier.delete(key);
+        return then('error', true);
+      }
       if (outcome instanceof QueryError) return then('error', true);
       tier.set(key, { row: outcome, expires: clock.now() + ttlMs });
       then(outcome.valid ? 'ok' : 'invalid', true);

@@ -11,7 +11,7 @@ import { check } from '../schema/problems.js';
 import { serviceSchema } from '../schema/service.js';
 import { remainingFreshness, stream, STREAMS } from '../streams.js';
 import { type WorldKind } from '../worlds.js';
-import { ZipfKeys } from '../zipf.js';
+import { type HotKey, ZipfKeys } from '../zipf.js';
 import { Database, type Row } from './database.js';
 import { type HealthShape } from './front-door.js';
 import { type Answer, answerOf } from './service-answers.js';
@@ -24,6 +24,7 @@ import { type CacheCluster } from './cache-nodes.js';
 import { naiveCall, naiveFront } from './service-naive.js';
 import { Server, type ServerShape } from './service-server.js';
 import { type ServiceTiers } from './service-tiers.js';
+import { TrafficCut } from './traffic-cut.js';
 
 /**
  * The service world (issue 12, part 2): a system a user shapes to their own
@@ -51,6 +52,7 @@ export type ServiceFault = FaultSpanDoc &
     | { readonly kind: 'hang-cache'; readonly nodes?: readonly number[] }
     | { readonly kind: 'kill-cache'; readonly nodes?: readonly number[] }
     | { readonly kind: 'eject-cache'; readonly nodes: readonly number[]; readonly when: 'always' | 'unhealthy' }
+    | { readonly kind: 'cut-traffic'; readonly when: 'always' | 'unhealthy'; readonly rampS: number }
     | { readonly kind: 'cache-flush' }
   );
 
@@ -65,7 +67,7 @@ export interface ServiceScenario extends ScenarioCommon {
   readonly database?: { readonly capacityQps: number; readonly workers: number; readonly maxQueue: number };
   readonly cache?: CacheShape;
   /** Zipf key popularity over `count` keys (`key:0` the most popular). */
-  readonly keys?: { readonly count: number; readonly exponent: number; readonly hitRatio?: number };
+  readonly keys?: { readonly count: number; readonly exponent: number; readonly hitRatio?: number; readonly hot?: readonly HotKey[] };
   readonly faults: readonly ServiceFault[];
 }
 
@@ -196,7 +198,7 @@ export async function runService(scenario: ServiceScenario, variant: VariantName
   const network = new Network(clock, scenario.network.hopDelay, seed);
   const settings = variant === 'damper' ? await damperSettings(scenario, clock) : {};
   const observed: Observed = variant === 'naive' ? { variant, counters: new LabCounters(clock) } : { variant, gauges: new DamperGauges(clock) };
-  const keys = scenario.keys === undefined ? undefined : new ZipfKeys(scenario.keys.count, scenario.keys.exponent);
+  const keys = scenario.keys === undefined ? undefined : new ZipfKeys(scenario.keys.count, scenario.keys.exponent, scenario.keys.hot);
   const db = scenario.database === undefined ? undefined : new Database(clock, recorder, scenario.database, network);
   const nodes = scenario.cache?.nodes === undefined ? undefined : cacheNodes(clock, scenario.cache, network, stream(seed, STREAMS.cacheLatency));
   const data = dataTier(clock, scenario, observed, db, keys?.keys.length ?? 0, settings, nodes);
@@ -218,10 +220,14 @@ export async function runService(scenario: ServiceScenario, variant: VariantName
     clients.load = state.load;
   };
   const pick = keys === undefined ? undefined : (random: () => number): string => keys.pick(random);
+  const door = new TrafficCut(stream(seed, STREAMS.admission));
   const clients: Clients<ServiceFault> = new Clients<ServiceFault>(
     { clock, recorder, scenario, seed, network, retriedBy: scenario.tiers === undefined ? 'clients' : 'world', characteristics: observed.variant === 'naive' ? observed.counters : observed.gauges },
     {
-      send: (req, replies) => path.send(req, (a) => reply(req, replies, a, db === undefined)),
+      send(req, replies) {
+        if (door.turnsAway()) replies.fail(req);
+        else path.send(req, (a) => reply(req, replies, a, db === undefined));
+      },
       fault({ fault, starts }, t) {
         if (starts) active.add(fault);
         else active.delete(fault);
@@ -230,10 +236,12 @@ export async function runService(scenario: ServiceScenario, variant: VariantName
           if (starts) data!.push(fault.key, row);
         } else if (fault.kind === 'cache-flush' && starts) data!.flush();
         else if (fault.kind === 'eject-cache') for (const n of fault.nodes) ejection(nodes!, n, starts);
+        else if (fault.kind === 'cut-traffic') door.cut(t, starts ? undefined : fault.rampS * 1000);
         apply(t);
       },
       ...(pick === undefined ? {} : { keys: () => pick }),
       everyStep: (t) => {
+        door.update(t);
         for (const f of active) if (f.kind === 'load-ramp') return apply(t);
       },
     },
