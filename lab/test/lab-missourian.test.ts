@@ -110,7 +110,7 @@ describe('the parts of the world', () => {
   test('the 2010 balancer takes out a slow server as it does a hung one, the last one too', async () => {
     const clock = new VirtualClock();
     const never = { handle: () => new Promise<Served | Error>(() => {}) } as unknown as WebServer;
-    const slow = { handle: () => new Promise<Served | Error>((answer) => clock.setTimer(() => answer({ hit: true }), 3_000)) } as unknown as WebServer;
+    const slow = { handle: () => new Promise<Served | Error>((answer) => clock.setTimer(() => answer({ source: 'cache' }), 3_000)) } as unknown as WebServer;
     const door = new NaiveBalancer(clock, [never, slow], { intervalS: 5, timeoutMs: 2_000, fall: 1, rise: 2 }, 'front');
     assert.deepEqual(door.inService, [true, true]);
     await clock.advance(8_000);

@@ -57,19 +57,20 @@ test('report: uPlot and its stylesheet are inlined', () => {
   assert.ok(html.includes(css.trim()), 'the uPlot stylesheet, byte for byte');
 });
 
-test('report: one chart container per scenario × metric × variant, and no hit ratio where there is no cache', () => {
+test('report: one chart container per scenario × metric × variant, and no hit ratio or stale answers where there is no cache', () => {
   const containers = [...html.matchAll(/<div class="chart" data-scenario="([^"]*)" data-metric="([^"]*)" data-variant="([^"]*)"/g)].map((m) => `${m[1]}/${m[2]}/${m[3]}`);
   const charted = run.scenarios.flatMap((s) => reportMetrics(s).flatMap((m) => VARIANTS.map((v) => `${s.name}/${m.key}/${v}`)));
   assert.ok(cached && uncached, 'the fixture has a cached and an uncached scenario');
-  assert.equal(charted.length, (REPORT_METRICS.length + REPORT_METRICS.length - 1) * 2);
+  assert.equal(charted.length, (REPORT_METRICS.length + REPORT_METRICS.length - 2) * 2);
   // Each scenario's characteristic metrics follow its other charts, for the variants that have them.
   const expected = run.scenarios.flatMap((s) => [
     ...reportMetrics(s).flatMap((m) => VARIANTS.map((v) => `${s.name}/${m.key}/${v}`)),
     ...characteristicMetrics(s).flatMap((m) => VARIANTS.filter((v) => m.key in s.variants[v].characteristics).map((v) => `${s.name}/${m.key}/${v}`)),
   ]);
   assert.deepEqual(containers, expected);
-  assert.doesNotMatch(section(uncached.name), /data-metric="hitRatio"/, `${uncached.name} has no cache: no hit-ratio chart`);
+  assert.doesNotMatch(section(uncached.name), /data-metric="(hitRatio|staleRatio)"/, `${uncached.name} has no cache: no hit-ratio or stale-answers chart`);
   assert.match(section(cached.name), /data-metric="hitRatio"/);
+  assert.match(section(cached.name), /data-metric="staleRatio"/);
 });
 
 test('report: the characteristic metrics of both variants, the highest of each gauge’s series, and a note where a variant has none', () => {

@@ -19,6 +19,7 @@ function flat(n: number, offered: number, goodput: (s: number) => number, p99: (
     originQps: seconds.map(() => 5),
     p99Ms: seconds.map(p99),
     hitRatio: seconds.map(() => 1),
+    staleRatio: seconds.map(() => 0),
   };
 }
 

@@ -48,10 +48,13 @@ export interface ClientRequest {
   done: boolean;
   /**
    * Set by the system when the answer had to wait for the origin: a request
-   * answered with a valid value and not marked is a hit. The one definition
-   * of a hit the report's hit ratio uses, in every world.
+   * answered with a valid value and marked neither this nor `servedStale`
+   * is a hit. The one definition of a hit the report's hit ratio uses, in
+   * every world.
    */
   waitedForOrigin: boolean;
+  /** Set by the system when it answered at once with a value past its ttl, refreshing it (a stale answer, not a hit). */
+  servedStale: boolean;
   timeout: Timer | undefined;
 }
 
@@ -268,7 +271,7 @@ export class Clients<F extends FaultSpanDoc> implements World, Replies {
   private send(population: Population, key: string, attempt: number): void {
     const start = this.clock.now();
     this.recorder.started(start);
-    const req: ClientRequest = { population, key, attempt, start, done: false, waitedForOrigin: false, timeout: undefined };
+    const req: ClientRequest = { population, key, attempt, start, done: false, waitedForOrigin: false, servedStale: false, timeout: undefined };
     const ms = this.network.hopMs();
     if (ms === 0) this.world.send(req, this);
     else this.clock.setTimer(() => this.world.send(req, this), ms);
@@ -287,7 +290,7 @@ export class Clients<F extends FaultSpanDoc> implements World, Replies {
     if (req.done) return;
     req.done = true;
     req.timeout?.cancel();
-    this.recorder.ended(req.start, this.clock.now(), !ok ? 'bad' : req.waitedForOrigin ? 'good' : 'hit');
+    this.recorder.ended(req.start, this.clock.now(), !ok ? 'bad' : req.waitedForOrigin ? 'good' : req.servedStale ? 'stale' : 'hit');
     if (this.inSpan(req)) {
       const c = this.counts[this.scenario.clients.indexOf(req.population)]!;
       c.requests++;

@@ -42,7 +42,7 @@ function percentile(hist: Uint32Array, offset: number, count: number, q: number)
 export const PEAK_WINDOW_S = 10;
 
 /** How a request ended, for the {@link Recorder}. */
-export type RequestOutcome = 'hit' | 'good' | 'bad';
+export type RequestOutcome = 'hit' | 'stale' | 'good' | 'bad';
 
 export class Recorder {
   readonly seconds: number;
@@ -50,6 +50,7 @@ export class Recorder {
   private readonly good: Uint32Array;
   private readonly bad: Uint32Array;
   private readonly hits: Uint32Array;
+  private readonly stale: Uint32Array;
   private readonly origin: Uint32Array;
   private readonly latency: Uint32Array;
   private readonly total = new Uint32Array(BUCKETS);
@@ -63,6 +64,7 @@ export class Recorder {
     this.good = new Uint32Array(n);
     this.bad = new Uint32Array(n);
     this.hits = new Uint32Array(n);
+    this.stale = new Uint32Array(n);
     this.origin = new Uint32Array(n);
     this.latency = new Uint32Array(n * BUCKETS);
   }
@@ -77,9 +79,11 @@ export class Recorder {
   }
 
   /**
-   * A request ended at `end`: `hit` (answered with a valid value without
-   * waiting for the origin), `good` (a valid value, after the origin), or
-   * `bad` (an error, a timeout, an invalid value, a refusal).
+   * A request ended at `end`: `hit` (answered with a fresh valid value
+   * without waiting for the origin), `stale` (answered at once with a value
+   * past its ttl while it is refreshed: not a hit, as an operator's
+   * dashboard counts), `good` (a valid value, after the origin), or `bad`
+   * (an error, a timeout, an invalid value, a refusal).
    */
   ended(start: number, end: number, outcome: RequestOutcome): void {
     const s = this.second(end);
@@ -87,6 +91,7 @@ export class Recorder {
     else {
       this.good[s]!++;
       if (outcome === 'hit') this.hits[s]!++;
+      else if (outcome === 'stale') this.stale[s]!++;
     }
     const b = bucketOf(end - start);
     this.latency[s * BUCKETS + b]!++;
@@ -120,12 +125,14 @@ export class Recorder {
     const n = this.seconds;
     const p99Ms: (number | null)[] = [];
     const hitRatio: (number | null)[] = [];
+    const staleRatio: (number | null)[] = [];
     for (let s = 0; s < n; s++) {
       const ended = this.good[s]! + this.bad[s]!;
       p99Ms.push(this.p99Of(s));
       hitRatio.push(ended === 0 ? null : round(this.hits[s]! / ended));
+      staleRatio.push(ended === 0 ? null : round(this.stale[s]! / ended));
     }
-    return { offered: [...this.offered], goodput: [...this.good], errors: [...this.bad], originQps: [...this.origin], p99Ms, hitRatio };
+    return { offered: [...this.offered], goodput: [...this.good], errors: [...this.bad], originQps: [...this.origin], p99Ms, hitRatio, staleRatio };
   }
 
   /**

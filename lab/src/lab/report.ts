@@ -23,7 +23,7 @@ import { characteristicAlerts } from 'damper/otel';
 
 /** One chart row of a scenario: what it plots and how the page labels it. */
 export interface ReportMetric {
-  readonly key: 'offered' | 'goodput' | 'originQps' | 'errorRate' | 'p99Ms' | 'hitRatio' | CharacteristicGauge;
+  readonly key: 'offered' | 'goodput' | 'originQps' | 'errorRate' | 'p99Ms' | 'hitRatio' | 'staleRatio' | CharacteristicGauge;
   readonly title: string;
   readonly help: string;
   /** Shown on the y axis; `%` means the values are ratios in [0, 1]; `ratio`, a quotient that may pass 1 (retries per first attempt). */
@@ -43,12 +43,13 @@ export const REPORT_METRICS: readonly ReportMetric[] = [
   { key: 'originQps', title: 'Origin queries', help: 'queries that reached the origin per second; dashed line: its capacity that second', unit: 'q/s', axis: 'log' },
   { key: 'errorRate', title: 'Error rate', help: 'errors ÷ (goodput + errors), per second', unit: '%', axis: 'linear' },
   { key: 'p99Ms', title: 'p99 latency', help: '99th percentile of the requests that ended in that second; dashed line: the objective', unit: 'ms', axis: 'log' },
-  { key: 'hitRatio', title: 'Cache hit ratio', help: 'share of requests answered without waiting for the origin', unit: '%', axis: 'linear' },
+  { key: 'hitRatio', title: 'Cache hit ratio', help: 'share of requests answered with a fresh value without waiting for the origin, as a dashboard counts hits', unit: '%', axis: 'linear' },
+  { key: 'staleRatio', title: 'Stale answers', help: 'share of requests answered at once with a value past its ttl while it is refreshed (damper’s stale window): not hits, and not waits', unit: '%', axis: 'linear' },
 ];
 
-/** The charts of one scenario: no hit ratio where the world has no cache (it would be a flat, meaningless zero). */
+/** The charts of one scenario: no hit ratio or stale answers where the world has no cache (each would be a flat, meaningless zero). */
 export function reportMetrics(s: ScenarioRun): readonly ReportMetric[] {
-  return REPORT_METRICS.filter((m) => m.key !== 'hitRatio' || s.cached);
+  return REPORT_METRICS.filter((m) => (m.key !== 'hitRatio' && m.key !== 'staleRatio') || s.cached);
 }
 
 /**

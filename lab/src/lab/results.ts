@@ -24,8 +24,10 @@ export interface Series {
   originQps: number[];
   /** 99th percentile latency of the requests that ended in that second, ms; null when none did. */
   p99Ms: (number | null)[];
-  /** Share of requests answered without waiting for the origin; null when none ended. */
+  /** Share of requests answered with a fresh value without waiting for the origin (a cache hit, as a dashboard counts it); null when none ended. */
   hitRatio: (number | null)[];
+  /** Share of requests answered at once with a value past its ttl while it is refreshed (damper's stale window): not hits; null when none ended. */
+  staleRatio: (number | null)[];
 }
 
 /** A run's series with what it is judged against. */

@@ -13,6 +13,7 @@ import { CacheCluster } from './cache-nodes.js';
 import { Database, QueryError, type Row } from './database.js';
 import { OriginWaits } from './origin-waits.js';
 import { held, steadyState } from './steady-state.js';
+import { StaleAnswers } from './stale-answers.js';
 import { DamperGauges, type Watch } from '../damper-gauges.js';
 import { LabCounters } from '../lab-counters.js';
 
@@ -331,6 +332,7 @@ async function damperReader(clock: VirtualClock, db: Database, cluster: CacheClu
   await Promise.all(caches.map((c, i) => c.restore(held(steady, scenario.cache.processEntries, { kind: 'random', seed, process: i }))));
   const options = new Map(scenario.clients.map((p) => [p.priority, { priority: p.priority }] as const));
   const waits = new OriginWaits(clock);
+  const stale = caches.map((cache) => new StaleAnswers(cache));
   const query = async (key: string, signal: AbortSignal): Promise<Row> => {
     const outcome = await db.query(key, { signal });
     waits.loaded(key);
@@ -340,7 +342,9 @@ async function damperReader(clock: VirtualClock, db: Database, cluster: CacheClu
   const loader = ({ key, signal }: { key: string; signal: AbortSignal }): Promise<Row> => query(key, signal);
   return {
     read(req, proc, replies) {
-      caches[proc]!.get(req.key, loader, options.get(req.population.priority)).then(
+      const read = stale[proc]!.read(() => caches[proc]!.get(req.key, loader, options.get(req.population.priority)));
+      if (read.stale) req.servedStale = true;
+      read.result.then(
         (r) => {
           waits.mark(req);
           if (r.valid) replies.answer(req);

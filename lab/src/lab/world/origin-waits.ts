@@ -3,6 +3,19 @@ import { type ClientRequest } from '../clients.js';
 import { type Database, QueryError, type Row } from './database.js';
 
 /**
+ * Where a read's value came from: from a cache at once (`cache`: a hit), at
+ * once but past its ttl while it is refreshed (`stale`: not a hit, as an
+ * operator's dashboard counts), or after waiting for the origin (`origin`).
+ */
+export type Source = 'cache' | 'stale' | 'origin';
+
+/** Marks `req` with where its answer came from (a hit is marked with nothing). */
+export function markSource(req: ClientRequest, source: Source): void {
+  if (source === 'origin') req.waitedForOrigin = true;
+  else if (source === 'stale') req.servedStale = true;
+}
+
+/**
  * Which requests read through a damper `Cache` waited for the origin. The
  * cache does not say, per call, whether its answer came from memory, from
  * the shared tier, or from a load: a request waited for the origin when it

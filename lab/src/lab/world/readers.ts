@@ -6,6 +6,7 @@ import { type CacheCounts } from '../lab-counters.js';
 import { type CacheAsideScenario as Scenario } from './cache-aside.js';
 import { type Database, QueryError, type Row } from './database.js';
 import { databaseLoader, OriginWaits } from './origin-waits.js';
+import { StaleAnswers } from './stale-answers.js';
 
 /**
  * The two read paths a client process can run against the same cache tier and
@@ -81,10 +82,13 @@ export function damperReader(clock: VirtualClock, db: Database, scenario: Scenar
   const cache = new Cache<Row>(cacheOptions(settings, 0, lab, { clock }));
   watch(cache, {});
   const waits = new OriginWaits(clock);
+  const stale = new StaleAnswers(cache);
   const loader = databaseLoader(db, waits);
   return {
     read(req, replies) {
-      cache.get(req.key, loader).then(
+      const read = stale.read(() => cache.get(req.key, loader));
+      if (read.stale) req.servedStale = true;
+      read.result.then(
         (row) => {
           waits.mark(req);
           if (row.valid) replies.answer(req);

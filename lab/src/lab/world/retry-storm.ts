@@ -222,8 +222,8 @@ function damperStack(clock: VirtualClock, recorder: Recorder, server: Server, sc
     settings,
     0,
     { limiter: new ConcurrencyLimiter({ limit: scenario.server.admissionLimit, maxQueue: scenario.server.maxQueue, clock }) },
-    (_key, scope, ok, fail) => server.submit({ done: (outcome) => (outcome === 'ok' ? ok(true) : fail(failure(answer(outcome === 'refused' ? 'refused' : 'dropped', false)))), abandoned: () => scope.signal.aborted }),
-    (refusal) => (refusal.reason === 'shed' ? shedFailure(refusal.retryAfter) : failure(answer('dropped', false))),
+    (_key, scope, ok, fail) => server.submit({ done: (outcome) => (outcome === 'ok' ? ok(true) : fail(failure(answer(outcome === 'refused' ? 'refused' : 'dropped', 'cache')))), abandoned: () => scope.signal.aborted }),
+    (refusal) => (refusal.reason === 'shed' ? shedFailure(refusal.retryAfter) : failure(answer('dropped', 'cache'))),
     (admission) => watch(admission.limiter, {}),
   );
   const options = (t: number): Omit<DependencyOptions<unknown>, 'upstreams' | 'clock' | 'balancer'> => ({

@@ -1,27 +1,27 @@
 import { classify } from 'damper';
-import { type Served } from './web-server.js';
+import { type Source } from './origin-waits.js';
 import { type Outcome } from './service-server.js';
 
 /**
  * How a user's call (or one attempt of it) ended in the service world, and
- * whether its answer waited for the database: one object per combination,
+ * where its answer came from: one object per combination,
  * made once (a storm makes millions of them otherwise).
  */
 export interface Answer {
   readonly outcome: Outcome | 'timeout';
-  readonly waited: boolean;
+  readonly source: Source;
 }
 
 const ANSWERS = new Map<string, Answer>();
 
-export function answer(outcome: Answer['outcome'], waited: boolean): Answer {
-  const id = `${outcome}:${waited}`;
+export function answer(outcome: Answer['outcome'], source: Source): Answer {
+  const id = `${outcome}:${source}`;
   let a = ANSWERS.get(id);
-  if (a === undefined) ANSWERS.set(id, (a = { outcome, waited }));
+  if (a === undefined) ANSWERS.set(id, (a = { outcome, source }));
   return a;
 }
 
-export const TIMED_OUT = answer('timeout', false);
+export const TIMED_OUT = answer('timeout', 'cache');
 
 /**
  * A server's answer that is not a value, as an error (what a balancer and a
@@ -58,18 +58,14 @@ const SHED = new Map<number, ServiceFailure>();
 /** A server's admission shed the request: a 503 with `Retry-After: seconds`. One instance per value. */
 export function shedFailure(seconds: number): ServiceFailure {
   let f = SHED.get(seconds);
-  if (f === undefined) SHED.set(seconds, (f = new ServiceFailure(answer('shed', false), seconds * 1000)));
+  if (f === undefined) SHED.set(seconds, (f = new ServiceFailure(answer('shed', 'cache'), seconds * 1000)));
   return f;
 }
-
-/** A served value as the naive balancer's upstream answers it: a hit (no database wait) or not. */
-export const HIT: Served = { hit: true };
-export const MISS: Served = { hit: false };
 
 /** What a rejection of damper's stack means for the user: its server's outcome, a shed (an `OverloadedError` anywhere), or a plain failure. */
 export function answerOf(error: unknown): Answer {
   if (error instanceof ServiceFailure) return error.answer;
   // By the error's code: a refusal by any copy of damper (the client's balancer, a limiter) is a shed.
-  if (classify(error) === 'shed') return answer('shed', false);
-  return answer('error', false);
+  if (classify(error) === 'shed') return answer('shed', 'cache');
+  return answer('error', 'cache');
 }

@@ -66,11 +66,11 @@ export function naiveCacheNodes(clock: VirtualClock, db: Database, cluster: Cach
         if (fixer && (outcome instanceof QueryError || !outcome.valid)) {
           // Facebook 2010's fixer: a failure reads as a bad value, and the key is deleted.
           cluster.remove(key).catch(() => {});
-          return then('error', true);
+          return then('error', 'origin');
         }
-        if (outcome instanceof QueryError) return then('error', true);
+        if (outcome instanceof QueryError) return then('error', 'origin');
         if (fill) cluster.set(key, textOf(outcome), ttlMs).catch(() => {});
-        then(outcome.valid ? 'ok' : 'invalid', true);
+        then(outcome.valid ? 'ok' : 'invalid', 'origin');
       });
     };
     return (key, then) => {
@@ -78,7 +78,7 @@ export function naiveCacheNodes(clock: VirtualClock, db: Database, cluster: Cach
       void get(key).then((text) => {
         if (text === FAILED) return load(key, false, then);
         if (text === undefined || (fixer && text === INVALID)) return load(key, true, then);
-        then(text === VALID ? 'ok' : 'invalid', false);
+        then(text === VALID ? 'ok' : 'invalid', 'cache');
       });
     };
   };

@@ -45,9 +45,9 @@ export function damperService(clock: VirtualClock, servers: readonly Server[], s
           key,
           priority: scope.priority ?? 'normal',
           abandoned: () => scope.signal.aborted,
-          done: (outcome, waited) => (outcome === 'ok' || outcome === 'invalid' ? ok(answer(outcome, waited)) : fail(failure(answer(outcome, waited)))),
+          done: (outcome, source) => (outcome === 'ok' || outcome === 'invalid' ? ok(answer(outcome, source)) : fail(failure(answer(outcome, source)))),
         }),
-      (refusal) => (refusal.reason === 'shed' ? shedFailure(refusal.retryAfter) : failure(answer('dropped', false))),
+      (refusal) => (refusal.reason === 'shed' ? shedFailure(refusal.retryAfter) : failure(answer('dropped', 'cache'))),
       (admission) => watch(admission.limiter, { server: i }),
     ),
   );

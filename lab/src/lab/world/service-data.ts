@@ -1,7 +1,8 @@
 import { Cache, type CacheOptions, OverloadedError, type VirtualClock } from 'damper';
 import { type CacheCounts } from '../lab-counters.js';
 import { type Database, QueryError, type Row } from './database.js';
-import { databaseLoader, OriginWaits } from './origin-waits.js';
+import { databaseLoader, OriginWaits, type Source } from './origin-waits.js';
+import { StaleAnswers } from './stale-answers.js';
 import { type DataRead } from './service-server.js';
 import { type Delay } from '../scenario.js';
 
@@ -49,7 +50,7 @@ export async function eachKey(keys: readonly string[], row: (key: string) => Row
 
 /** A database with no cache in front: every request queries it, the same in both variants. */
 export function databaseOnly(db: Database): DataTier {
-  const read: DataRead = (key, then) => void db.query(key).then((outcome) => then(outcome instanceof QueryError ? 'error' : outcome.valid ? 'ok' : 'invalid', true));
+  const read: DataRead = (key, then) => void db.query(key).then((outcome) => then(outcome instanceof QueryError ? 'error' : outcome.valid ? 'ok' : 'invalid', 'origin'));
   return {
     reader: () => read,
     flush() {},
@@ -83,16 +84,16 @@ export function naiveCache(clock: VirtualClock, db: Database, shape: CacheShape,
   const read: DataRead = (key, then) => {
     counts.requests++;
     const hit = tier.get(key);
-    if (hit !== undefined && hit.expires > clock.now() && (hit.row.valid || !fixer)) return then(hit.row.valid ? 'ok' : 'invalid', false);
+    if (hit !== undefined && hit.expires > clock.now() && (hit.row.valid || !fixer)) return then(hit.row.valid ? 'ok' : 'invalid', 'cache');
     counts.loads++;
     void db.query(key, { timeoutMs: shape.loadTimeoutMs }).then((outcome) => {
       if (fixer && (outcome instanceof QueryError || !outcome.valid)) {
         tier.delete(key);
-        return then('error', true);
+        return then('error', 'origin');
       }
-      if (outcome instanceof QueryError) return then('error', true);
+      if (outcome instanceof QueryError) return then('error', 'origin');
       tier.set(key, { row: outcome, expires: clock.now() + ttlMs });
-      then(outcome.valid ? 'ok' : 'invalid', true);
+      then(outcome.valid ? 'ok' : 'invalid', 'origin');
     });
   };
   return {
@@ -136,15 +137,22 @@ export function damperCache(clock: VirtualClock, db: Database, options: CacheOpt
   };
 }
 
-/** A read through damper's `cache`, loading from `db`: whether it waited for the database is told by the loads it shared. */
+/**
+ * A read through damper's `cache`, loading from `db`: whether it waited for
+ * the database is told by the loads it shared, whether it was answered
+ * stale at once by the cache's own `stale` event (stale-answers.ts).
+ */
 export function damperRead(clock: VirtualClock, cache: Cache<Row>, db: Database): DataRead {
   const waits = new OriginWaits(clock);
+  const stale = new StaleAnswers(cache);
   const loader = databaseLoader(db, waits);
   return (key, then) => {
     const since = clock.now();
-    cache.get(key, loader).then(
-      (row) => then(row.valid ? 'ok' : 'invalid', waits.waited(key, since)),
-      (error: unknown) => then(error instanceof OverloadedError ? 'shed' : 'error', waits.waited(key, since)),
+    const read = stale.read(() => cache.get(key, loader));
+    const source = (): Source => (waits.waited(key, since) ? 'origin' : read.stale ? 'stale' : 'cache');
+    read.result.then(
+      (row) => then(row.valid ? 'ok' : 'invalid', source()),
+      (error: unknown) => then(error instanceof OverloadedError ? 'shed' : 'error', source()),
     );
   };
 }

@@ -3,7 +3,8 @@ import { type RetryCounts } from '../lab-counters.js';
 import { type Population } from '../scenario.js';
 import { type Call, naiveTiers } from './naive-tiers.js';
 import { type HealthShape, NaiveBalancer } from './front-door.js';
-import { type Answer, answer, failure, HIT, MISS, ServiceFailure, TIMED_OUT } from './service-answers.js';
+import { type Answer, answer, failure, ServiceFailure, TIMED_OUT } from './service-answers.js';
+import { type Served, SERVED } from './web-server.js';
 import { type Server } from './service-server.js';
 import { type ServiceTiers, tierSettings } from './service-tiers.js';
 
@@ -22,7 +23,7 @@ export function roundRobin<T>(targets: readonly T[]): () => T {
 
 /** Hands `key` to `server` as a plain request: nobody tells the server when its caller leaves. */
 function submit(server: Server, key: string, priority: Priority, onDone: (a: Answer) => void): void {
-  server.submit({ key, priority, done: (outcome, waited) => onDone(answer(outcome, waited)) });
+  server.submit({ key, priority, done: (outcome, source) => onDone(answer(outcome, source)) });
 }
 
 /**
@@ -37,15 +38,15 @@ export function naiveFront(clock: VirtualClock, servers: readonly Server[], bala
   }
   const endpoints = servers.map((server) => ({
     handle: (key: string, priority: Priority = 'normal') =>
-      new Promise<typeof HIT | Error>((resolve) => submit(server, key, priority, (a) => resolve(a.outcome === 'ok' ? (a.waited ? MISS : HIT) : failure(a)))),
+      new Promise<Served | Error>((resolve) => submit(server, key, priority, (a) => resolve(a.outcome === 'ok' ? SERVED[a.source] : failure(a)))),
   }));
   const door = new NaiveBalancer(clock, endpoints, balancer, probeKey);
   return {
     front: (key, priority, onDone) =>
       void door.send(key, priority).then((r) => {
         if (r instanceof ServiceFailure) onDone(r.answer);
-        else if (r instanceof Error) onDone(answer('refused', false)); // 503: no server in service
-        else onDone(answer('ok', !r.hit));
+        else if (r instanceof Error) onDone(answer('refused', 'cache')); // 503: no server in service
+        else onDone(answer('ok', r.source));
       }),
     close: () => door.close(),
   };

@@ -3,6 +3,7 @@ import { sampleMs } from '../delay.js';
 import { type Delay } from '../scenario.js';
 import { Cpu } from './cpu.js';
 import { Fifo } from './fifo.js';
+import { type Source } from './origin-waits.js';
 
 /** A server of the service world, as the scenario gives it (all servers alike). */
 export interface ServerShape {
@@ -21,15 +22,15 @@ export interface ServerShape {
 /** How a request ended at the server and behind it. */
 export type Outcome = 'ok' | 'invalid' | 'error' | 'shed' | 'refused' | 'dropped';
 
-/** What a request's data read (the cache and database behind the server) ends with, and whether it waited for the database. */
-export type DataRead = (key: string, then: (outcome: 'ok' | 'invalid' | 'error' | 'shed', waited: boolean) => void) => void;
+/** What a request's data read (the cache and database behind the server) ends with, and where its value came from. */
+export type DataRead = (key: string, then: (outcome: 'ok' | 'invalid' | 'error' | 'shed', source: Source) => void) => void;
 
 /** One request held by a server. */
 export interface Job {
   readonly key: string;
   readonly priority: Priority;
   /** Called once with the outcome; cleared by the caller when it stops waiting. */
-  done: ((outcome: Outcome, waited: boolean) => void) | undefined;
+  done: ((outcome: Outcome, source: Source) => void) | undefined;
   /** Whether nobody waits for this job any more: a damper request carries its signal, a naive one nobody's word. */
   readonly abandoned?: () => boolean;
 }
@@ -100,36 +101,36 @@ export class Server {
   submit(job: Job): void {
     this.arrived?.();
     if (this.hungNow || this.busy >= this.workers) {
-      if (this.queue.size >= this.shape.maxQueue) job.done?.('refused', false);
+      if (this.queue.size >= this.shape.maxQueue) job.done?.('refused', 'cache');
       else this.queue.push(job);
     } else this.serve(job);
   }
 
   private serve(job: Job): void {
     if (job.abandoned?.() === true) {
-      job.done?.('dropped', false);
+      job.done?.('dropped', 'cache');
       return;
     }
     this.busy++;
-    if (this.read === undefined) this.work(job, false);
-    else this.read(job.key, (outcome, waited) => (outcome === 'ok' ? this.work(job, waited) : this.finish(job, outcome, waited)));
+    if (this.read === undefined) this.work(job, 'cache');
+    else this.read(job.key, (outcome, source) => (outcome === 'ok' ? this.work(job, source) : this.finish(job, outcome, source)));
   }
 
-  private work(job: Job, waited: boolean): void {
+  private work(job: Job, source: Source): void {
     const ms = Math.max(1, Math.round(sampleMs(this.shape.service, this.random) * (1 + this.shape.slowdownPerInFlight * (this.busy + this.queue.size)) * this.slowdown));
-    const then = (): void => this.finish(job, 'ok', waited);
+    const then = (): void => this.finish(job, 'ok', source);
     if (this.cpu === undefined) this.clock.setTimer(then, ms);
     else this.cpu.run(ms, then);
   }
 
-  private finish(job: Job, outcome: Outcome, waited: boolean): void {
+  private finish(job: Job, outcome: Outcome, source: Source): void {
     // A hung process answers nothing and holds its workers until the hang ends.
     if (this.hungNow) {
-      this.frozen.push(() => this.finish(job, outcome, waited));
+      this.frozen.push(() => this.finish(job, outcome, source));
       return;
     }
     this.busy--;
-    job.done?.(outcome, waited);
+    job.done?.(outcome, source);
     this.next();
   }
 

@@ -25,6 +25,7 @@ import { naiveCall, naiveFront } from './service-naive.js';
 import { Server, type ServerShape } from './service-server.js';
 import { type ServiceTiers } from './service-tiers.js';
 import { TrafficCut } from './traffic-cut.js';
+import { markSource } from './origin-waits.js';
 
 /**
  * The service world (issue 12, part 2): a system a user shapes to their own
@@ -155,7 +156,7 @@ function ejection(nodes: CacheCluster, n: number, starts: boolean): void {
 function reply(req: ClientRequest, replies: Replies, a: Answer, originIsServer: boolean): void {
   switch (a.outcome) {
     case 'ok':
-      if (a.waited || originIsServer) req.waitedForOrigin = true;
+      markSource(req, originIsServer ? 'origin' : a.source);
       return replies.answer(req);
     case 'invalid':
       return replies.invalid(req);

@@ -11,6 +11,7 @@ import { KeyPicker } from '../traffic.js';
 import { remainingFreshness } from '../streams.js';
 import { type WorldKind } from '../worlds.js';
 import { Database } from './database.js';
+import { markSource } from './origin-waits.js';
 import { DamperFrontDoor, type FrontDoor, type HealthShape, NaiveBalancer } from './front-door.js';
 import { DamperServer, NaiveServer, type ServerShape, type WebServer } from './web-server.js';
 import { DamperGauges } from '../damper-gauges.js';
@@ -114,8 +115,8 @@ export async function runWebFarm(scenario: WebFarmScenario, variant: VariantName
       send(req, replies) {
         void door.send(req.key, req.population.priority, req.population.timeoutMs).then((outcome) => {
           if (outcome instanceof Error) return replies.fail(req);
-          // A page the server had to render from the database waited for it.
-          if (!outcome.hit) req.waitedForOrigin = true;
+          // A page the server had to render from the database waited for it; a stale one is not a hit.
+          markSource(req, outcome.source);
           replies.answer(req);
         });
       },

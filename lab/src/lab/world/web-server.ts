@@ -4,6 +4,8 @@ import { type Watch } from '../damper-gauges.js';
 import { type CacheCounts } from '../lab-counters.js';
 import { Cpu } from './cpu.js';
 import { type Database, QueryError, type Row } from './database.js';
+import { type Source } from './origin-waits.js';
+import { StaleAnswers } from './stale-answers.js';
 
 /**
  * The server side of the web-farm world (the Columbia Missourian, 2010): a web
@@ -32,16 +34,19 @@ export interface ServerShape {
   readonly limit: number;
 }
 
-/** How a request was served: from the server's cache or not. */
+/** How a request was served: from the server's cache (fresh or stale), or rendered from the database. */
 export interface Served {
-  readonly hit: boolean;
+  readonly source: Source;
 }
 
 /** Why a web server gave no page. */
 export class ServerError extends Error {}
 
-const HIT: Served = { hit: true };
-const MISS: Served = { hit: false };
+const HIT: Served = { source: 'cache' };
+const STALE: Served = { source: 'stale' };
+const MISS: Served = { source: 'origin' };
+/** One `Served` per source, made once (a storm would make millions). */
+export const SERVED: Readonly<Record<Source, Served>> = { cache: HIT, stale: STALE, origin: MISS };
 // Raised by the thousand in an outage: one instance each, no stack per request.
 const REFUSED = new ServerError('connection refused: the backlog is full');
 const RESET = new ServerError('connection reset: the server was restarted');
@@ -246,6 +251,7 @@ export interface DamperServerOptions {
 export class DamperServer extends WebServer {
   private limiter!: ConcurrencyLimiter;
   private cache!: Cache<Row>;
+  private stale!: StaleAnswers;
   private warming: AbortController | undefined;
   private unwatch: (() => void)[] = [];
   private readonly loader = async ({ key }: { key: string }): Promise<Row> => {
@@ -276,14 +282,16 @@ export class DamperServer extends WebServer {
     const epoch = this.epoch;
     const limiter = this.limiter;
     const cache = this.cache;
+    const stale = this.stale;
     guarded(
       limiter,
       async () => {
         const t0 = this.clock.now();
-        await cache.get(job.key, this.loader);
-        const hit = this.clock.now() === t0;
+        const read = stale.read(() => cache.get(job.key, this.loader));
+        await read.result;
+        const served = read.stale ? STALE : this.clock.now() === t0 ? HIT : MISS;
         await this.work(this.shape.hitMs);
-        return hit ? HIT : MISS;
+        return served;
       },
       { priority: job.priority },
     )
@@ -333,6 +341,7 @@ export class DamperServer extends WebServer {
       staleWhileRevalidate: false,
     };
     this.cache = new Cache<Row>(cacheOptions(settings, index, lab, { clock: this.clock }));
+    this.stale = new StaleAnswers(this.cache);
     for (const detach of this.unwatch) detach();
     const { watch } = this.options;
     const attributes = { server: this.id };
