@@ -10,7 +10,7 @@ import { scenarioJsonSchema } from '../src/lab/schema/index.js';
 import { stream } from '../src/lab/streams.js';
 import { checkScenario, scaleLoad } from '../src/lab/worlds.js';
 import { type ServiceFault, type ServiceScenario } from '../src/lab/world/service.js';
-import { tierSettings } from '../src/lab/world/service-tiers.js';
+import { tickedDelay, tierSettings } from '../src/lab/world/service-tiers.js';
 import { serviceBound } from '../src/lab/world/service-best.js';
 import { exponentForHitRatio, lookAsideHitRatio, ZipfKeys } from '../src/lab/zipf.js';
 import { TEN_MINUTES } from './support/bars.js';
@@ -122,6 +122,7 @@ const tieredRuns = {
   population: runIsolated(tiered(), 1),
   own: runIsolated(tiered([{ retries: 3 }, { retries: 1 }]), 1),
   outerTimeout: runIsolated(tiered([{ retries: 3, attemptTimeoutMs: 50 }, { retries: 1 }]), 1),
+  ticked: runIsolated(tiered([{ retries: 3, attemptTimeoutMs: 50, timerTickMs: 500 }, { retries: 1 }]), 1),
 };
 
 describe('a service scenario file: every problem names its field', () => {
@@ -158,7 +159,7 @@ describe('a service scenario file: every problem names its field', () => {
     bad((d) => ((d.faults as Record<string, unknown>[])[0] = { kind: 'load-ramp', profile: [[0, 1], [40, 2]], startS: 120, endS: 150, label: 'x' }), /faults\[0\]\.profile\[1\]\[0\]: must be ≤ the fault’s span \(30 s\), got 40/);
     bad((d) => ((d.faults as Record<string, unknown>[])[0]!.trigger = false), /co\.json: faults: needs a trigger/);
     bad((d) => (d.tiers = { count: 2, attemptTimeoutMs: 400, each: [{ retries: 1 }] }), /co\.json: tiers\.each: needs one entry per tier \(count 2\), got 1/);
-    bad((d) => (d.tiers = { count: 2, attemptTimeoutMs: 400, each: [{ retries: 1 }, { retry: 1 }] }), /co\.json: tiers\.each\[1\]\.retry: unknown field \(known: retries, backoff, attemptTimeoutMs\)/);
+    bad((d) => (d.tiers = { count: 2, attemptTimeoutMs: 400, each: [{ retries: 1 }, { retry: 1 }] }), /co\.json: tiers\.each\[1\]\.retry: unknown field \(known: retries, backoff, attemptTimeoutMs, timerTickMs\)/);
   });
 
   test('named hot keys beside the Zipf tail', () => {
@@ -325,13 +326,23 @@ describe('client tiers: each its own retries and attempt timeout, or the populat
     assert.ok(Math.abs((await atServer(tieredRuns.outerTimeout)) / (8 * 50) - 1) < 0.1);
   });
 
+  test('naive: a client that checks its timeouts on a 500 ms tick (undici) gives up on a 50 ms attempt after 0.05–0.55 s, not at 50 ms', async () => {
+    const p99 = async (run: Promise<ScenarioRun>): Promise<number> => mean((await run).variants.naive.series.p99Ms.map((v) => v ?? 0), 25, 38);
+    // Four outer attempts, each now ending on a tick: the inner tier's two of 100 ms run out first, most of the time.
+    assert.ok((await p99(tieredRuns.ticked)) > 700, `${await p99(tieredRuns.ticked)} ms`);
+    assert.equal(tickedDelay(0, 500, 500), 500);
+    assert.equal(tickedDelay(1, 500, 500), 999);
+    assert.equal(tickedDelay(499, 50, 500), 501);
+    assert.equal(tickedDelay(1, 500, undefined), 500);
+  });
+
   test('tierSettings: a tier’s own, else the population’s; a timeout for the innermost only by default', () => {
     const population = { retries: 2, backoff: { kind: 'none' } as const };
     const tiers = { count: 3, attemptTimeoutMs: 100, each: [{ retries: 3, attemptTimeoutMs: 900 }, {}, { backoff: { kind: 'fixed', delayMs: 5 } as const }] };
-    assert.deepEqual(tierSettings(tiers, 0, population), { retries: 3, backoff: { kind: 'none' }, attemptTimeoutMs: 900 });
-    assert.deepEqual(tierSettings(tiers, 1, population), { retries: 2, backoff: { kind: 'none' }, attemptTimeoutMs: undefined });
-    assert.deepEqual(tierSettings(tiers, 2, population), { retries: 2, backoff: { kind: 'fixed', delayMs: 5 }, attemptTimeoutMs: 100 });
-    assert.deepEqual(tierSettings({ count: 2, attemptTimeoutMs: 100 }, 0, population), { retries: 2, backoff: { kind: 'none' }, attemptTimeoutMs: undefined });
+    assert.deepEqual(tierSettings(tiers, 0, population), { retries: 3, backoff: { kind: 'none' }, attemptTimeoutMs: 900, timerTickMs: undefined });
+    assert.deepEqual(tierSettings(tiers, 1, population), { retries: 2, backoff: { kind: 'none' }, attemptTimeoutMs: undefined, timerTickMs: undefined });
+    assert.deepEqual(tierSettings(tiers, 2, population), { retries: 2, backoff: { kind: 'fixed', delayMs: 5 }, attemptTimeoutMs: 100, timerTickMs: undefined });
+    assert.deepEqual(tierSettings({ count: 2, attemptTimeoutMs: 100 }, 0, population), { retries: 2, backoff: { kind: 'none' }, attemptTimeoutMs: undefined, timerTickMs: undefined });
   });
 });
 

@@ -41,6 +41,12 @@ const tierSettings = z
     retries: z.int().min(0).max(10).exactOptional().meta({ description: 'Retries this tier makes at the tier below per call (default: the population’s).' }),
     backoff: backoff.exactOptional().meta({ description: 'naive: the wait before each of this tier’s retries (default: the population’s). damper’s tiers wait as its Retry does.' }),
     attemptTimeoutMs: z.int().min(1).max(600_000).exactOptional().meta({ description: 'This tier’s timeout per attempt at the tier below, ms (default: none; the innermost’s: tiers.attemptTimeoutMs).' }),
+    timerTickMs: z
+      .int()
+      .min(1)
+      .max(60_000)
+      .exactOptional()
+      .meta({ description: 'naive: this tier’s client checks its timeouts on a tick this long (undici: about 500 ms), so an attempt timeout fires at the first tick after it is due, up to a tick late (default: on time). damper’s timers are exact.' }),
   })
   .meta({ description: 'A client tier’s own retries, backoff and attempt timeout, where they differ from the defaults.' });
 

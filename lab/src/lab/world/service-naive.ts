@@ -6,7 +6,7 @@ import { type HealthShape, NaiveBalancer } from './front-door.js';
 import { type Answer, answer, failure, ServiceFailure, TIMED_OUT } from './service-answers.js';
 import { type Served, SERVED } from './web-server.js';
 import { type Server } from './service-server.js';
-import { type ServiceTiers, tierSettings } from './service-tiers.js';
+import { type ServiceTiers, tickedDelay, tierSettings } from './service-tiers.js';
 
 /** Sends one attempt for `key` to the servers; `onDone` once with how it ended. */
 export type Front = (key: string, priority: Priority, onDone: (a: Answer) => void) => void;
@@ -72,16 +72,16 @@ export function naiveCall(clock: VirtualClock, front: Front, tiers: ServiceTiers
     // From the innermost out: each tier's attempt is a call of the tier below.
     let below = once;
     for (let t = tiers.count - 1; t >= 0; t--) {
-      const { retries, backoff, attemptTimeoutMs } = own[t]!;
-      const attempt = attemptTimeoutMs === undefined ? below : timed(clock, below, attemptTimeoutMs);
+      const { retries, backoff, attemptTimeoutMs, timerTickMs } = own[t]!;
+      const attempt = attemptTimeoutMs === undefined ? below : timed(clock, below, attemptTimeoutMs, timerTickMs);
       below = naiveTiers(clock, { layers: 1, retries, backoff }, jitter, attempt, ok, counts.slice(t, t + 1));
     }
     return below;
   };
 }
 
-/** `call`, given up on after `ms`: the caller hears a timeout then, and the call runs on below, unheard. */
-function timed(clock: VirtualClock, call: Call<Answer>, ms: number): Call<Answer> {
+/** `call`, given up on after `ms` (at the next tick of `tickMs`, if given): the caller hears a timeout then, and the call runs on below, unheard. */
+function timed(clock: VirtualClock, call: Call<Answer>, ms: number, tickMs: number | undefined): Call<Answer> {
   return (onDone) => {
     let timer: Timer | undefined;
     let settled = false;
@@ -92,6 +92,6 @@ function timed(clock: VirtualClock, call: Call<Answer>, ms: number): Call<Answer
       onDone(a);
     };
     call(finish);
-    if (!settled) timer = clock.setTimer(() => finish(TIMED_OUT), ms);
+    if (!settled) timer = clock.setTimer(() => finish(TIMED_OUT), tickedDelay(clock.now(), ms, tickMs));
   };
 }

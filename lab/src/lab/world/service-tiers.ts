@@ -14,6 +14,8 @@ export interface TierSettings {
   readonly retries?: number;
   readonly backoff?: Backoff;
   readonly attemptTimeoutMs?: number;
+  /** naive: the tier's client checks its timeouts on a tick this long (undici: about 500 ms), so an attempt timeout fires up to a tick late. Absent: on time. */
+  readonly timerTickMs?: number;
 }
 
 export interface ServiceTiers {
@@ -29,11 +31,27 @@ export interface ServiceTiers {
  * `population` (outermost first): its own where `each` gives them, else the
  * population's retries and backoff, and a timeout for the innermost only.
  */
-export function tierSettings(tiers: ServiceTiers, t: number, population: Pick<Population, 'retries' | 'backoff'>): { readonly retries: number; readonly backoff: Backoff; readonly attemptTimeoutMs: number | undefined } {
+export function tierSettings(
+  tiers: ServiceTiers,
+  t: number,
+  population: Pick<Population, 'retries' | 'backoff'>,
+): { readonly retries: number; readonly backoff: Backoff; readonly attemptTimeoutMs: number | undefined; readonly timerTickMs: number | undefined } {
   const own = tiers.each?.[t];
   return {
     retries: own?.retries ?? population.retries,
     backoff: own?.backoff ?? population.backoff,
     attemptTimeoutMs: own?.attemptTimeoutMs ?? (t === tiers.count - 1 ? tiers.attemptTimeoutMs : undefined),
+    timerTickMs: own?.timerTickMs,
   };
+}
+
+/**
+ * When a timeout of `ms` set at `now` fires on a client whose timers are
+ * checked every `tickMs` (undici's fast timers): at the first tick at or
+ * after it was due, ticks falling on multiples of `tickMs`, so between `ms`
+ * and `ms + tickMs` from now. Without a tick, at `ms`.
+ */
+export function tickedDelay(now: number, ms: number, tickMs: number | undefined): number {
+  if (tickMs === undefined) return ms;
+  return Math.ceil((now + ms) / tickMs) * tickMs - now;
 }
