@@ -133,6 +133,10 @@ const ONE_NODE = new Set([
   'lab/test/check.test.js',
   // docs/lab.md's worked example: two `lab check` grids, as above.
   'lab/test/example-checkout.test.js',
+  // Whole scenarios in the service world (the incidents written in it, the
+  // examples): the world's parts, one by one, run on both Nodes in
+  // lab-service.
+  'lab/test/service-scenarios.test.js',
 ]);
 
 /**
@@ -147,6 +151,7 @@ const EXPECTED_S = new Map([
   ['lab/test/sweep.test.js', 100],
   ['lab/test/check.test.js', 80],
   ['lab/test/example-checkout.test.js', 70],
+  ['lab/test/service-scenarios.test.js', 50],
   ['lab/test/lab-discord.test.js', 45],
   ['test/package.test.js', 40],
   ['lab/test/report.browser.test.js', 35],

@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
-import { loadScenario, runScenario } from '../src/lab/lab.js';
-import { runIsolated, runSummariesIsolated } from '../src/lab/parallel.js';
-import { withDamperConfig } from '../src/lab/damper-config.js';
+import { runScenario } from '../src/lab/lab.js';
+import { runIsolated } from '../src/lab/parallel.js';
 import { type ScenarioRun } from '../src/lab/results.js';
 import { ScenarioError } from '../src/lab/scenario.js';
 import { scenarioJsonSchema } from '../src/lab/schema/index.js';
@@ -13,7 +12,10 @@ import { type ServiceFault, type ServiceScenario } from '../src/lab/world/servic
 import { tickedDelay, tierSettings } from '../src/lab/world/service-tiers.js';
 import { serviceBound } from '../src/lab/world/service-best.js';
 import { exponentForHitRatio, lookAsideHitRatio, ZipfKeys } from '../src/lab/zipf.js';
-import { TEN_MINUTES } from './support/bars.js';
+import { ConnectionPool } from '../src/lab/world/connection-pool.js';
+import { Database, QueryError } from '../src/lab/world/database.js';
+import { Recorder } from '../src/lab/metrics.js';
+import { VirtualClock } from 'damper';
 
 const ROOT = new URL('../../', import.meta.url);
 const fixture = (path: string): Record<string, unknown> => JSON.parse(readFileSync(new URL(path, ROOT), 'utf8')) as Record<string, unknown>;
@@ -50,16 +52,6 @@ function small(fault: Record<string, unknown>, change: (d: Record<string, unknow
 const mean = (series: readonly number[], from: number, to: number): number => series.slice(from, to).reduce((a, b) => a + b, 0) / (to - from);
 
 // Every simulation starts now, in worker threads (under node --test every promise is hooked), to share the cores.
-const facebookAsService = runSummariesIsolated(checkScenario(fixture('test/fixtures/service/facebook-2010-as-service.json'), 'facebook-2010-as-service.json'), 1, ['naive', 'damper']);
-const facebookShipped = loadScenario('facebook-2010').then((s) => runSummariesIsolated(s, 1, ['naive']));
-const expressed = runIsolated(checkScenario(fixture('test/fixtures/service/retry-storm-as-service.json'), 'retry-storm-as-service.json'), 1);
-const checkout = (): Promise<ScenarioRun> => loadScenario(new URL('examples/checkout.json', ROOT).pathname).then((s) => runIsolated(s, 1));
-const checkoutRuns = [checkout(), checkout()];
-const profile = loadScenario(new URL('examples/profile.json', ROOT).pathname);
-const profileRuns = {
-  lab: profile.then((s) => runSummariesIsolated(s, 1, ['naive', 'damper'])),
-  careful: profile.then((s) => runSummariesIsolated(withDamperConfig(s, new URL('examples/profile.config.mjs', ROOT).pathname), 1, ['damper'])),
-};
 const FAULTS: Record<string, ServiceScenario> = {
   none: small({ kind: 'load-spike', factor: 1 }),
   'capacity-drop': small({ kind: 'capacity-drop', factor: 0.25 }),
@@ -293,20 +285,6 @@ describe('the cache tier as a component: nodes that a fault slows, degrades, sto
   });
 });
 
-describe('the profile example (lab/examples/profile.json): Redis slow behind two retrying tiers', () => {
-  test('naive serves next to nothing while Redis is slow; so does damper with the library’s default store timeout; 50 ms serves it all', async () => {
-    const { naive, damper } = await profileRuns.lab;
-    const careful = (await profileRuns.careful).damper!;
-    // Redis slows, nothing is lost: everything offered could be served.
-    assert.ok(naive!.trigger.bestGoodputRatio > 0.99);
-    assert.ok(naive!.trigger.efficiency < 0.05, `naive ${naive!.trigger.efficiency}`);
-    // 250 ms lets a Redis at 200 ms hold a worker per read it serves: the servers' queues pass the tiers' timeouts (docs/lab.md).
-    assert.ok(damper!.trigger.efficiency < 0.5, `damper, the library's defaults: ${damper!.trigger.efficiency}`);
-    assert.ok(careful.trigger.efficiency > 0.95, `damper, shared.timeout 50 ms: ${careful.trigger.efficiency}`);
-    for (const v of [naive!, damper!, careful]) assert.ok(v.recovered, 'every variant recovers once Redis does');
-  });
-});
-
 describe('client tiers: each its own retries and attempt timeout, or the population’s', () => {
   // Every attempt at the hung server fails, so a naive call reaches it (1 + r₀) × (1 + r₁) times.
   const atServer = async (run: Promise<ScenarioRun>): Promise<number> => mean((await run).variants.naive.series.originQps, 25, 38);
@@ -343,6 +321,34 @@ describe('client tiers: each its own retries and attempt timeout, or the populat
     assert.deepEqual(tierSettings(tiers, 1, population), { retries: 2, backoff: { kind: 'none' }, attemptTimeoutMs: undefined, timerTickMs: undefined });
     assert.deepEqual(tierSettings(tiers, 2, population), { retries: 2, backoff: { kind: 'fixed', delayMs: 5 }, attemptTimeoutMs: 100, timerTickMs: undefined });
     assert.deepEqual(tierSettings({ count: 2, attemptTimeoutMs: 100 }, 0, population), { retries: 2, backoff: { kind: 'none' }, attemptTimeoutMs: undefined, timerTickMs: undefined });
+  });
+});
+
+describe('a server’s pool of connections to the database (servers.databaseConnections)', () => {
+  test('a query waits for a connection; one whose caller gave up holds its connection until the database answers', async () => {
+    const clock = new VirtualClock({ seed: 1 });
+    // 1 worker at 10 queries/s: 100 ms a query.
+    const db = new Database(clock, new Recorder(60), { capacityQps: 10, workers: 1, maxQueue: 100 });
+    const pool = new ConnectionPool(clock, 1, db);
+    const ended: string[] = [];
+    const ask = (name: string, timeoutMs?: number) =>
+      void pool.query('k', timeoutMs === undefined ? {} : { timeoutMs }).then((outcome) => ended.push(`${name}@${clock.now()}:${outcome instanceof QueryError ? 'gave up' : 'row'}`));
+    ask('a', 50); // gives up at 50 ms; its query holds the connection to 100 ms
+    ask('b'); // waits for the connection, then 100 ms more
+    ask('c', 150); // gives up while waiting: never sent
+    await clock.advance(400);
+    assert.deepEqual(ended, ['a@50:gave up', 'c@150:gave up', 'b@200:row']);
+    assert.equal(pool.queued, 0);
+  });
+
+  test('it needs a database', () => {
+    assert.throws(
+      () => small({ kind: 'load-spike', factor: 1 }, (d) => {
+        (d.servers as Record<string, unknown>).databaseConnections = 4;
+        for (const part of ['database', 'cache', 'keys']) delete d[part];
+      }),
+      /small\.json: servers\.databaseConnections: needs a database/,
+    );
   });
 });
 
@@ -435,70 +441,6 @@ describe('Zipf keys', () => {
     }
     assert.ok(Math.abs(zipf.shareOfTop(1) - 1 / h100) < 1e-9);
     assert.equal(new ZipfKeys(4, 0).shareOfTop(2), 0.5);
-  });
-});
-
-describe('the shipped scenarios are expressible in the service world', () => {
-  test('retry-storm as a service: naive stuck, damper recovers at once', async () => {
-    const { naive, damper } = (await expressed).variants;
-    assert.ok(naive.summary.recoverySeconds === null || naive.summary.recoverySeconds > TEN_MINUTES, `naive ${naive.summary.recoverySeconds}`);
-    assert.ok(naive.summary.amplification >= 10, `naive amplification ${naive.summary.amplification}`);
-    assert.ok(damper.summary.recoverySeconds !== null && damper.summary.recoverySeconds <= 30, `damper ${damper.summary.recoverySeconds}`);
-    assert.ok(damper.summary.trigger.efficiency >= 0.9, `damper efficiency ${damper.summary.trigger.efficiency}`);
-    assert.ok(damper.summary.amplification <= 2);
-  });
-});
-
-describe('facebook-2010 as a service: hot keys, the fixer’s bug as a switch, and the operators’ cut', () => {
-  test('naive’s run is the cache-aside world’s, figure for figure; damper stays healthy and serves no invalid value', async () => {
-    const { naive, damper } = await facebookAsService;
-    const shipped = (await facebookShipped).naive!;
-    for (const field of ['recovered', 'recoverySeconds', 'operatorForced', 'peakOriginQps', 'amplification', 'goodputRatio', 'errorRate'] as const) assert.equal(naive![field], shipped[field], field);
-    assert.deepEqual(naive!.trigger, shipped.trigger);
-    assert.ok(naive!.operatorForced && damper!.recovered && damper!.recoverySeconds === 0);
-    assert.ok(damper!.trigger.efficiency > 0.99);
-    assert.equal(damper!.invalidServed, 0);
-  });
-});
-
-describe('the checkout example (lab/examples/checkout.json)', () => {
-  test('a cache flush: naive never recovers, damper does by itself', async () => {
-    const { naive, damper } = (await checkoutRuns[0]!).variants;
-    assert.equal(naive.summary.recovered, false);
-    assert.ok(damper.summary.recoverySeconds !== null && damper.summary.recoverySeconds <= 30, `damper ${damper.summary.recoverySeconds}`);
-  });
-
-  // Before, a stale value served while it refreshed counted as a hit: damper read 100 % where naive read 78 %.
-  test('a stale answer is not a hit: in the steady state both variants hit alike, and damper’s stale answers are charted apart', async () => {
-    const { naive, damper } = (await checkoutRuns[0]!).variants;
-    const hit = (v: typeof naive) => mean(v.series.hitRatio as number[], 30, 120);
-    assert.ok(Math.abs(hit(naive) - hit(damper)) < 0.03, `hit ratio: naive ${hit(naive)}, damper ${hit(damper)}`);
-    assert.equal(mean(naive.series.staleRatio as number[], 30, 120), 0);
-    const stale = mean(damper.series.staleRatio as number[], 30, 120);
-    assert.ok(stale > 0.1 && Math.abs(hit(damper) + stale - 1) < 0.01, `damper: ${hit(damper)} hits, ${stale} stale`);
-  });
-
-  // The report said "Not measured here: origin amplification (neither variant has a cache) … retry ratio … shed ratio" for this very scenario (issue 28).
-  test('the characteristic metrics follow its parts: a cache, two retrying tiers, and damper’s admission on each of its three servers', async () => {
-    const { naive, damper } = (await checkoutRuns[0]!).variants;
-    const names = (series: ScenarioRun['variants']['naive']['characteristics'], gauge: keyof typeof series): string[] => Object.keys(series[gauge] ?? {}).sort();
-    assert.deepEqual(names(damper.characteristics, 'damper.cache.origin_amplification'), ['']);
-    assert.deepEqual(names(damper.characteristics, 'damper.cache.stale_ratio'), ['']);
-    assert.deepEqual(names(damper.characteristics, 'damper.retry.ratio'), ['tier=0', 'tier=1']);
-    assert.deepEqual(names(damper.characteristics, 'damper.limiter.shed_ratio'), ['server=0', 'server=1', 'server=2']);
-    assert.deepEqual(names(naive.characteristics, 'damper.cache.origin_amplification'), ['']);
-    assert.deepEqual(names(naive.characteristics, 'damper.retry.ratio'), ['tier=0', 'tier=1']);
-    assert.deepEqual(names(naive.characteristics, 'damper.limiter.shed_ratio'), [], "naive's servers only queue: nothing sheds");
-    // Read, not merely present: the flush at 120 s sends naive's reads to the database, and its tiers retry what fails.
-    const peak = (series: readonly (number | null)[] | undefined): number => Math.max(...(series ?? []).map((v) => v ?? 0));
-    assert.ok(peak(naive.characteristics['damper.cache.origin_amplification']?.['']) > 0.5, 'naive: most reads go to the database after the flush');
-    assert.ok(peak(naive.characteristics['damper.retry.ratio']?.['tier=0']) > 0, 'naive: the outer tier retries');
-    assert.ok(peak(damper.characteristics['damper.cache.origin_amplification']?.['']) > 0, 'damper: the flush costs loads too');
-  });
-
-  test('the same seed gives the same run, in two separate workers', async () => {
-    const [a, b] = await Promise.all(checkoutRuns);
-    assert.equal(JSON.stringify(a), JSON.stringify(b));
   });
 });
 

@@ -133,6 +133,12 @@ const fields = scenario(
         service: delay.meta({ description: 'The work a request costs an idle server, ms, drawn per request.' }),
         slowdownPerInFlight: z.number().min(0).max(100).default(0).meta({ description: 'Each request a server holds (in service and queued) adds this share to every service time started.' }),
         admissionLimit: z.int().min(1).max(1_000_000).exactOptional().meta({ description: 'damper: requests the lab’s ConcurrencyLimiter admits per server at once (default: workers); a configuration module’s admission(i) replaces it.' }),
+        databaseConnections: z
+          .int()
+          .min(1)
+          .max(100_000)
+          .exactOptional()
+          .meta({ description: 'Connections each server’s pool keeps to the database (pg-pool’s max): a query waits for one, and holds it until the database answers, even when its caller gave up (default: no pool, no limit). Needs database.' }),
       })
       .meta({ description: 'The servers: service time service × (1 + slowdownPerInFlight × requests held) × the faults’ slowdown.' }),
     database: origin.exactOptional(),
@@ -244,6 +250,7 @@ export const serviceSchema = refined(fields, (s, report) => {
   if (s.cache?.naive.commandTimeoutMs !== undefined && s.cache.nodes === undefined) report(['cache', 'naive', 'commandTimeoutMs'], 'only with cache.nodes');
   if (s.database !== undefined && s.keys === undefined) report(['keys'], 'missing (a database needs keys)');
   if (s.database === undefined && s.keys !== undefined) report(['keys'], 'keys mean something only with a database');
+  if (s.database === undefined && s.servers.databaseConnections !== undefined) report(['servers', 'databaseConnections'], 'needs a database');
   if (s.balancer !== undefined && s.servers.count < 2) report(['balancer'], 'a balancer needs at least two servers');
   keysRule(s, report);
   if (s.tiers?.each !== undefined && s.tiers.each.length !== s.tiers.count) report(['tiers', 'each'], `needs one entry per tier (count ${s.tiers.count}), got ${s.tiers.each.length}`);

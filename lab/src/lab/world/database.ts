@@ -44,6 +44,11 @@ interface Job {
   unsubscribe: () => void;
 }
 
+/** What a read path queries: the database itself, or a server's pool of connections to it (connection-pool.ts). */
+export interface Queryable {
+  query(key: string, options?: { timeoutMs?: number; signal?: AbortSignal }): Promise<Row | QueryError>;
+}
+
 /**
  * A database with a fixed capacity: `workers` queries served at a time, each
  * taking `workers / capacityQps` seconds, a FIFO queue in front of them, and
@@ -52,7 +57,7 @@ interface Job {
  * the queue, and the database still serves it: the wasted work that makes
  * overload sustain itself, as it does in a real database.
  */
-export class Database {
+export class Database implements Queryable {
   private readonly rows = new Map<string, Row>();
   private readonly queue = new Fifo<Job>();
   private busy = 0;

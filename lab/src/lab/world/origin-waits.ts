@@ -1,6 +1,6 @@
 import { type VirtualClock } from 'damper';
 import { type ClientRequest } from '../clients.js';
-import { type Database, QueryError, type Row } from './database.js';
+import { type Queryable, QueryError, type Row } from './database.js';
 
 /**
  * Where a read's value came from: from a cache at once (`cache`: a hit), at
@@ -52,7 +52,7 @@ export class OriginWaits {
  * load's signal, its return told to `waits`; a failed query rejects (an error
  * is not a value).
  */
-export function databaseLoader(db: Database, waits: OriginWaits): (context: { key: string; signal: AbortSignal }) => Promise<Row> {
+export function databaseLoader(db: Queryable, waits: OriginWaits): (context: { key: string; signal: AbortSignal }) => Promise<Row> {
   return async ({ key, signal }) => {
     const outcome = await db.query(key, { signal });
     waits.loaded(key);

@@ -3,8 +3,8 @@ import { sampleMs } from '../delay.js';
 import { type CacheCounts } from '../lab-counters.js';
 import { type Network } from '../network.js';
 import { CacheCluster } from './cache-nodes.js';
-import { type Database, QueryError, type Row } from './database.js';
-import { type CacheShape, damperRead, type DataTier } from './service-data.js';
+import { QueryError, type Row } from './database.js';
+import { type CacheShape, type DatabaseAccess, damperRead, type DataTier } from './service-data.js';
 import { type DataRead } from './service-server.js';
 import { held, steadyState } from './steady-state.js';
 
@@ -43,7 +43,7 @@ const FAILED = Symbol('cache call failed');
  * miss, and a failed query or an invalid value deletes the key (`DEL`).
  * `counts(i)` counts server `i`'s reads and queries.
  */
-export function naiveCacheNodes(clock: VirtualClock, db: Database, cluster: CacheCluster, shape: CacheShape, counts: (server: number) => CacheCounts): DataTier {
+export function naiveCacheNodes(clock: VirtualClock, db: DatabaseAccess, cluster: CacheCluster, shape: CacheShape, counts: (server: number) => CacheCounts): DataTier {
   const ttlMs = shape.ttlS * 1000;
   const timeoutMs = shape.naive.commandTimeoutMs;
   const get = (key: string): Promise<string | undefined | typeof FAILED> => {
@@ -60,9 +60,10 @@ export function naiveCacheNodes(clock: VirtualClock, db: Database, cluster: Cach
   const fixer = shape.naive.deleteOnError === true;
   const reader = (server: number): DataRead => {
     const count = counts(server);
+    const way = db.server(server);
     const load = (key: string, fill: boolean, then: Parameters<DataRead>[1]): void => {
       count.loads++;
-      void db.query(key, { timeoutMs: shape.loadTimeoutMs }).then((outcome) => {
+      void way.query(key, { timeoutMs: shape.loadTimeoutMs }).then((outcome) => {
         if (fixer && (outcome instanceof QueryError || !outcome.valid)) {
           // Facebook 2010's fixer: a failure reads as a bad value, and the key is deleted.
           cluster.remove(key).catch(() => {});
@@ -104,10 +105,10 @@ export function naiveCacheNodes(clock: VirtualClock, db: Database, cluster: Cach
  * `processEntries` of them. `options(i, shared)` must keep `shared`'s
  * store and namespace.
  */
-export function damperCacheNodes(clock: VirtualClock, db: Database, cluster: CacheCluster, shape: CacheShape, servers: number, options: (server: number, shared: { readonly store: CacheCluster; readonly namespace: string }) => CacheOptions<Row>): DataTier & { readonly caches: readonly Cache<Row>[] } {
+export function damperCacheNodes(clock: VirtualClock, db: DatabaseAccess, cluster: CacheCluster, shape: CacheShape, servers: number, options: (server: number, shared: { readonly store: CacheCluster; readonly namespace: string }) => CacheOptions<Row>): DataTier & { readonly caches: readonly Cache<Row>[] } {
   const namespace = 'lab';
   const caches = Array.from({ length: servers }, (_, i) => new Cache<Row>(options(i, { store: cluster, namespace })));
-  const reads = caches.map((cache) => damperRead(clock, cache, db));
+  const reads = caches.map((cache, i) => damperRead(clock, cache, db.server(i)));
   return {
     caches,
     reader: (server) => reads[server]!,

@@ -1,6 +1,6 @@
 import { Cache, type CacheOptions, OverloadedError, type VirtualClock } from 'damper';
 import { type CacheCounts } from '../lab-counters.js';
-import { type Database, QueryError, type Row } from './database.js';
+import { type Queryable, QueryError, type Row } from './database.js';
 import { databaseLoader, OriginWaits, type Source } from './origin-waits.js';
 import { StaleAnswers } from './stale-answers.js';
 import { type DataRead } from './service-server.js';
@@ -48,11 +48,30 @@ export async function eachKey(keys: readonly string[], row: (key: string) => Row
   for (const key of keys) await put(key, row(key), freshMs());
 }
 
+/**
+ * How the servers reach the database: each through a pool of its own
+ * (`servers.databaseConnections`, connection-pool.ts), or straight.
+ */
+export interface DatabaseAccess {
+  /** Server `i`'s way to the database. */
+  server(i: number): Queryable;
+  /** The way of the one `Cache` that stands for every server's (damper without cache nodes): every server's connections in one pool. */
+  readonly tier: Queryable;
+}
+
 /** A database with no cache in front: every request queries it, the same in both variants. */
-export function databaseOnly(db: Database): DataTier {
-  const read: DataRead = (key, then) => void db.query(key).then((outcome) => then(outcome instanceof QueryError ? 'error' : outcome.valid ? 'ok' : 'invalid', 'origin'));
+export function databaseOnly(db: DatabaseAccess): DataTier {
+  const reads = new Map<number, DataRead>();
+  const readOf = (i: number): DataRead => {
+    const way = db.server(i);
+    return (key, then) => void way.query(key).then((outcome) => then(outcome instanceof QueryError ? 'error' : outcome.valid ? 'ok' : 'invalid', 'origin'));
+  };
   return {
-    reader: () => read,
+    reader: (i) => {
+      let read = reads.get(i);
+      if (read === undefined) reads.set(i, (read = readOf(i)));
+      return read;
+    },
     flush() {},
     push() {},
     prewarm: async () => {},
@@ -75,18 +94,18 @@ export function databaseOnly(db: Database): DataTier {
  * reader cannot tell a struggling database from a bad value; the request
  * fails. So every failure sends the next read of the key to the database.
  */
-export function naiveCache(clock: VirtualClock, db: Database, shape: CacheShape, counts: CacheCounts): DataTier {
+export function naiveCache(clock: VirtualClock, db: DatabaseAccess, shape: CacheShape, counts: CacheCounts): DataTier {
   let tier = new Map<string, { row: Row; expires: number }>();
   const ttlMs = shape.ttlS * 1000;
   const fixer = shape.naive.deleteOnError === true;
   // No exceptions and no rejected promises on the failure path: in an
   // overload it runs millions of times. A hit is answered at once.
-  const read: DataRead = (key, then) => {
+  const readOf = (way: Queryable): DataRead => (key, then) => {
     counts.requests++;
     const hit = tier.get(key);
     if (hit !== undefined && hit.expires > clock.now() && (hit.row.valid || !fixer)) return then(hit.row.valid ? 'ok' : 'invalid', 'cache');
     counts.loads++;
-    void db.query(key, { timeoutMs: shape.loadTimeoutMs }).then((outcome) => {
+    void way.query(key, { timeoutMs: shape.loadTimeoutMs }).then((outcome) => {
       if (fixer && (outcome instanceof QueryError || !outcome.valid)) {
         tier.delete(key);
         return then('error', 'origin');
@@ -97,7 +116,7 @@ export function naiveCache(clock: VirtualClock, db: Database, shape: CacheShape,
     });
   };
   return {
-    reader: () => read,
+    reader: (i) => readOf(db.server(i)),
     flush: () => (tier = new Map()),
     push: (key, row) => void tier.set(key, { row, expires: clock.now() + ttlMs }),
     prewarm: (keys, row, freshMs) => eachKey(keys, row, freshMs, (key, r, ms) => void tier.set(key, { row: r, expires: clock.now() + ms })),
@@ -124,7 +143,7 @@ export function damperCacheDefaults(shape: CacheShape, keyCount: number, databas
 }
 
 /** damper's cache tier: one real `Cache` (coalescing, stale window, validation, origin budget) with `options`. */
-export function damperCache(clock: VirtualClock, db: Database, options: CacheOptions<Row>): DataTier & { readonly caches: readonly Cache<Row>[] } {
+export function damperCache(clock: VirtualClock, db: Queryable, options: CacheOptions<Row>): DataTier & { readonly caches: readonly Cache<Row>[] } {
   const cache = new Cache<Row>({ ...options, clock });
   const read = damperRead(clock, cache, db);
   return {
@@ -142,7 +161,7 @@ export function damperCache(clock: VirtualClock, db: Database, options: CacheOpt
  * the database is told by the loads it shared, whether it was answered
  * stale at once by the cache's own `stale` event (stale-answers.ts).
  */
-export function damperRead(clock: VirtualClock, cache: Cache<Row>, db: Database): DataRead {
+export function damperRead(clock: VirtualClock, cache: Cache<Row>, db: Queryable): DataRead {
   const waits = new OriginWaits(clock);
   const stale = new StaleAnswers(cache);
   const loader = databaseLoader(db, waits);

@@ -16,7 +16,8 @@ import { Database, type Row } from './database.js';
 import { type HealthShape } from './front-door.js';
 import { type Answer, answerOf } from './service-answers.js';
 import { damperService } from './service-damper.js';
-import { type CacheShape, damperCache, damperCacheDefaults, type DataTier, databaseOnly, naiveCache } from './service-data.js';
+import { type CacheShape, damperCache, damperCacheDefaults, type DatabaseAccess, type DataTier, databaseOnly, naiveCache } from './service-data.js';
+import { ConnectionPool } from './connection-pool.js';
 import { serverCapacityQps } from './service-best.js';
 import { serviceState, type ServiceState } from './service-faults.js';
 import { cacheNodes, damperCacheNodes, naiveCacheNodes } from './service-cache-nodes.js';
@@ -64,7 +65,7 @@ export interface ServiceScenario extends ScenarioCommon {
   /** A balancer with health checks over the servers; without one, round robin. */
   readonly balancer?: HealthShape;
   /** The servers, all alike; `admissionLimit` is damper's (default: workers). */
-  readonly servers: ServerShape & { readonly count: number; readonly admissionLimit?: number };
+  readonly servers: ServerShape & { readonly count: number; readonly admissionLimit?: number; readonly databaseConnections?: number };
   readonly database?: { readonly capacityQps: number; readonly workers: number; readonly maxQueue: number };
   readonly cache?: CacheShape;
   /** Zipf key popularity over `count` keys (`key:0` the most popular). */
@@ -99,13 +100,27 @@ export const service: WorldKind<ServiceScenario> = {
 type Observed = { readonly variant: 'naive'; readonly counters: LabCounters } | { readonly variant: 'damper'; readonly gauges: DamperGauges };
 
 /**
+ * How the servers reach `db`: straight, or each through a pool of
+ * `servers.databaseConnections` connections; the one `Cache` that stands
+ * for every server's (damper without cache nodes) through a pool of all of
+ * them together.
+ */
+function databaseAccess(clock: VirtualClock, scenario: ServiceScenario, db: Database): DatabaseAccess {
+  const { count, databaseConnections: size } = scenario.servers;
+  if (size === undefined) return { server: () => db, tier: db };
+  const pools = Array.from({ length: count }, () => new ConnectionPool(clock, size, db));
+  return { server: (i) => pools[i]!, tier: new ConnectionPool(clock, size * count, db) };
+}
+
+/**
  * The cache tier and database behind the servers, per variant: none, the
  * database alone, or a cache in front of it (its reads and loads observed):
  * without `cache.nodes` one in-process tier for all, with them a client per
  * server over the nodes (service-cache-nodes.ts).
  */
-function dataTier(clock: VirtualClock, scenario: ServiceScenario, observed: Observed, db: Database | undefined, keyCount: number, settings: DamperSettings, nodes: CacheCluster | undefined): (DataTier & { readonly caches?: readonly Cache<Row>[] }) | undefined {
-  if (db === undefined) return undefined;
+function dataTier(clock: VirtualClock, scenario: ServiceScenario, observed: Observed, database: Database | undefined, keyCount: number, settings: DamperSettings, nodes: CacheCluster | undefined): (DataTier & { readonly caches?: readonly Cache<Row>[] }) | undefined {
+  if (database === undefined) return undefined;
+  const db = databaseAccess(clock, scenario, database);
   const shape = scenario.cache;
   if (shape === undefined) return databaseOnly(db);
   const servers = scenario.servers.count;
@@ -116,7 +131,7 @@ function dataTier(clock: VirtualClock, scenario: ServiceScenario, observed: Obse
   }
   if (nodes === undefined) {
     // The lab's options under the configuration's cache(0): one Cache stands for the whole cache tier, as in cache-aside.
-    const tier = damperCache(clock, db, cacheOptions(settings, 0, damperCacheDefaults(shape, keyCount, workers), { clock }));
+    const tier = damperCache(clock, db.tier, cacheOptions(settings, 0, damperCacheDefaults(shape, keyCount, workers), { clock }));
     observed.gauges.watch(tier.caches[0]!, {});
     return tier;
   }
