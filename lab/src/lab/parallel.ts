@@ -15,7 +15,7 @@ import { type Scenario } from './worlds.js';
  * only, so where it runs changes nothing in it.
  */
 export function runIsolated(scenario: Scenario, seed: number): Promise<ScenarioRun> {
-  return pool.submit(() => spawn<ScenarioRun>({ scenario, seed, reply: { kind: 'run' } }, `${scenario.name} (seed ${seed})`));
+  return pool.run<ScenarioRun>({ scenario, seed, reply: { kind: 'run' } }, `${scenario.name} (seed ${seed})`);
 }
 
 /**
@@ -24,7 +24,7 @@ export function runIsolated(scenario: Scenario, seed: number): Promise<ScenarioR
  * whole run's series would be most of what crosses the thread boundary.
  */
 export function runSummariesIsolated(scenario: Scenario, seed: number, variants: readonly VariantName[]): Promise<Partial<Record<VariantName, VariantSummary>>> {
-  return pool.submit(() => spawn<Partial<Record<VariantName, VariantSummary>>>({ scenario, seed, reply: { kind: 'summaries', variants } }, `${scenario.name} (seed ${seed})`));
+  return pool.run<Partial<Record<VariantName, VariantSummary>>>({ scenario, seed, reply: { kind: 'summaries', variants } }, `${scenario.name} (seed ${seed})`);
 }
 
 /** What a worker is told to run (worker.ts), and what it posts back: the whole run, or some variants' summaries. */
@@ -52,43 +52,84 @@ export function workerCount(setting: string | undefined, cores: number): number 
   return Number(setting);
 }
 
-function spawn<T>(task: WorkerTask, what: string): Promise<T> {
-  // From the TypeScript sources (tsx), the worker is worker.ts and needs tsx too.
-  // On Node 20 `execArgv: ['--import', 'tsx']` does not reach a worker's
-  // module loader (ERR_UNKNOWN_FILE_EXTENSION), so a small bootstrap registers
-  // tsx's loader in the worker first, then imports worker.ts.
-  const fromSource = import.meta.url.endsWith('.ts');
-  const worker = fromSource
-    ? new Worker(
-        `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then(({ register }) => { register(); return import(${JSON.stringify(new URL('./worker.ts', import.meta.url).href)}); })`,
-        { eval: true, workerData: task },
-      )
-    : new Worker(new URL('./worker.js', import.meta.url), { workerData: task });
-  return new Promise<T>((resolve, reject) => {
-    let reply: WorkerReply<T> | undefined;
-    worker.once('message', (message: WorkerReply<T>) => (reply = message));
-    worker.once('error', reject);
-    worker.once('exit', (code) => {
-      if (reply === undefined) reject(new Error(`lab worker for ${what} exited with code ${code} and no result`));
-      else if ('ok' in reply) resolve(reply.ok);
-      else reject(revivedError(reply.damperError));
+/**
+ * A worker thread that runs one task at a time and stays for the next
+ * (worker.ts): starting a thread loads the lab, the library and zod again,
+ * about 0.4 s of CPU, more than a small run costs, and the suite and a sweep
+ * run hundreds. A run starts from its scenario and seed alone (nothing of a
+ * run is kept in module state that a later run reads: the caches of
+ * answers and failures hold immutable objects), so which worker runs it
+ * changes nothing, as "the same seed gives the same run" tests check. An
+ * idle worker does not keep the process alive.
+ */
+class LabWorker {
+  private readonly worker: Worker;
+  private current: { readonly what: string; resolve(value: unknown): void; reject(error: unknown): void } | undefined;
+  /** The thread failed or exited: it takes no more tasks. */
+  dead = false;
+
+  constructor() {
+    // From the TypeScript sources (tsx), the worker is worker.ts and needs tsx too.
+    // On Node 20 `execArgv: ['--import', 'tsx']` does not reach a worker's
+    // module loader (ERR_UNKNOWN_FILE_EXTENSION), so a small bootstrap registers
+    // tsx's loader in the worker first, then imports worker.ts.
+    const fromSource = import.meta.url.endsWith('.ts');
+    this.worker = fromSource
+      ? new Worker(`import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then(({ register }) => { register(); return import(${JSON.stringify(new URL('./worker.ts', import.meta.url).href)}); })`, { eval: true })
+      : new Worker(new URL('./worker.js', import.meta.url));
+    this.worker.unref();
+    this.worker.on('message', (reply: WorkerReply<unknown>) => {
+      const current = this.end();
+      if (current === undefined) return;
+      if ('ok' in reply) current.resolve(reply.ok);
+      else current.reject(revivedError(reply.damperError));
     });
-  });
+    this.worker.on('error', (error) => {
+      this.dead = true;
+      this.end()?.reject(error);
+    });
+    this.worker.on('exit', (code) => {
+      this.dead = true;
+      const current = this.end();
+      current?.reject(new Error(`lab worker for ${current.what} exited with code ${code} and no result`));
+    });
+  }
+
+  run<T>(task: WorkerTask, what: string): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.current = { what, resolve: resolve as (value: unknown) => void, reject };
+      // Kept alive while it works for someone.
+      this.worker.ref();
+      this.worker.postMessage(task);
+    });
+  }
+
+  private end(): LabWorker['current'] {
+    const current = this.current;
+    this.current = undefined;
+    if (!this.dead) this.worker.unref();
+    return current;
+  }
 }
 
-/** At most `labThreads()` workers at a time (read at the first run). */
+/** At most `labThreads()` tasks at a time (read at the first run), on workers kept for the next. */
 const pool = (() => {
   let limit: number | undefined;
   let running = 0;
+  const idle: LabWorker[] = [];
   const waiting: (() => void)[] = [];
   return {
-    async submit<T>(task: () => Promise<T>): Promise<T> {
+    async run<T>(task: WorkerTask, what: string): Promise<T> {
       limit ??= labThreads();
       if (running >= limit) await new Promise<void>((resolve) => waiting.push(resolve));
       running++;
+      let worker = idle.pop();
+      while (worker?.dead === true) worker = idle.pop();
+      worker ??= new LabWorker();
       try {
-        return await task();
+        return await worker.run<T>(task, what);
       } finally {
+        if (!worker.dead) idle.push(worker);
         running--;
         waiting.shift()?.();
       }

@@ -1,19 +1,25 @@
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort } from 'node:worker_threads';
 import { DamperError } from 'damper';
 import { runScenario, runSummaries } from './lab.js';
 import type { WorkerTask } from './parallel.js';
 import { postedError, type WorkerReply } from './worker-error.js';
 
-// Runs one scenario in a worker thread and posts the result back: the whole
-// run, or (a sweep cell) some variants' summaries only; a DamperError as data
-// (worker-error.ts), anything else thrown as it is. See parallel.ts for why
-// runs are isolated this way.
-const { scenario, seed, reply } = workerData as WorkerTask;
-let message: WorkerReply<unknown>;
-try {
-  message = { ok: reply.kind === 'run' ? await runScenario(scenario, seed) : await runSummaries(scenario, seed, reply.variants) };
-} catch (error) {
-  if (!(error instanceof DamperError)) throw error;
-  message = { damperError: postedError(error) };
+// Runs scenarios in a worker thread, one task at a time, and posts each
+// result back: the whole run, or (a sweep cell) some variants' summaries
+// only; a DamperError as data (worker-error.ts). Anything else thrown ends
+// the thread with it (the parent rejects the task and starts another
+// thread for the next). See parallel.ts for why runs are isolated this way,
+// and why a thread is kept for the next task.
+parentPort?.on('message', (task: WorkerTask) => {
+  // Left unhandled on purpose: an error that is not a DamperError ends the thread, and the parent hears it ('error').
+  void run(task).then((message) => parentPort?.postMessage(message));
+});
+
+async function run({ scenario, seed, reply }: WorkerTask): Promise<WorkerReply<unknown>> {
+  try {
+    return { ok: reply.kind === 'run' ? await runScenario(scenario, seed) : await runSummaries(scenario, seed, reply.variants) };
+  } catch (error) {
+    if (!(error instanceof DamperError)) throw error;
+    return { damperError: postedError(error) };
+  }
 }
-parentPort?.postMessage(message);
