@@ -591,6 +591,82 @@ describe('set, delete, clear supersede loads in flight', () => {
     assert.equal(cache.size, 0);
   });
 
+  test('a set() during a load that hangs does not let a second load of the key reach the origin (principle 2)', async () => {
+    // Found by the property test: the origin hangs, a set() supersedes the load, the set value goes stale, and a read started a second load beside the first.
+    const { clock, cache } = setup<number>({ ttl: 1_000, staleFor: 2_000, loadTimeout: 5_000 });
+    let running = 0;
+    let most = 0;
+    let calls = 0;
+    const loader = ({ signal }: { signal: AbortSignal }): Promise<number> => {
+      calls++;
+      most = Math.max(most, ++running);
+      return new Promise((_, reject) => signal.addEventListener('abort', () => {
+        running--;
+        reject(signal.reason);
+      }));
+    };
+    const first = track(cache.get('k', loader));
+    await clock.settle();
+    await cache.set('k', 2);
+    await clock.advance(1_000);
+    assert.equal(await cache.get('k', loader), 2, 'stale at once while it revalidates');
+    await clock.advance(500);
+    assert.equal(calls, 1, 'the revalidation waits for the superseded load to land');
+    assert.equal(cache.loading, 2, 'both count as loads in flight');
+    await clock.advance(3_500);
+    assert.ok(first.error instanceof LoadTimeoutError, 'the superseded load ends at its own load timeout');
+    assert.equal(calls, 2, 'then the revalidation calls the origin');
+    assert.equal(most, 1);
+    await clock.advance(5_000);
+    assert.equal(cache.loading, 0);
+  });
+
+  test("a load waiting for a superseded one is bounded by its own load timeout, and takes none of the superseded load's result", async () => {
+    const { clock, cache } = setup<number>({ loadTimeout: 1_000 });
+    const old = deferred<number>();
+    const first = track(cache.get('k', () => old.promise));
+    await clock.advance(500);
+    await cache.delete('k');
+    const fresh = deferred<number>();
+    let called = false;
+    const second = track(cache.get('k', () => {
+      called = true;
+      return fresh.promise;
+    }));
+    old.resolve(1);
+    await clock.settle();
+    assert.equal(first.value, 1, "the superseded load's callers still get its result");
+    assert.equal(called, true, 'the next load starts once the superseded one has landed');
+    assert.equal(second.settled, false, 'and does not take its result');
+    fresh.resolve(3);
+    await clock.settle();
+    assert.equal(second.value, 3);
+    assert.equal(cache.peek('k'), 3);
+
+    const hung = track(cache.get('h', () => new Promise<number>(() => {})));
+    await clock.advance(900);
+    await cache.delete('h');
+    const waiting = track(cache.get('h', () => 4));
+    await clock.advance(100);
+    assert.ok(hung.error instanceof LoadTimeoutError);
+    await clock.settle();
+    assert.equal(waiting.value, 4, 'landed at 1,000 ms: the waiting load then ran within its own time');
+    const late = track(cache.get('g', () => new Promise<number>(() => {})));
+    await clock.settle();
+    await cache.delete('g');
+    let lateCalled = false;
+    const blocked = track(cache.get('g', () => {
+      lateCalled = true;
+      return 5;
+    }, { loadTimeout: 200 }));
+    await clock.advance(200);
+    assert.ok(blocked.error instanceof LoadTimeoutError, 'its own 200 ms ran out while the superseded load held the origin');
+    assert.equal(lateCalled, false);
+    assert.equal(late.settled, false);
+    await clock.advance(800);
+    assert.ok(late.error instanceof LoadTimeoutError);
+  });
+
   test('set() clears a key backoff', async () => {
     const { cache } = setup<number>();
     await assert.rejects(cache.get('k', () => Promise.reject(new Error('x'))));

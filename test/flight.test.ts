@@ -37,6 +37,24 @@ describe('one load per key in flight (principle 2, in this process)', () => {
     assert.equal(flights.get('k'), second, 'the old flight landing does not remove the new one');
     flights.supersedeAll();
     assert.equal(second.superseded, true);
-    assert.equal(flights.size, 0);
+    assert.equal(flights.get('k'), undefined);
+    assert.equal(flights.size, 1, 'a superseded flight that has not landed is still a load in flight');
+  });
+
+  test("a superseded flight keeps the key's place at the origin: the next flight names it as its predecessor until it lands", async () => {
+    const flights = new Flights<number>();
+    const hung = deferred<Outcome<number>>();
+    const first = flights.start('k', 'read', () => hung.promise);
+    flights.supersede('k');
+    const second = flights.start('k', 'revalidate', () => new Promise(() => {}));
+    assert.equal(second.predecessor, first);
+    assert.equal(flights.size, 2);
+    flights.supersede('k');
+    const third = flights.start('k', 'read', () => new Promise(() => {}));
+    assert.equal(third.predecessor, second, 'the newest superseded flight, which itself waits for the first');
+    hung.resolve({ ok: false, error: new Error('timed out') });
+    await first.promise;
+    assert.equal(flights.size, 2, 'the first has landed; the second still drains');
+    assert.equal(flights.start('j', 'read', () => new Promise(() => {})).predecessor, undefined, 'another key has none');
   });
 });

@@ -25,6 +25,12 @@ export interface Flight<V> {
   readonly superseded: boolean;
   /** Tags invalidated while it flew: a value it brings carrying one may predate that, and is stored stale. */
   readonly invalidatedTags: readonly string[] | undefined;
+  /**
+   * The superseded flight of the same key still running when this one
+   * started, or undefined: this flight calls the origin only once that one
+   * has landed (see {@link Flights}).
+   */
+  readonly predecessor: Flight<V> | undefined;
 }
 
 /** The mutable side of a flight, held by {@link Flights} alone. */
@@ -41,13 +47,23 @@ interface OwnedFlight<V> extends Flight<V> {
  * one joins it; `supersede` plays `Forget`: the flight runs to its end for
  * those waiting on it, but a newer write (set, delete, clear) has taken the
  * key, so the cache must not store what it brings.
+ *
+ * Unlike `Forget`, a superseded flight still holds the key's place at the
+ * origin until it lands: the next flight of the key is joinable at once, but
+ * calls the origin only after its predecessor has landed. Otherwise every
+ * `set` during a load that hangs would let one more load of the key start
+ * against the origin that hangs it (principle 2), each one held until its
+ * load timeout. The successor never takes its predecessor's result: that
+ * value was read before the write that superseded it.
  */
 export class Flights<V> {
   private readonly byKey = new Map<string, OwnedFlight<V>>();
+  /** Superseded flights not yet landed, the newest per key: what the key's next flight waits for. */
+  private readonly draining = new Map<string, OwnedFlight<V>>();
 
-  /** Loads in flight now. */
+  /** Loads in flight now, superseded ones that have not landed included: each may be holding the origin. */
   get size(): number {
-    return this.byKey.size;
+    return this.byKey.size + this.draining.size;
   }
 
   /** The flight for `key`, to join, or undefined. */
@@ -68,7 +84,8 @@ export class Flights<V> {
    */
   start(key: string, kind: FlightKind, run: (flight: Flight<V>) => Promise<Outcome<V>>): Flight<V> {
     assert(!this.byKey.has(key), 'one load per key in flight');
-    const flight: OwnedFlight<V> = { kind, promise: undefined as unknown as Promise<Outcome<V>>, superseded: false, invalidatedTags: undefined };
+    const predecessor = this.draining.get(key);
+    const flight: OwnedFlight<V> = { kind, promise: undefined as unknown as Promise<Outcome<V>>, superseded: false, invalidatedTags: undefined, predecessor };
     this.byKey.set(key, flight);
     // singleflight's doCall: the call runs, the flight leaves the map, then its waiters hear the outcome.
     flight.promise = run(flight).then((outcome) => {
@@ -78,17 +95,24 @@ export class Flights<V> {
     return flight;
   }
 
-  /** Ends `flight`'s hold on `key` (its outcome is decided), unless a newer flight has taken the key. */
+  /** Ends `flight`'s hold on `key` (its outcome is decided): the key's place, or its place at the origin once superseded. */
   private land(key: string, flight: Flight<V>): void {
     if (this.byKey.get(key) === flight) this.byKey.delete(key);
+    else if (this.draining.get(key) === flight) this.draining.delete(key);
   }
 
-  /** A newer write took `key`: its flight, if any, still answers its waiters but stores nothing. */
+  /**
+   * A newer write took `key`: its flight, if any, still answers its waiters
+   * but stores nothing, and holds the origin until it lands. A flight that
+   * has a predecessor waits for it, so only the newest superseded flight of a
+   * key need be remembered.
+   */
   supersede(key: string): void {
     const flight = this.byKey.get(key);
     if (flight === undefined) return;
     flight.superseded = true;
     this.byKey.delete(key);
+    this.draining.set(key, flight);
   }
 
   /** `tags` were invalidated: every flight now in the air learns it (see {@link Flight.invalidatedTags}). */
@@ -98,7 +122,10 @@ export class Flights<V> {
 
   /** Every key at once (`clear`). */
   supersedeAll(): void {
-    for (const flight of this.byKey.values()) flight.superseded = true;
+    for (const [key, flight] of this.byKey) {
+      flight.superseded = true;
+      this.draining.set(key, flight);
+    }
     this.byKey.clear();
   }
 }
