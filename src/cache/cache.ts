@@ -185,7 +185,7 @@ export class Cache<V> {
     return this.store.size;
   }
 
-  /** Keys currently being loaded. */
+  /** Loads in flight now; a load superseded by a write counts until it ends, so one key can count twice. */
   get loading(): number {
     return this.reads.flights.size;
   }

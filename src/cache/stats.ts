@@ -50,7 +50,7 @@ export interface CacheStats {
   readonly evictions: number;
   /** Keys held now, with a value or an error record. */
   readonly entries: number;
-  /** Keys being loaded now. */
+  /** Loads in flight now; a load superseded by a write counts until it ends, so one key can count twice. */
   readonly loading: number;
   /** The shared tier's counters, when there is one. */
   readonly shared: SharedTierStats | undefined;

@@ -108,7 +108,7 @@ const cache: TargetSpec<Cache<unknown>, CacheStats> = {
     { name: 'damper.cache.coalesced', kind: 'counter', unit: '{request}', description: 'Reads that joined a load in flight. Rising with loads flat: a hot key is being protected from a stampede.', read: (s) => s.coalesced },
     { name: 'damper.cache.evictions', kind: 'counter', unit: '{entry}', description: 'Entries pushed out to bound memory. Rising with misses: the cache is too small for its working set.', read: (s) => s.evictions },
     { name: 'damper.cache.entries', kind: 'updown', unit: '{entry}', description: 'Keys held now. Falling to zero: a restart or a clear, a cold cache (principle 7).', read: (s) => s.entries },
-    { name: 'damper.cache.loading', kind: 'updown', unit: '{load}', description: 'Keys being loaded now. Rising: loads are slow or queued behind the origin budget.', read: (s) => s.loading },
+    { name: 'damper.cache.loading', kind: 'updown', unit: '{load}', description: 'Loads in flight now (a load superseded by a write counts until it ends). Rising: loads are slow or queued behind the origin budget.', read: (s) => s.loading },
     {
       name: 'damper.cache.shared.reads',
       kind: 'counter',
