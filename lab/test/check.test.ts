@@ -114,8 +114,8 @@ describe('the plan: the scenario’s check section, or a default grid around its
   });
 
   test('a field axis, and a margin downwards', () => {
-    const plan = checkPlan(source({ ...storm, check: { axes: [{ axis: 'server.workers', from: 2, to: 6, margin: -2 }, { axis: 'trigger-size', from: 2, to: 8, margin: 2 }] } }));
-    assert.deepEqual(plan.grid.across.axis, { kind: 'field', field: 'server.workers' });
+    const plan = checkPlan(source({ ...storm, check: { axes: [{ axis: 'servers.workers', from: 2, to: 6, margin: -2 }, { axis: 'trigger-size', from: 2, to: 8, margin: 2 }] } }));
+    assert.deepEqual(plan.grid.across.axis, { kind: 'field', field: 'servers.workers' });
     assert.deepEqual(plan.margins, [-2, 2]);
     assert.equal(plan.grid.steps, 5, 'steps default to 5');
   });
@@ -132,8 +132,8 @@ describe('the plan: the scenario’s check section, or a default grid around its
     }
     const outside = source(axes({ axis: 'load', from: 0.5, to: 1.2, margin: 0.5 }, { axis: 'trigger', from: 10, to: 60 }));
     assert.throws(() => checkPlan(outside), (e) => e instanceof ScenarioError && /mine\.json: check\.axes\[0\]: the grid 0\.5×\.\.1\.2× must hold the scenario's own value 1× and its own value \+ margin 1\.5×/.test(e.message));
-    const noField = source(axes({ axis: 'load', from: 0.5, to: 2 }, { axis: 'server.worker', from: 1, to: 8 }));
-    assert.throws(() => checkPlan(noField), (e) => e instanceof ScenarioError && /server\.worker: not in the file/.test(e.message));
+    const noField = source(axes({ axis: 'load', from: 0.5, to: 2 }, { axis: 'servers.worker', from: 1, to: 8 }));
+    assert.throws(() => checkPlan(noField), (e) => e instanceof ScenarioError && /servers\.worker: not in the file/.test(e.message));
   });
 });
 

@@ -220,7 +220,7 @@ describe('load factors rounded wherever a sweep shows them', () => {
     writeFileSync(file, JSON.stringify({ ...storm, name: 'short-storm', durationS: 240 }));
     const out = join(dir, 'sweep-out');
     // 4 loads from 0.5× to 1× (two of them 0.666667 and 0.833333), workers 3 and 4 (a whole-number field: 3, 3.33, 3.67, 4 rounded).
-    const r = damper('lab', 'sweep', file, '--load', '0.5..1', '--axis', 'server.workers=3..4', '--steps', '4', '--out', out);
+    const r = damper('lab', 'sweep', file, '--load', '0.5..1', '--axis', 'servers.workers=3..4', '--steps', '4', '--out', out);
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stderr, /sweep: \d+\/8 cells done \(last: (0\.5|0\.67|0\.83|1)×, [34]\)/);
     assert.doesNotMatch(r.stderr + r.stdout, /0\.666|0\.667|0\.833/);
@@ -238,7 +238,7 @@ describe('damper lab validate: a scenario checked as a run would check it, witho
   test('valid files: one line each, what they hold; exit 0', () => {
     const r = damper('lab', 'validate', 'retry-storm', 'examples/checkout.json', '--damper-config', 'examples/checkout.config.mjs');
     assert.equal(r.status, 0, r.stdout + r.stderr);
-    assert.match(r.stdout, /^retry-storm: valid \(world retry-storm, \d+ s, 1 population, \d+ faults?, damper config .*checkout\.config\.mjs\)$/m);
+    assert.match(r.stdout, /^retry-storm: valid \(world service, \d+ s, 1 population, \d+ faults?, damper config .*checkout\.config\.mjs\)$/m);
     assert.match(r.stdout, /^examples\/checkout\.json: valid \(world service, 600 s, 2 populations, 1 fault, damper config .*checkout\.config\.mjs\)$/m);
   });
 

@@ -8,16 +8,19 @@ import { Network } from '../src/lab/network.js';
 import { runIsolated } from '../src/lab/parallel.js';
 import { retryDelayMs } from '../src/lab/retry-delay.js';
 import { type Backoff, type FaultSpanDoc, type ScenarioCommon } from '../src/lab/scenario.js';
-import { retryStorm, type RetryStormScenario } from '../src/lab/world/retry-storm.js';
+import { service, type ServiceScenario } from '../src/lab/world/service.js';
 
 /** The shipped retry storm, its naive tiers backing off per `backoff`, its ×4 slowdown held `size` s. */
-const storm = (backoff: Backoff, size: number): Promise<RetryStormScenario> =>
-  loadScenario('retry-storm').then((s) => retryStorm.trigger.resize({ ...(s as RetryStormScenario), client: { ...(s as RetryStormScenario).client, backoff } }, size));
+const storm = (backoff: Backoff, size: number): Promise<ServiceScenario> =>
+  loadScenario('retry-storm').then((s) => {
+    const { tiers } = s as ServiceScenario;
+    return service.trigger.resize({ ...(s as ServiceScenario), tiers: { ...tiers!, each: tiers!.each!.map((t) => ({ ...t, backoff })) } }, size);
+  });
 const FULL_JITTER: Backoff = { kind: 'full-jitter', baseMs: 1000, maxMs: 30_000 };
 // Started at once, in worker threads, to share the cores with the unit tests below.
 const edge = {
-  immediateAt21: storm({ kind: 'none' }, 2.1).then((s) => runIsolated(s, 1)),
-  jitterAt21: storm(FULL_JITTER, 2.1).then((s) => runIsolated(s, 1)),
+  immediateAt2: storm({ kind: 'none' }, 2).then((s) => runIsolated(s, 1)),
+  jitterAt2: storm(FULL_JITTER, 2).then((s) => runIsolated(s, 1)),
   jitterAt3: storm(FULL_JITTER, 3).then((s) => runIsolated(s, 1)),
 };
 
@@ -100,10 +103,10 @@ describe('the client driver retries per its population’s backoff, in virtual t
 });
 
 describe('naive backoff moves the retry storm’s edge without removing the loop', () => {
-  test('a 2.1 s slowdown collapses immediate retries, not full-jitter ones; 3 s collapses both', async () => {
-    const immediate = (await edge.immediateAt21).variants.naive.summary;
+  test('a 2 s slowdown collapses immediate retries, not full-jitter ones; 3 s collapses both', async () => {
+    const immediate = (await edge.immediateAt2).variants.naive.summary;
     assert.equal(immediate.recoverySeconds, null, `immediate retries recovered after ${immediate.recoverySeconds} s`);
-    const jitter = (await edge.jitterAt21).variants.naive.summary;
+    const jitter = (await edge.jitterAt2).variants.naive.summary;
     assert.ok(jitter.recoverySeconds !== null && jitter.recoverySeconds <= 30, `full jitter: recovery ${jitter.recoverySeconds}`);
     // Backoff spreads the retries but no budget bounds them: past the edge every call still makes all its attempts.
     const longer = (await edge.jitterAt3).variants.naive.summary;

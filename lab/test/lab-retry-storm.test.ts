@@ -4,19 +4,19 @@ import { loadScenario } from '../src/lab/lab.js';
 import { runIsolated } from '../src/lab/parallel.js';
 import { ScenarioError } from '../src/lab/scenario.js';
 import { checkScenario } from '../src/lab/worlds.js';
-import { retryStorm, type RetryStormScenario } from '../src/lab/world/retry-storm.js';
+import { service, type ServiceScenario } from '../src/lab/world/service.js';
 import { assertBars, SEEDS, TEN_MINUTES } from './support/bars.js';
 import { scenarioDoc } from './support/scenario-doc.js';
 
 
-async function shipped(): Promise<RetryStormScenario> {
+async function shipped(): Promise<ServiceScenario> {
   const s = await loadScenario('retry-storm');
-  assert.equal(s.world, 'retry-storm');
-  return s as RetryStormScenario;
+  assert.equal(s.world, 'service');
+  return s as ServiceScenario;
 }
 
 /** The shipped scenario with its trigger held `size` s instead of 30. */
-const resized = (size: number): Promise<RetryStormScenario> => shipped().then((s) => retryStorm.trigger.resize(s, size));
+const resized = (size: number): Promise<ServiceScenario> => shipped().then((s) => service.trigger.resize(s, size));
 
 // Simulations run in worker threads (under node --test every promise is
 // hooked, five times slower), all started at once to share the cores.
@@ -29,7 +29,7 @@ const loadSpike = shipped().then((s) =>
 /** 90 % of the server's healthy capacity (360 of 397 calls/s) and no trigger to speak of (a ×1 "slowdown" of 1 s at the end), with damper's admission limit `limit`. */
 const busy = (limit: number) =>
   shipped().then((s) =>
-    runIsolated({ ...s, clients: s.clients.map((c) => ({ ...c, rate: c.rate * 1.8 })), server: { ...s.server, admissionLimit: limit }, durationS: 200, faults: [{ ...s.faults[0]!, startS: 190, endS: 191, factor: 1 }] }, 1),
+    runIsolated({ ...s, clients: s.clients.map((c) => ({ ...c, rate: c.rate * 1.8 })), servers: { ...s.servers, admissionLimit: limit }, durationS: 200, faults: [{ kind: 'slowdown', target: 'servers', startS: 190, endS: 191, factor: 1, label: 'none', trigger: true }] }, 1),
   );
 const busyAtWorkers = busy(4);
 const busyAtShipped = busy(16);
@@ -84,8 +84,9 @@ describe('retry-storm scenario files', () => {
     const s = await shipped();
     const end = Math.max(...s.faults.filter((f) => f.trigger).map((f) => f.endS));
     assert.ok(s.durationS >= end + TEN_MINUTES);
-    assert.equal(retryStorm.originCapacityQps(s), 400);
-    assert.equal(retryStorm.trigger.size(s), 30);
+    // 4 workers at 10 ms, each 0.8 % slower for the 4 requests held: 396.8/s.
+    assert.equal(service.originCapacityQps(s).toFixed(1), '396.8');
+    assert.equal(service.trigger.size(s), 30);
   });
 
   test('every problem names its field', async () => {
@@ -94,18 +95,19 @@ describe('retry-storm scenario files', () => {
       change(d);
       assert.throws(() => checkScenario(d, 'rs.json'), (e) => e instanceof ScenarioError && where.test(e.message));
     };
-    await bad((d) => ((d.server as Record<string, unknown>).workers = 0), /rs\.json: server\.workers: must be ≥ 1, got 0/);
-    await bad((d) => delete (d.client as Record<string, unknown>).attemptTimeoutMs, /rs\.json: client\.attemptTimeoutMs: missing/);
-    await bad((d) => ((d.clients as Record<string, unknown>[])[0]!.retries = 2), /rs\.json: clients\[0\]\.retries: must be 0/);
-    await bad((d) => ((d.faults as Record<string, unknown>[])[0]!.kind = 'invalid-value'), /rs\.json: faults\[0\]\.kind: unknown fault kind "invalid-value" \(known: load-spike, server-slowdown\)/);
+    const tiers = (d: Record<string, unknown>): Record<string, unknown> => d.tiers as Record<string, unknown>;
+    await bad((d) => ((d.servers as Record<string, unknown>).workers = 0), /rs\.json: servers\.workers: must be ≥ 1, got 0/);
+    await bad((d) => delete tiers(d).attemptTimeoutMs, /rs\.json: tiers\.attemptTimeoutMs: missing/);
+    await bad((d) => (tiers(d).each as unknown[]).pop(), /rs\.json: tiers\.each: needs one entry per tier \(count 2\), got 1/);
+    await bad((d) => ((d.faults as Record<string, unknown>[])[0]!.target = 'database'), /rs\.json: faults\[0\]\.kind: a database slowdown needs a database/);
     await bad((d) => delete (d.faults as Record<string, unknown>[])[0]!.factor, /rs\.json: faults\[0\]\.factor: missing/);
-    await bad((d) => ((d.client as Record<string, unknown>).backoff = { kind: 'fixed', delayMs: 5 }), /rs\.json: client\.retryDelayMs: give backoff or retryDelayMs, not both/);
+    await bad((d) => Object.assign((d.clients as Record<string, unknown>[])[0]!, { backoff: { kind: 'fixed', delayMs: 5 }, retryDelayMs: 5 }), /rs\.json: clients\[0\]\.retryDelayMs: give backoff or retryDelayMs, not both/);
   });
 
   test('resizing the trigger moves what follows it and keeps the time after it', async () => {
     const s = await shipped();
-    const withLater: RetryStormScenario = { ...s, faults: [...s.faults, { kind: 'load-spike', factor: 2, startS: 200, endS: 210, label: 'later', trigger: true }] };
-    const r = retryStorm.trigger.resize(withLater, 90);
+    const withLater: ServiceScenario = { ...s, faults: [...s.faults, { kind: 'load-spike', factor: 2, startS: 200, endS: 210, label: 'later', trigger: true }] };
+    const r = service.trigger.resize(withLater, 90);
     assert.deepEqual(
       r.faults.map((f) => [f.startS, f.endS]),
       [

@@ -21,15 +21,15 @@ describe('damper lab schema: what an editor checks a scenario file against', () 
   });
 
   test('with a WORLD, that world’s schema', () => {
-    const r = cli('lab', 'schema', 'retry-storm');
+    const r = cli('lab', 'schema', 'service');
     assert.equal(r.status, 0, r.stderr);
-    assert.deepEqual(JSON.parse(r.stdout), scenarioJsonSchema('retry-storm'));
+    assert.deepEqual(JSON.parse(r.stdout), scenarioJsonSchema('service'));
   });
 
   test('an unknown world: one line naming the known ones, exit 2', () => {
     const r = cli('lab', 'schema', 'mars');
     assert.equal(r.status, 2);
-    assert.equal(r.stderr, 'damper: lab schema: unknown world "mars" (known: cache-aside, cache-cluster, retry-storm, service, web-farm)\n');
+    assert.equal(r.stderr, 'damper: lab schema: unknown world "mars" (known: cache-aside, cache-cluster, service, web-farm)\n');
   });
 
   test('every shipped scenario validates, against the schema for any world and its own', async () => {

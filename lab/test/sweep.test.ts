@@ -129,7 +129,7 @@ describe('where the cells run changes nothing', () => {
     return scenarioSource(JSON.stringify({ ...doc, baseline: { fromS: 5, toS: 30 }, faults, durationS: 30 + 40 + 30 }), source.where, source.path);
   };
   // A field axis across, so the cells' documents are reparsed on this side and posted to the workers.
-  const FIELD_GRID: SweepGrid = { across: { axis: { kind: 'field', field: 'server.slowdownPerInFlight' }, from: 0.001, to: 0.003 }, up: { axis: { kind: 'trigger' }, from: 10, to: 40 }, steps: 2 };
+  const FIELD_GRID: SweepGrid = { across: { axis: { kind: 'field', field: 'servers.slowdownPerInFlight' }, from: 0.001, to: 0.003 }, up: { axis: { kind: 'trigger' }, from: 10, to: 40 }, steps: 2 };
   for (const { scenario, grid } of [{ scenario: 'retry-storm', grid: FIELD_GRID }]) {
     test(`${scenario}: worker threads and one thread give a deep-equal result and a byte-identical sweep.json`, async () => {
       const base = compact(await loadScenarioSource(scenario));
@@ -166,8 +166,8 @@ describe('the grid', () => {
       [loadBy([0, 1], [5, 60], 3), /load: both ends must be positive/],
       [loadBy([0.5, 1.5], [60, 5], 3), /trigger: the range must go up/],
       [loadBy([1, Number.NaN], [5, 60], 3), /load/],
-      [{ ...ok, across: field('server.workers', 4, 2) }, /server\.workers: the range must go up/],
-      [{ ...ok, across: field('server.workers', 1, 4), up: field('server.workers', 2, 8) }, /the two axes must differ/],
+      [{ ...ok, across: field('servers.workers', 4, 2) }, /servers\.workers: the range must go up/],
+      [{ ...ok, across: field('servers.workers', 1, 4), up: field('servers.workers', 2, 8) }, /the two axes must differ/],
     ] as const) {
       assert.throws(() => checkGrid(grid as SweepGrid), (e) => e instanceof RangeError && message.test(e.message));
     }
@@ -238,8 +238,8 @@ describe('damper lab sweep command', () => {
     for (const [args, message] of [
       [['facebook-2010', '--trigger', '5..60'], /lab sweep needs two axes, got 1: two of --load A\.\.B/],
       [['facebook-2010', '--load', '0.5..1.5'], /lab sweep needs two axes, got 1: .*--trigger C\.\.D/],
-      [['facebook-2010', ...ok, '--axis', 'server.workers=1..4'], /lab sweep needs two axes, got 3/],
-      [['facebook-2010', '--axis', 'server.workers'], /--axis must be PATH=A\.\.B/],
+      [['facebook-2010', ...ok, '--axis', 'servers.workers=1..4'], /lab sweep needs two axes, got 3/],
+      [['facebook-2010', '--axis', 'servers.workers'], /--axis must be PATH=A\.\.B/],
       [['facebook-2010', '--axis', 'a=1..2', '--axis', 'a=2..3'], /--axis a is given twice/],
       [['facebook-2010', '--axis', 'a=1..x', '--load', '1..2'], /--axis a must be a range A\.\.B of two numbers/],
       [[...ok], /lab sweep needs a SCENARIO/],
@@ -347,13 +347,13 @@ describe('any axis: a numeric field of the scenario file as written', () => {
   test('a path that is not a field of the file, or not a number, is a ScenarioError naming it', async () => {
     const source = await storm;
     for (const [path, message] of [
-      ['server.worker', /retry-storm\.json: server\.worker: not in the file: server has fields workers, baseServiceMs/],
+      ['servers.worker', /retry-storm\.json: servers\.worker: not in the file: servers has fields count, workers, maxQueue/],
       ['clients[3].rate', /clients\[3\]\.rate: not in the file: clients has an array of 1 \(\[0\] to \[0\]\)/],
       ['clients[0].retries', /clients\[0\]\.retries: not in the file.*a field left to its default must be written out/],
       ['name', /name: not a number: the file has "retry-storm"/],
-      ['server', /server: not a number/],
-      ['server..workers', /server\.\.workers: not a field path/],
-      ['.server', /not a field path/],
+      ['servers', /servers: not a number/],
+      ['servers..workers', /servers\.\.workers: not a field path/],
+      ['.servers', /not a field path/],
       ['faults[x]', /not a field path/],
     ] as const) {
       assert.throws(() => sweepAxis(source, { axis: field(path), from: 1, to: 2 }, 3), problem(message), path);
@@ -362,34 +362,34 @@ describe('any axis: a numeric field of the scenario file as written', () => {
 
   test('a cell is the file with the field set, checked again by its world’s schema: defaults filled, fields derived again', async () => {
     const source = await storm;
-    const cell = cellScenarioAt(source, [[field('client.retryDelayMs'), 50]], 'removed');
+    const cell = cellScenarioAt(source, [[field('clients[0].retryDelayMs'), 50]], 'removed');
     // retryDelayMs is the file's spelling of a fixed backoff: the reparsed cell has both.
-    assert.deepEqual(cell.world === 'retry-storm' && cell.client.backoff, { kind: 'fixed', delayMs: 50 });
-    const workers = cellScenarioAt(source, [[field('server.workers'), 8], [{ kind: 'load' }, 2]], 'removed');
-    assert.equal(workers.world === 'retry-storm' && workers.server.workers, 8);
+    assert.deepEqual(cell.clients[0]!.backoff, { kind: 'fixed', delayMs: 50 });
+    const workers = cellScenarioAt(source, [[field('servers.workers'), 8], [{ kind: 'load' }, 2]], 'removed');
+    assert.equal(workers.world === 'service' && workers.servers.workers, 8);
     assert.deepEqual(workers.clients.map((c) => c.rate), [400], 'and the other axis applied on top');
-    const unchanged = cellScenarioAt(source, [[field('server.workers'), 4]], 'kept');
+    const unchanged = cellScenarioAt(source, [[field('servers.workers'), 4]], 'kept');
     assert.deepEqual(unchanged, source.scenario, 'the field at its written value is the scenario itself');
   });
 
   test('a value the field cannot take is a problem named by field, found before any cell runs', async () => {
     const source = await storm;
-    assert.throws(() => cellScenarioAt(source, [[field('server.workers'), 0]], 'removed'), problem(/retry-storm\.json with server\.workers = 0: server\.workers: must be ≥ 1, got 0/));
+    assert.throws(() => cellScenarioAt(source, [[field('servers.workers'), 0]], 'removed'), problem(/retry-storm\.json with servers\.workers = 0: servers\.workers: must be ≥ 1, got 0/));
     assert.throws(() => cellScenarioAt(source, [[field('faults[0].endS'), 900]], 'removed'), problem(/faults\[0\]\.endS: must be ≤ durationS \(780\), got 900/));
     const started = Date.now();
-    await assert.rejects(runSweep(source, { across: { axis: field('server.workers'), from: 0, to: 4 }, up: { axis: { kind: 'load' }, from: 0.5, to: 1 }, steps: 2 }, { seed: 1 }), problem(/server\.workers: must be ≥ 1, got 0/));
+    await assert.rejects(runSweep(source, { across: { axis: field('servers.workers'), from: 0, to: 4 }, up: { axis: { kind: 'load' }, from: 0.5, to: 1 }, steps: 2 }, { seed: 1 }), problem(/servers\.workers: must be ≥ 1, got 0/));
     assert.ok(Date.now() - started < 2000, 'refused before simulating');
   });
 
   test('a whole-number field takes whole values: the grid rounded, repeats dropped; the schema says which fields are whole', async () => {
     const source = await storm;
-    const workers = sweepAxis(source, { axis: field('server.workers'), from: 2, to: 4 }, 5);
+    const workers = sweepAxis(source, { axis: field('servers.workers'), from: 2, to: 4 }, 5);
     assert.deepEqual(workers.values, [2, 3, 4], '2, 2.5, 3, 3.5, 4 rounded');
     assert.equal(workers.scenarioValue, 4);
-    assert.deepEqual(sweepAxis(source, { axis: field('client.attemptTimeoutMs'), from: 500, to: 1500 }, 3).values, [500, 1000, 1500]);
-    assert.deepEqual(sweepAxis(source, { axis: field('server.baseServiceMs'), from: 5, to: 6 }, 3).values, [5, 5.5, 6], 'a number field keeps its fractions');
+    assert.deepEqual(sweepAxis(source, { axis: field('tiers.attemptTimeoutMs'), from: 500, to: 1500 }, 3).values, [500, 1000, 1500]);
+    assert.deepEqual(sweepAxis(source, { axis: field('servers.service.ms'), from: 5, to: 6 }, 3).values, [5, 5.5, 6], 'a number field keeps its fractions');
     assert.deepEqual(sweepAxis(source, { axis: field('faults[0].factor'), from: 2, to: 3 }, 3).values, [2, 2.5, 3]);
-    assert.throws(() => sweepAxis(source, { axis: field('server.workers'), from: 2, to: 2.4 }, 5), problem(/server\.workers: takes whole numbers: 2\.\.2\.4 holds fewer than two/));
+    assert.throws(() => sweepAxis(source, { axis: field('servers.workers'), from: 2, to: 2.4 }, 5), problem(/servers\.workers: takes whole numbers: 2\.\.2\.4 holds fewer than two/));
   });
 
   test('the other axes as the sweep always had them: label, the scenario’s own value', async () => {
@@ -406,7 +406,7 @@ describe('any axis: a numeric field of the scenario file as written', () => {
 
   test('--damper-config survives the reparse: every cell keeps the configuration given', async () => {
     const source = sourceWithDamperConfig(await storm, 'some/careless.config.mjs');
-    const cell = cellScenarioAt(source, [[field('server.workers'), 6]], 'removed');
+    const cell = cellScenarioAt(source, [[field('servers.workers'), 6]], 'removed');
     assert.equal(cell.damper?.config, join(process.cwd(), 'some/careless.config.mjs'));
   });
 
@@ -428,7 +428,7 @@ describe('any axis: a numeric field of the scenario file as written', () => {
   test('a DamperError thrown inside a worker arrives as a DamperError with its code and message', async () => {
     const { scenario } = await storm;
     // Past the schema, a limit the library's ConcurrencyLimiter refuses at construction, in the worker.
-    const bad = scenario.world === 'retry-storm' ? { ...scenario, server: { ...scenario.server, admissionLimit: 0 } } : scenario;
+    const bad = scenario.world === 'service' ? { ...scenario, servers: { ...scenario.servers, admissionLimit: 0 } } : scenario;
     await assert.rejects(runSummariesIsolated(bad, 1, ['damper']), (e) => e instanceof DamperError && e.code === 'CONFIG' && e.name === 'ConfigError' && /limit/.test(e.message));
   });
 });

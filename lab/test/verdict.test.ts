@@ -5,7 +5,7 @@ import { loadScenario } from '../src/lab/lab.js';
 import { type Series, type VariantRun } from '../src/lab/results.js';
 import { describeVariant, judge } from '../src/lab/verdict.js';
 import { type CacheClusterScenario } from '../src/lab/world/cache-cluster.js';
-import { type RetryStormScenario } from '../src/lab/world/retry-storm.js';
+import { type ServiceScenario } from '../src/lab/world/service.js';
 import { type WebFarmScenario } from '../src/lab/world/web-farm.js';
 import { type Scenario } from '../src/lab/worlds.js';
 
@@ -34,7 +34,7 @@ function measured(series: Series, recoverySeconds: number | null, skippedFaults:
 
 describe('the best possible: what an ideal policy could serve with the capacity left', () => {
   test('retry-storm: a ×4 slowdown leaves the server workers ÷ (4 × the service time at one request per worker)', async () => {
-    const s = (await loadScenario('retry-storm')) as RetryStormScenario;
+    const s = (await loadScenario('retry-storm')) as ServiceScenario;
     const best = bestGoodput(s, Array.from({ length: s.durationS }, () => 200));
     // 4 workers, 10 ms × (1 + 0.002 × 4) each: 396.8/s healthy, 99.2/s slowed.
     assert.equal(best[100], 200, 'healthy: everything offered');
@@ -45,14 +45,14 @@ describe('the best possible: what an ideal policy could serve with the capacity 
   });
 
   test('retry-storm: a service time past the users’ timeout leaves nothing to serve in time', async () => {
-    const s = (await loadScenario('retry-storm')) as RetryStormScenario;
-    const slow: RetryStormScenario = { ...s, faults: [{ ...s.faults[0]!, kind: 'server-slowdown', factor: 1000 } as RetryStormScenario['faults'][number]] };
+    const s = (await loadScenario('retry-storm')) as ServiceScenario;
+    const slow: ServiceScenario = { ...s, faults: [{ ...s.faults[0]!, factor: 1000 } as ServiceScenario['faults'][number]] };
     assert.equal(bestGoodput(slow, Array.from({ length: s.durationS }, () => 200))[130], 0);
   });
 
   test('a fault that starts mid-second counts for its part of that second', async () => {
-    const s = (await loadScenario('retry-storm')) as RetryStormScenario;
-    const half: RetryStormScenario = { ...s, faults: [{ ...s.faults[0]!, startS: 120.5 }] };
+    const s = (await loadScenario('retry-storm')) as ServiceScenario;
+    const half: ServiceScenario = { ...s, faults: [{ ...s.faults[0]!, startS: 120.5 }] };
     const best = bestGoodput(half, Array.from({ length: s.durationS }, () => 200));
     assert.equal(best[120], 149.6032, "half of 200, half of 99.2");
   });
@@ -87,7 +87,7 @@ describe('verdicts: during the trigger, after it, and the operators', () => {
   const fb = (): Promise<Scenario> => loadScenario('facebook-2010');
 
   test('the trigger window: goodput and the best possible over offered, and their quotient', async () => {
-    const s = (await loadScenario('retry-storm')) as RetryStormScenario;
+    const s = (await loadScenario('retry-storm')) as ServiceScenario;
     // Half of what is offered answered during the slowdown, when 49.6 % was possible.
     const run = judge(s, measured(flat(s.durationS, 200, (t) => (t >= 120 && t < 150 ? 100 : 200)), 0));
     assert.deepEqual(run.summary.trigger, { goodputRatio: 0.5, bestGoodputRatio: 0.496, efficiency: 1 });
@@ -131,10 +131,10 @@ describe('verdicts: during the trigger, after it, and the operators', () => {
 
 describe('the best possible under the users’ timeout (Brooker’s simple_collapse_sim)', () => {
   test('a server of 10,000 workers that slows 10 ms per request held is best at 200 held under a 3 s timeout', async () => {
-    const s = (await loadScenario('retry-storm')) as RetryStormScenario;
-    const brooker: RetryStormScenario = {
+    const s = (await loadScenario('retry-storm')) as ServiceScenario;
+    const brooker: ServiceScenario = {
       ...s,
-      server: { ...s.server, workers: 10_000, baseServiceMs: 1000, slowdownPerInFlight: 0.01 },
+      servers: { ...s.servers, workers: 10_000, service: { kind: 'constant', ms: 1000 }, slowdownPerInFlight: 0.01 },
       clients: s.clients.map((c) => ({ ...c, timeoutMs: 3000 })),
     };
     // 200 held: 3 s each, 66.7/s. Holding all 10,000 would answer in 101 s, after everyone left.

@@ -78,7 +78,7 @@ export function sweepAxes(flags: AxisFlags): [AxisRange, AxisRange] {
   if (flags.load !== undefined) add({ kind: 'load' }, parseRange('--load', flags.load));
   for (const raw of flags.axis ?? []) {
     const eq = raw.lastIndexOf('=');
-    if (eq <= 0) throw new UsageError(`--axis must be PATH=A..B, a numeric field of the scenario file and a range (e.g. server.workers=2..8), got "${raw}"`);
+    if (eq <= 0) throw new UsageError(`--axis must be PATH=A..B, a numeric field of the scenario file and a range (e.g. servers.workers=2..8), got "${raw}"`);
     const field = raw.slice(0, eq);
     add({ kind: 'field', field }, parseRange(`--axis ${field}`, raw.slice(eq + 1), 'any'));
   }
@@ -86,7 +86,7 @@ export function sweepAxes(flags: AxisFlags): [AxisRange, AxisRange] {
   if (flags['trigger-size'] !== undefined) add({ kind: 'trigger-size' }, parseRange('--trigger-size', flags['trigger-size']));
   if (axes.length !== 2) {
     throw new UsageError(
-      `lab sweep needs two axes, got ${axes.length}: two of --load A..B (offered load, × the scenario’s client rates, e.g. --load 0.5..1.5), --trigger C..D (how long the trigger lasts, e.g. --trigger 5..60), --trigger-size C..D (how hard it hits, e.g. --trigger-size 2..8) and --axis PATH=A..B (any numeric field, e.g. --axis server.workers=2..8)`,
+      `lab sweep needs two axes, got ${axes.length}: two of --load A..B (offered load, × the scenario’s client rates, e.g. --load 0.5..1.5), --trigger C..D (how long the trigger lasts, e.g. --trigger 5..60), --trigger-size C..D (how hard it hits, e.g. --trigger-size 2..8) and --axis PATH=A..B (any numeric field, e.g. --axis servers.workers=2..8)`,
     );
   }
   const [across, up] = axes as [AxisRange, AxisRange];

@@ -15,7 +15,7 @@ export const schemaCommand: Command = {
   options: [],
   examples: [
     ['damper lab schema > scenario.schema.json', 'then "$schema": "./scenario.schema.json" at the top of the scenario file'],
-    ['damper lab schema retry-storm', 'the fields of a retry-storm world only'],
+    ['damper lab schema service', 'the fields of a service world only'],
   ],
   run: (operands) => {
     const [world, ...extra] = operands;

@@ -33,7 +33,7 @@ export const sweepCommand: Command = {
     ['load', 'offered load, × the scenario’s client rates (e.g. 0.5..1.5)'],
     ['trigger', 'how long its world’s trigger lasts, in its unit (e.g. 5..60: the seconds an invalid value is held)'],
     ['trigger-size', 'how hard the trigger hits, in its unit (e.g. 2..8: a slowdown’s factor)'],
-    ['axis', 'any numeric field of the scenario file (e.g. server.workers=2..8), each cell checked again by its schema; a whole-number field takes rounded values'],
+    ['axis', 'any numeric field of the scenario file (e.g. servers.workers=2..8), each cell checked again by its schema; a whole-number field takes rounded values'],
     ['steps', `values per axis, 2 to ${MAX_STEPS} (default 5)`],
     ['seed', GRID_OPTIONS.seed],
     ['out', GRID_OPTIONS.out],
@@ -44,7 +44,7 @@ export const sweepCommand: Command = {
   ],
   examples: [
     ['damper lab sweep facebook-2010 --load 0.25..1.25 --trigger 0.5..60', 'load across, how long the invalid value is held up: 5 × 5 cells'],
-    ["damper lab sweep retry-storm --axis server.workers=2..6 --axis 'faults[0].factor=2..6' --steps 3", 'two fields of the file: the server’s workers across, the slowdown’s factor up, 3 × 3 cells'],
+    ["damper lab sweep retry-storm --axis servers.workers=2..6 --axis 'faults[0].factor=2..6' --steps 3", 'two fields of the file: the server’s workers across, the slowdown’s factor up, 3 × 3 cells'],
   ],
   run: (operands, values) => {
     const scenario = oneScenario('lab sweep', operands);

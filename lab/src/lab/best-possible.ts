@@ -1,6 +1,5 @@
 import type { CacheClusterScenario } from './world/cache-cluster.js';
 import { ringThroughput } from './world/hash-ring.js';
-import type { RetryStormScenario } from './world/retry-storm.js';
 import { serviceBound, serviceOriginCapacity } from './world/service-best.js';
 import type { WebFarmScenario } from './world/web-farm.js';
 import type { Scenario } from './worlds.js';
@@ -37,13 +36,12 @@ export function bestGoodput(scenario: Scenario, offered: readonly number[]): num
 
 /**
  * The origin's capacity each second, queries/s: the line drawn on the
- * report's origin chart. The database's capacity is fixed; the retry-storm
- * server's (the origin there) is its best throughput, which a slowdown cuts.
+ * report's origin chart. The database's capacity is fixed; a service world's
+ * servers' (the origin when it has no database) is their best throughput,
+ * which a slowdown cuts.
  */
 export function originCapacity(scenario: Scenario, seconds: number): number[] {
-  // The retry-storm server's capacity: its throughput with every worker busy and nothing queued.
   const at = (t: number): number => {
-    if (scenario.world === 'retry-storm') return stormThroughput(scenario, scenario.server.workers, slowdownAt(scenario, t));
     if (scenario.world === 'service') return serviceOriginCapacity(scenario, t);
     return scenario.origin.capacityQps;
   };
@@ -65,8 +63,6 @@ function boundOf(scenario: Scenario): Bound {
       return clusterBound(scenario);
     case 'web-farm':
       return farmBound(scenario);
-    case 'retry-storm':
-      return stormBound(scenario);
     case 'service':
       return serviceBound(scenario);
   }
@@ -120,40 +116,6 @@ function farmBound(scenario: WebFarmScenario): Bound {
     const hung = new Set(active(scenario.faults, t).flatMap((f) => (f.kind === 'hang-server' ? [f.server] : [])));
     return (scenario.servers.count - hung.size) * perServer;
   };
-}
-
-/**
- * retry-storm: the service time of a request is fixed when it starts,
- * `baseServiceMs × (1 + k × n) × slowdown` with `n` the requests the server
- * holds, so holding `n ≤ workers` requests and queueing none gives
- * `n × 1000 ÷ (baseServiceMs × (1 + k × n) × slowdown)` per second, which
- * grows with `n`. The best policy holds as many as it can while an answer
- * still comes within the users' shortest timeout: `n* = min(workers, ⌊(timeout
- * ÷ (baseServiceMs × slowdown) − 1) ÷ k⌋)` (all the workers when k = 0; 0 when
- * even one request takes longer than the timeout). With few workers that is
- * all of them; with Brooker's 10,000 (1 s + 10 ms per request held, 3 s
- * timeout) it is 200, for 66.7 requests/s.
- */
-function stormBound(scenario: RetryStormScenario): Bound {
-  const { workers, baseServiceMs, slowdownPerInFlight: k } = scenario.server;
-  const patience = Math.min(...scenario.clients.map((c) => c.timeoutMs));
-  return (t) => {
-    const slow = slowdownAt(scenario, t);
-    const fit = k === 0 ? workers : Math.floor((patience / (baseServiceMs * slow) - 1) / k);
-    const n = Math.min(workers, fit);
-    return n < 1 || baseServiceMs * slow > patience ? 0 : stormThroughput(scenario, n, slow);
-  };
-}
-
-/** The product of the server-slowdown factors active at `t` (s). */
-function slowdownAt(scenario: RetryStormScenario, t: number): number {
-  return active(scenario.faults, t).reduce((x, f) => (f.kind === 'server-slowdown' ? x * f.factor : x), 1);
-}
-
-/** The retry-storm server's throughput holding `n` requests, none queued, at `slow`down, requests/s. */
-function stormThroughput(scenario: RetryStormScenario, n: number, slow: number): number {
-  const { baseServiceMs, slowdownPerInFlight } = scenario.server;
-  return (n * 1000) / (baseServiceMs * (1 + slowdownPerInFlight * n) * slow);
 }
 
 /** Four decimals, as every other series value: stable across platforms' float printing. */

@@ -2,7 +2,7 @@ import { type Json, ScenarioError } from './scenario.js';
 
 /**
  * A field of a scenario file as written, named the way problems name it
- * (`server.workers`, `clients[0].timeoutMs`, `faults[1].endS`): what a sweep
+ * (`servers.workers`, `clients[0].timeoutMs`, `faults[1].endS`): what a sweep
  * axis or a check axis varies. It reads and sets the document, never the
  * parsed scenario, because parsing fills defaults and reshapes fields
  * (`retryDelayMs` becomes a `backoff`): the cell's document is checked again

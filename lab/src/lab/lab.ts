@@ -73,7 +73,7 @@ export async function runScenario(scenario: Scenario, seed: number, onProgress?:
     durationS: scenario.durationS,
     originCapacityQps: world.originCapacityQps(scenario),
     originCapacity: originCapacity(scenario, Math.ceil(scenario.durationS)),
-    cached: world.cached,
+    cached: world.cached(scenario),
     objectiveP99Ms: scenario.objective.p99Ms,
     faults: scenario.faults.map((f) => ({ label: f.label, startS: f.startS, endS: f.endS, kind: f.trigger ? 'trigger' : 'operator' })),
     triggerEndS: triggerEndS(scenario),

@@ -5,7 +5,7 @@ import { checkScenario, type Scenario } from './worlds.js';
 
 /**
  * A scenario together with the document it was parsed from. A sweep's field
- * axis (`--axis server.workers=2..8`) sets a field of the file as written and
+ * axis (`--axis servers.workers=2..8`) sets a field of the file as written and
  * has the world's schema check the result again, so that a cell's scenario
  * is exactly what the user would get by editing the file: defaults filled,
  * ranges and rules across fields checked, every problem named by field.

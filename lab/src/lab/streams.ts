@@ -12,8 +12,6 @@ import { seededRandom } from 'damper';
 export const STREAMS = {
   /** Arrivals per step and the key each one reads. */
   traffic: 0x7a3f_19c5,
-  /** The retry-storm world's arrivals: seeded apart from the start, kept so its results stay what they were. */
-  retryStormTraffic: 0x3d5e_a1c7,
   /** The steady state's remaining freshness per cached value. */
   prewarm: 0x2c1b_3c6d,
   /** Which requests a front door that lets traffic back in gradually admits. */

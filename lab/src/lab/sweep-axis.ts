@@ -12,7 +12,7 @@ import { scaleLoad, type Scenario, worldOf } from './worlds.js';
  *   unit its `trigger.axis` names;
  * - `trigger-size`: how hard it hits (`--trigger-size`), a factor or a share;
  * - `field`: any numeric field of the scenario file as written (`--axis
- *   server.workers=2..8`), the cell's document checked again by the world's
+ *   servers.workers=2..8`), the cell's document checked again by the world's
  *   schema. A field the schema wants whole takes whole values: the grid's
  *   values rounded to the nearest integer and repeats dropped, so such an
  *   axis may have fewer values than `steps`.
@@ -32,7 +32,7 @@ export interface AxisRange {
 /** One axis of a swept grid, as `sweep.json` has it. */
 export interface SweepAxis {
   readonly kind: AxisKind;
-  /** A field axis's path in the scenario file (`server.workers`). */
+  /** A field axis's path in the scenario file (`servers.workers`). */
   readonly field?: string;
   /** What the axis measures, with its unit. */
   readonly label: string;

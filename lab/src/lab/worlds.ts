@@ -5,7 +5,6 @@ import { scenarioSchema } from './schema/index.js';
 import { check } from './schema/problems.js';
 import { cacheAside, type CacheAsideScenario } from './world/cache-aside.js';
 import { cacheCluster, type CacheClusterScenario } from './world/cache-cluster.js';
-import { retryStorm, type RetryStormScenario } from './world/retry-storm.js';
 import { service, type ServiceScenario } from './world/service.js';
 import { webFarm, type WebFarmScenario } from './world/web-farm.js';
 
@@ -23,8 +22,8 @@ export interface WorldKind<S extends ScenarioCommon & { readonly world: string }
   run(scenario: S, variant: VariantName, seed: number, options?: RunOptions): Promise<VariantRun>;
   /** The origin's healthy capacity, queries/s. */
   originCapacityQps(scenario: S): number;
-  /** Whether the system has a cache: without one, the report draws no hit ratio. */
-  readonly cached: boolean;
+  /** Whether the scenario's system has a cache: without one, the report draws no hit ratio and no stale answers. */
+  cached(scenario: S): boolean;
   /**
    * The sweep's trigger axis (`damper lab sweep --trigger C..D`): what it
    * measures (`axis`, e.g. "invalid value held, s"), the scenario's own size on
@@ -51,7 +50,7 @@ export function scaleLoad<S extends ScenarioCommon>(scenario: S, factor: number)
 }
 
 /** Every scenario the lab can run, by world. */
-export type Scenario = CacheAsideScenario | RetryStormScenario | CacheClusterScenario | WebFarmScenario | ServiceScenario;
+export type Scenario = CacheAsideScenario | CacheClusterScenario | WebFarmScenario | ServiceScenario;
 
 type AnyWorld = WorldKind<Scenario>;
 
@@ -60,7 +59,6 @@ export const WORLDS: Readonly<Record<Scenario['world'], AnyWorld>> = {
   'cache-aside': cacheAside,
   'web-farm': webFarm,
   'cache-cluster': cacheCluster,
-  'retry-storm': retryStorm,
   service,
 };
 

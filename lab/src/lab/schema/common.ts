@@ -189,7 +189,7 @@ const checkAxis = refined(
       axis: z
         .string()
         .regex(/^(load|trigger|trigger-size|[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*|\[\d+\])*)$/, 'must be load, trigger, trigger-size or the path of a numeric field of this file (clients[0].rate, faults[0].factor)')
-        .meta({ description: 'load (× the client rates), trigger (how long the main trigger lasts), trigger-size (how hard it hits), or the path of a numeric field of this file, spelt as its problems name fields (clients[0].timeoutMs, faults[0].factor; servers.workers in a service scenario, server.workers in retry-storm).' }),
+        .meta({ description: 'load (× the client rates), trigger (how long the main trigger lasts), trigger-size (how hard it hits), or the path of a numeric field of this file, spelt as its problems name fields (clients[0].timeoutMs, faults[0].factor; servers.workers in a service scenario).' }),
       from: z.number().meta({ description: 'The grid’s first value on this axis.' }),
       to: z.number().meta({ description: 'Its last value (above from).' }),
       margin: z

@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import { cacheAsideSchema } from './cache-aside.js';
 import { cacheClusterSchema } from './cache-cluster.js';
-import { retryStormSchema } from './retry-storm.js';
 import { serviceSchema } from './service.js';
 import { webFarmSchema } from './web-farm.js';
 import { tagged } from './common.js';
@@ -10,7 +9,6 @@ import { tagged } from './common.js';
 export const SCENARIO_SCHEMAS = {
   'cache-aside': cacheAsideSchema,
   'cache-cluster': cacheClusterSchema,
-  'retry-storm': retryStormSchema,
   service: serviceSchema,
   'web-farm': webFarmSchema,
 } as const;
@@ -22,7 +20,7 @@ export function isWorldName(name: string): name is WorldName {
 }
 
 /** Any scenario file: `world` picks the schema; an unknown world is one problem that lists the known ones. */
-export const scenarioSchema = tagged('world', 'world', [cacheAsideSchema, cacheClusterSchema, retryStormSchema, webFarmSchema, serviceSchema]).meta({
+export const scenarioSchema = tagged('world', 'world', [cacheAsideSchema, cacheClusterSchema, webFarmSchema, serviceSchema]).meta({
   title: 'damper scenario',
   description: 'A damper lab scenario: a system (its `world`), its clients and a timeline of faults.',
 });

@@ -53,7 +53,7 @@ export const cacheAside: WorldKind<CacheAsideScenario> = {
   parse: parseCacheAside,
   run: (scenario, variant, seed, options) => runCacheAside(scenario, variant, seed, options),
   originCapacityQps: (scenario) => scenario.origin.capacityQps,
-  cached: true,
+  cached: () => true,
   trigger: spanAxis('invalid value held (s)'),
   triggerSize: sizeAxis(
     "invalid key's share of reads",

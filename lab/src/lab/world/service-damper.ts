@@ -30,9 +30,10 @@ export type DamperSend = (key: string, priority: Priority, deadline: number) => 
  *
  * An invalid value is an answer (a 200 whose body is wrong), not a failure.
  * Each tier's `Retry` (`tier=t`) and each server's limiter (`server=i`) are
- * instrumented through `watch`.
+ * instrumented through `watch`. `arrived` is told of each attempt that
+ * reaches a server, before its admission: admitted or shed, it is load.
  */
-export function damperService(clock: VirtualClock, servers: readonly Server[], scenario: ServiceScenario, settings: DamperSettings, watch: Watch): { send: DamperSend; close(): void } {
+export function damperService(clock: VirtualClock, servers: readonly Server[], scenario: ServiceScenario, settings: DamperSettings, watch: Watch, arrived?: () => void): { send: DamperSend; close(): void } {
   const { workers, maxQueue, admissionLimit } = scenario.servers;
   const admitted = servers.map((server, i) =>
     admittedServer<Answer>(
@@ -63,7 +64,11 @@ export function damperService(clock: VirtualClock, servers: readonly Server[], s
   };
   const chain = damperTiers<number, Answer>(clock, { layers, servers: servers.map((_, i) => i), options, ...(balancer === undefined ? {} : { balancer }) }, settings, watch);
   return {
-    send: (key, priority, deadline) => chain.call((i, signal) => admitted[i]!(key, priority, signal), deadline, priority),
+    send: (key, priority, deadline) =>
+      chain.call((i, signal) => {
+        arrived?.();
+        return admitted[i]!(key, priority, signal);
+      }, deadline, priority),
     close: () => chain.close(),
   };
 }

@@ -81,8 +81,8 @@ export const service: WorldKind<ServiceScenario> = {
   parse: parseService,
   run: (scenario, variant, seed, options) => runService(scenario, variant, seed, options),
   originCapacityQps: (scenario) => scenario.database?.capacityQps ?? serverCapacityQps(scenario),
-  // The report's hit-ratio chart: without a cache tier every answer waited (0 %).
-  cached: true,
+  // Without a cache tier every answer waits: no hit ratio to chart.
+  cached: (scenario) => scenario.cache !== undefined,
   trigger: spanAxis('trigger held (s)'),
   triggerSize: sizeAxis(
     'trigger factor (×)',
@@ -184,7 +184,7 @@ function reply(req: ClientRequest, replies: Replies, a: Answer, originIsServer: 
 }
 
 /** How a variant sends a user's request into the system: naive's callbacks, or damper's guards and balancer (each observed). */
-function requestPath(clock: VirtualClock, scenario: ServiceScenario, observed: Observed, servers: readonly Server[], settings: DamperSettings, seed: number, probeKey: string) {
+function requestPath(clock: VirtualClock, scenario: ServiceScenario, observed: Observed, servers: readonly Server[], settings: DamperSettings, seed: number, probeKey: string, arrived: (() => void) | undefined) {
   if (observed.variant === 'naive') {
     const { front, close } = naiveFront(clock, servers, scenario.balancer, probeKey);
     // The client tiers retry (without them the users do, which no tier sees); naive's servers have no limiter to shed with.
@@ -192,7 +192,7 @@ function requestPath(clock: VirtualClock, scenario: ServiceScenario, observed: O
     const call = naiveCall(clock, front, scenario.tiers, stream(seed, STREAMS.retryJitter), counts);
     return { send: (req: ClientRequest, done: (a: Answer) => void) => call(req.population, req.key)(done), close };
   }
-  const { send, close } = damperService(clock, servers, scenario, settings, observed.gauges.watch);
+  const { send, close } = damperService(clock, servers, scenario, settings, observed.gauges.watch, arrived);
   return {
     send: (req: ClientRequest, done: (a: Answer) => void): void => {
       const { population: p } = req;
@@ -223,10 +223,11 @@ export async function runService(scenario: ServiceScenario, variant: VariantName
     await data.prewarm(keys!.keys, (key) => db!.read(key), remainingFreshness(seed, scenario.cache.ttlS * 1000));
   }
   const serviceTimes = stream(seed, STREAMS.serviceTime);
-  // Without a database the servers are the origin: every attempt reaching one counts.
+  // Without a database the servers are the origin: every attempt reaching one counts, admitted or shed (a shed costs the server a request too).
   const arrived = db === undefined ? () => recorder.originQuery(clock.now()) : undefined;
-  const servers = Array.from({ length: scenario.servers.count }, (_, i) => new Server(clock, scenario.servers, serviceTimes, data?.reader(i), arrived));
-  const path = requestPath(clock, scenario, observed, servers, settings, seed, keys?.keys[0] ?? '');
+  // naive's servers take every attempt; damper's are counted before their admission.
+  const servers = Array.from({ length: scenario.servers.count }, (_, i) => new Server(clock, scenario.servers, serviceTimes, data?.reader(i), variant === 'naive' ? arrived : undefined));
+  const path = requestPath(clock, scenario, observed, servers, settings, seed, keys?.keys[0] ?? '', arrived);
   const active = new Set<ServiceFault>();
   const apply = (t: number): void => {
     const state = serviceState(scenario, active, t / 1000);

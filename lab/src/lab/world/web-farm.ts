@@ -62,7 +62,7 @@ export const webFarm: WorldKind<WebFarmScenario> = {
   parse: parseWebFarm,
   run: (scenario, variant, seed, options) => runWebFarm(scenario, variant, seed, options),
   originCapacityQps: (scenario) => scenario.origin.capacityQps,
-  cached: true,
+  cached: () => true,
   trigger: spanAxis('server hung (s)', (s) => s.faults.find((f) => f.kind === 'hang-server')!),
   triggerSize: sizeAxis(
     'traffic spike (× the clients’ rates)',
