@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { getEventListeners } from 'node:events';
 import { describe, test } from 'node:test';
-import { abortOwned, onAbort, ownedSignal } from '../src/guard/abort.js';
+import { abortOwned, NEVER_ABORTS, onAbort, ownedSignal } from '../src/guard/abort.js';
 
 describe('onAbort: a signal shared by many calls carries one listener at most', () => {
   test('one listener however many subscribe, none once the last unsubscribes', () => {
@@ -22,6 +22,15 @@ describe('onAbort: a signal shared by many calls carries one listener at most', 
     controller.abort();
     controller.abort();
     assert.deepEqual(ran, ['a', 'c']);
+  });
+});
+
+describe('onAbort on the signal of a call that cannot be abandoned: nothing to watch', () => {
+  test('no listener, and unsubscribing is harmless: a call with a deadline but no signal of its own paid an add and a remove each', () => {
+    const offs = Array.from({ length: 3 }, () => onAbort(NEVER_ABORTS, () => assert.fail('never called')));
+    assert.equal(getEventListeners(NEVER_ABORTS, 'abort').length, 0);
+    for (const off of offs) off();
+    assert.throws(() => onAbort(NEVER_ABORTS, 'nope' as unknown as () => void), /callback must be a function/);
   });
 });
 

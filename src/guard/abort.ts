@@ -30,6 +30,20 @@ interface Fanout {
 
 const fanouts = new WeakMap<AbortSignal, Fanout>();
 
+/**
+ * The signal of a call that cannot be abandoned (a call made without one).
+ * Guards test for it by identity to take their cheapest path: an outcome
+ * handler shared by all such calls, since there is no abort to tell apart.
+ * Nothing aborts it, so {@link onAbort} watches it for nothing: without that,
+ * each call made without a signal but with a deadline added and removed a
+ * listener on it (7 % of a lab run's time on Node 24, one call at a time).
+ *
+ * @internal
+ */
+export const NEVER_ABORTS: AbortSignal = new AbortController().signal;
+
+const UNWATCHED = (): void => {};
+
 /** What damper keeps about a signal it made and aborts itself ({@link ownedSignal}). */
 interface Owned {
   /** The instant it stands for, if any (see `deadlineOf`). */
@@ -55,6 +69,7 @@ const owned = new WeakMap<AbortSignal, Owned>();
  */
 export function onAbort(signal: AbortSignal, callback: () => void): () => void {
   if (typeof callback !== 'function') throw new ArgumentError('onAbort: callback must be a function');
+  if (signal === NEVER_ABORTS) return UNWATCHED;
   const record = owned.get(signal);
   if (record !== undefined) {
     const held = record.callbacks;

@@ -1,5 +1,6 @@
 import { boolean, hasMethods, isInstance } from '../config.js';
 import { ArgumentError, ConfigError, describe } from '../errors.js';
+import { NEVER_ABORTS } from './abort.js';
 import { checkPriority, type Priority } from './priority.js';
 
 /**
@@ -63,14 +64,7 @@ export interface CallOptions {
   wait?: boolean;
 }
 
-/**
- * The signal of a call that cannot be abandoned (a call made without one).
- * Guards test for it by identity to take their cheapest path: an outcome
- * handler shared by all such calls, since there is no abort to tell apart.
- *
- * @internal
- */
-export const NEVER_ABORTS: AbortSignal = new AbortController().signal;
+export { NEVER_ABORTS } from './abort.js';
 
 /**
  * Builds a full context from the options of a standalone call, checked: a
