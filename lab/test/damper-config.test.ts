@@ -29,7 +29,7 @@ const roles = (): string[] => ((globalThis as { damperRoles?: string[] }).damper
 describe('a damper configuration module builds the damper variant (issue 12, part 1)', () => {
   const expected: Record<string, string[]> = {
     'retry-storm': ['admission(0)', 'dependency(0)', 'dependency(1)'],
-    'facebook-2010': ['cache(0)'],
+    'facebook-2010': ['admission(0)', 'cache(0)', 'dependency(0)'],
     'discord-2019': ['cache(0)', 'cache(1)', 'cache(2)', 'cache(3)'],
     'missourian-2010': ['admission(0)', 'admission(1)', 'cache(0)', 'cache(1)', 'dependency(0)'],
   };

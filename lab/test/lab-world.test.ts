@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { loadScenario } from '../src/lab/lab.js';
-import { type CacheAsideScenario } from '../src/lab/world/cache-aside.js';
+import { type ServiceScenario } from '../src/lab/world/service.js';
 import { Recorder } from '../src/lab/metrics.js';
 import { runIsolated } from '../src/lab/parallel.js';
 import { Database, DatabaseOverloadedError, QueryAbandonedError, type Row } from '../src/lab/world/database.js';
@@ -91,7 +91,7 @@ describe('traffic', () => {
 
 describe('client populations', () => {
   test('clients retry failed requests: retries add offered load in a storm', async () => {
-    const base = (await loadScenario('facebook-2010')) as CacheAsideScenario;
+    const base = (await loadScenario('facebook-2010')) as ServiceScenario;
     const short = { ...base, durationS: 200, faults: base.faults.filter((f) => f.kind === 'invalid-value') };
     const retrying = { ...short, clients: short.clients.map((c) => ({ ...c, retries: 2, retryDelayMs: 50 })) };
     const [plain, withRetries] = await Promise.all([runIsolated(short, 1), runIsolated(retrying, 1)]);

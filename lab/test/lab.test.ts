@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import { simulate } from '../src/lab/engine.js';
 import { loadScenario, runScenario } from '../src/lab/lab.js';
 import { resultsJson } from '../src/lab/results.js';
-import { type CacheAsideScenario } from '../src/lab/world/cache-aside.js';
+import { type ServiceScenario } from '../src/lab/world/service.js';
 import { runIsolated } from '../src/lab/parallel.js';
 import { VirtualClock } from 'damper';
 import { characteristicAlerts } from 'damper/otel';
@@ -62,20 +62,20 @@ describe('the characteristic metrics: the loop shows in origin amplification, an
 
 describe('the collapse comes from the feedback loop, not from the script', () => {
   /** The same world and the same naive code, with one number changed. */
-  const variantOf = (s: CacheAsideScenario, change: (s: CacheAsideScenario) => Partial<CacheAsideScenario>): CacheAsideScenario => ({ ...s, ...change(s) });
+  const variantOf = (s: ServiceScenario, change: (s: ServiceScenario) => Partial<ServiceScenario>): ServiceScenario => ({ ...s, ...change(s) });
 
   test('with a low enough load on the bad key, the same naive code recovers by itself', async () => {
-    const base = (await loadScenario('facebook-2010')) as CacheAsideScenario;
+    const base = (await loadScenario('facebook-2010')) as ServiceScenario;
     // sitevars read by 8% of requests (80/s) instead of 25% (250/s): below the database's 100/s.
     const scenario = variantOf(base, (s) => ({
-      keys: { ...s.keys, hot: s.keys.hot.map((h) => (h.key === 'sitevars' ? { ...h, share: 0.08 } : { ...h, share: h.share + 0.17 / 20 })) },
+      keys: { ...s.keys!, hot: s.keys!.hot!.map((h) => (h.key === 'sitevars' ? { ...h, share: 0.08 } : { ...h, share: h.share + 0.17 / 20 })) },
     }));
     const naive = (await runIsolated(scenario, 1)).variants.naive.summary;
     assert.ok(naive.recoverySeconds !== null && naive.recoverySeconds <= 30, `naive recovery ${naive.recoverySeconds}`);
   });
 
   test('with a short enough trigger, the same naive code recovers by itself', async () => {
-    const base = (await loadScenario('facebook-2010')) as CacheAsideScenario;
+    const base = (await loadScenario('facebook-2010')) as ServiceScenario;
     // 0.5 s of invalid value recovers; 1 s collapses (see docs/lab.md): the boundary is the loop's.
     const scenario = variantOf(base, (s) => ({ faults: s.faults.map((f) => (f.kind === 'invalid-value' ? { ...f, endS: f.startS + 0.5 } : f)) }));
     const naive = (await runIsolated(scenario, 1)).variants.naive.summary;
@@ -85,8 +85,8 @@ describe('the collapse comes from the feedback loop, not from the script', () =>
 
 describe('determinism', () => {
   test('the same scenario and seed give a byte-identical results.json', async () => {
-    const scenario = (await loadScenario('facebook-2010')) as CacheAsideScenario;
-    const short: CacheAsideScenario = { ...scenario, durationS: 140, faults: scenario.faults.filter((f) => f.kind === 'invalid-value').map((f) => ({ ...f, startS: 120, endS: 125 })) };
+    const scenario = (await loadScenario('facebook-2010')) as ServiceScenario;
+    const short: ServiceScenario = { ...scenario, durationS: 140, faults: scenario.faults.filter((f) => f.kind === 'invalid-value').map((f) => ({ ...f, startS: 120, endS: 125 })) };
     // One run in this thread, one in a worker: where a run happens must not matter either.
     const a = resultsJson({ seed: 5, scenarios: [await runScenario(short, 5)] });
     const b = resultsJson({ seed: 5, scenarios: [await runIsolated(short, 5)] });

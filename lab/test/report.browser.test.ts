@@ -77,7 +77,8 @@ test('report: every chart draws in Chromium, with no console or page errors', as
   const { readouts } = trace;
   assert.match(readouts.goodput ?? '', /^t = \d+ s · goodput [\d,.]+ req\/s · best possible [\d,.]+ req\/s$/, 'the goodput readout names the best possible');
   assert.match(readouts.originQps ?? '', / · capacity 100 q\/s$/, 'the origin readout gives that second’s capacity');
-  assert.match(readouts.p99Ms ?? '', /^t = \d+ s · p99 latency <1 ms · objective 250 ms$/, 'a sub-millisecond p99 reads <1 ms');
+  // facebook-2010's damper: its hits take the web server's 1 ms (a p99 under 1 ms reads <1: report.test.ts).
+  assert.match(readouts.p99Ms ?? '', /^t = \d+ s · p99 latency (<1|\d+) ms · objective 250 ms$/, 'the p99 readout gives the objective');
 
   assert.deepEqual(problems, [], 'no console errors or warnings, no page errors');
   assert.deepEqual(requests, [], 'the report loads nothing over the network');

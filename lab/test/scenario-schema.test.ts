@@ -29,7 +29,7 @@ describe('damper lab schema: what an editor checks a scenario file against', () 
   test('an unknown world: one line naming the known ones, exit 2', () => {
     const r = cli('lab', 'schema', 'mars');
     assert.equal(r.status, 2);
-    assert.equal(r.stderr, 'damper: lab schema: unknown world "mars" (known: cache-aside, cache-cluster, service, web-farm)\n');
+    assert.equal(r.stderr, 'damper: lab schema: unknown world "mars" (known: cache-cluster, service, web-farm)\n');
   });
 
   test('every shipped scenario validates, against the schema for any world and its own', async () => {
@@ -54,15 +54,15 @@ describe('damper lab schema: what an editor checks a scenario file against', () 
     assert.deepEqual(open, []);
     const doc = scenarioDoc('facebook-2010');
     (doc.clients as Doc[])[0]!.retires = 2;
-    assert.deepEqual(violations(scenarioJsonSchema('cache-aside'), doc), ['$.clients[0].retires: not allowed (additionalProperties: false)']);
+    assert.deepEqual(violations(scenarioJsonSchema('service'), doc), ['$.clients[0].retires: not allowed (additionalProperties: false)']);
   });
 
   // A field's own type and range are the schema's too; rules across fields (a fault's key among the hot keys…) are damper's alone.
   const fieldMistakes: [string, (d: Doc) => void][] = [
-    ['a string for a number', (d) => ((d.origin as Doc).workers = 'four')],
-    ['a fraction for a whole number', (d) => ((d.origin as Doc).workers = 2.5)],
+    ['a string for a number', (d) => ((d.database as Doc).workers = 'four')],
+    ['a fraction for a whole number', (d) => ((d.database as Doc).workers = 2.5)],
     ['a negative rate', (d) => ((d.clients as Doc[])[0]!.rate = -5)],
-    ['a missing section', (d) => delete d.cache],
+    ['a missing section', (d) => delete d.servers],
     ['an unknown fault kind', (d) => ((d.faults as Doc[])[0]!.kind = 'meteor')],
     ['a bad backoff', (d) => ((d.clients as Doc[])[0]!.backoff = { kind: 'full-jitter', baseMs: 0, maxMs: 10 })],
     ['a bad hop delay', (d) => (d.network = { hopDelay: { kind: 'lognormal', medianMs: 1, sigma: 0 } })],

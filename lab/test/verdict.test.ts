@@ -77,7 +77,7 @@ describe('the best possible: what an ideal policy could serve with the capacity 
     assert.equal(bestGoodput(s, Array.from({ length: s.durationS }, () => 500))[200], 500);
   });
 
-  test('cache-aside: every key has a last known good value in the cache tier, so everything offered', async () => {
+  test('facebook-2010: every key has a last known good value in the cache tier, so everything offered', async () => {
     const s = await loadScenario('facebook-2010');
     assert.deepEqual(bestGoodput(s, [1000, 0, 7]), [1000, 0, 7]);
   });

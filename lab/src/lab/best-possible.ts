@@ -54,11 +54,6 @@ export function originCapacity(scenario: Scenario, seconds: number): number[] {
 
 function boundOf(scenario: Scenario): Bound {
   switch (scenario.world) {
-    case 'cache-aside':
-      // Every key starts cached and the cache tier answers in no time with no
-      // limit: an ideal policy serves the last known good value of every key
-      // (an invalid write is refused), so everything offered can be answered.
-      return () => Infinity;
     case 'cache-cluster':
       return clusterBound(scenario);
     case 'web-farm':

@@ -152,6 +152,8 @@ export function parseJson(text: string, where: string): Json {
 export interface TriggerAxis<S> {
   /** What it measures, its unit in brackets: `trigger held (s)`, `trigger factor (×)`; pages and the terminal put values after it. */
   readonly axis: string;
+  /** What it measures for this scenario: `axis`, unless the scenario's trigger says more (a hot key's share of reads, not a factor). */
+  label(scenario: S): string;
   size(scenario: S): number;
   resize(scenario: S, size: number): S;
 }
@@ -167,6 +169,7 @@ export interface TriggerAxis<S> {
 export function spanAxis<S extends ScenarioCommon>(axis: string, pick: (scenario: S) => S['faults'][number] = (s) => s.faults.find((f) => f.trigger)!): TriggerAxis<S> {
   return {
     axis,
+    label: () => axis,
     size: (scenario) => {
       const f = pick(scenario);
       return f.endS - f.startS;
@@ -195,6 +198,7 @@ export function sizeAxis<S extends ScenarioCommon, F extends S['faults'][number]
   pick: (scenario: S) => F | undefined,
   get: (fault: F, scenario: S) => number,
   set: (scenario: S, fault: F, size: number) => S,
+  label: (fault: F) => string = () => axis,
 ): TriggerAxis<S> {
   const fault = (scenario: S): F => {
     const f = pick(scenario);
@@ -203,6 +207,7 @@ export function sizeAxis<S extends ScenarioCommon, F extends S['faults'][number]
   };
   return {
     axis,
+    label: (scenario) => label(fault(scenario)),
     size: (scenario) => get(fault(scenario), scenario),
     resize: (scenario, size) => set(scenario, fault(scenario), size),
   };

@@ -106,7 +106,7 @@ export function sweepAxis(source: ScenarioSource, range: AxisRange, steps: numbe
   if (axis.kind === 'load') return { kind: 'load', label: 'offered load (× the scenario’s client rates)', values, scenarioValue };
   if (axis.kind !== 'field') {
     const world = worldOf(source.scenario);
-    return { kind: axis.kind, label: (axis.kind === 'trigger' ? world.trigger : world.triggerSize).axis, values, scenarioValue };
+    return { kind: axis.kind, label: (axis.kind === 'trigger' ? world.trigger : world.triggerSize).label(source.scenario), values, scenarioValue };
   }
   if (!isIntegerField(source.doc, parseFieldPath(axis.field, source.where), scenarioValue)) return { kind: 'field', field: axis.field, label: axis.field, values, scenarioValue };
   const whole = [...new Set(values.map(Math.round))];

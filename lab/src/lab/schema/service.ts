@@ -230,6 +230,7 @@ function faultRule(s: z.output<typeof fields>, report: Report): void {
     if (f.kind === 'slowdown' && f.target === 'cache' && f.servers !== undefined) report(['faults', i, 'servers'], 'not for a cache slowdown: name its nodes');
     if ((f.kind === 'invalid-value' || (f.kind === 'slowdown' && f.target === 'database')) && s.database === undefined) report(['faults', i, 'kind'], `${f.kind === 'slowdown' ? 'a database slowdown' : 'an invalid-value'} needs a database`);
     if (f.kind === 'invalid-value' && s.keys !== undefined && !isKey(s.keys, f.key)) report(['faults', i, 'key'], `must be ${[...(s.keys.hot ?? []).map((h) => h.key), `key:0 … key:${s.keys.count - 1}`].join(', ')}, got "${f.key}"`);
+    if (f.kind === 'cut-traffic' && f.rampS > s.durationS) report(['faults', i, 'rampS'], `must be ≤ durationS (${s.durationS}), got ${f.rampS}`);
     if (f.kind === 'load-ramp') rampRule(f.profile, f.endS - f.startS, (path, message) => report(['faults', i, 'profile', ...path], message));
   });
 }

@@ -6,7 +6,7 @@ import { LabCounters } from '../lab-counters.js';
 import { Recorder } from '../metrics.js';
 import { Network } from '../network.js';
 import { type VariantName, type VariantRun } from '../results.js';
-import { type FaultSpanDoc, type Json, replaceFault, type ScenarioCommon, sizeAxis, spanAxis } from '../scenario.js';
+import { type FaultSpanDoc, type Json, replaceFault, type ScenarioCommon, ScenarioError, sizeAxis, spanAxis } from '../scenario.js';
 import { check } from '../schema/problems.js';
 import { serviceSchema } from '../schema/service.js';
 import { remainingFreshness, stream, STREAMS } from '../streams.js';
@@ -84,13 +84,33 @@ export const service: WorldKind<ServiceScenario> = {
   // Without a cache tier every answer waits: no hit ratio to chart.
   cached: (scenario) => scenario.cache !== undefined,
   trigger: spanAxis('trigger held (s)'),
+  // The first trigger with a size: a factor (a slowdown, a spike…), or an invalid value's hot key, sized by its share of reads (facebook-2010).
   triggerSize: sizeAxis(
     'trigger factor (×)',
-    (s) => s.faults.find((f): f is Extract<ServiceFault, { factor: number }> => f.trigger && 'factor' in f),
-    (f) => f.factor,
-    (s, f, factor) => replaceFault(s, f, { ...f, factor }),
+    (s) => s.faults.find((f): f is SizedFault => f.trigger && ('factor' in f || (f.kind === 'invalid-value' && hotShare(s, f.key) !== undefined))),
+    (f, s) => ('factor' in f ? f.factor : hotShare(s, f.key)!),
+    (s, f, size) => ('factor' in f ? replaceFault(s, f, { ...f, factor: size }) : withHotShare(s, f.key, size)),
+    (f) => ('factor' in f ? 'trigger factor (×)' : "invalid key's share of reads"),
   ),
 };
+
+/** A trigger the sweep can size: one with a factor, or an invalid value of a hot key. */
+type SizedFault = Extract<ServiceFault, { factor: number }> | Extract<ServiceFault, { kind: 'invalid-value' }>;
+
+/** The share of reads of hot key `key`, or undefined when it is not a hot key. */
+function hotShare(scenario: ServiceScenario, key: string): number | undefined {
+  return scenario.keys?.hot?.find((h) => h.key === key)?.share;
+}
+
+/** The scenario with hot key `key` read by `share` of requests; the Zipf tail takes the difference, so the hot keys may not pass 1. */
+function withHotShare(scenario: ServiceScenario, key: string, share: number): ServiceScenario {
+  const hot = scenario.keys!.hot!;
+  const others = hot.reduce((sum, h) => (h.key === key ? sum : sum + h.share), 0);
+  if (!(share > 0 && share + others <= 1)) {
+    throw new ScenarioError(scenario.name, [{ field: 'keys.hot', problem: `the invalid key's share must be above 0 and at most ${Number((1 - others).toFixed(6))} (the other hot keys hold ${Number(others.toFixed(6))}), got ${share}` }]);
+  }
+  return { ...scenario, keys: { ...scenario.keys!, hot: hot.map((h) => (h.key === key ? { ...h, share } : h)) } };
+}
 
 /**
  * What a variant's characteristic metrics are read from: damper's through
@@ -130,7 +150,7 @@ function dataTier(clock: VirtualClock, scenario: ServiceScenario, observed: Obse
     return naiveCacheNodes(clock, db, nodes, shape, (i) => observed.counters.cache(`server=${i}`));
   }
   if (nodes === undefined) {
-    // The lab's options under the configuration's cache(0): one Cache stands for the whole cache tier, as in cache-aside.
+    // The lab's options under the configuration's cache(0): one Cache stands for the whole cache tier (facebook-2010).
     const tier = damperCache(clock, db.tier, cacheOptions(settings, 0, damperCacheDefaults(shape, keyCount, workers), { clock }));
     observed.gauges.watch(tier.caches[0]!, {});
     return tier;
