@@ -1,7 +1,7 @@
 import { AbortedError, type DamperError, isError, LoaderError, LoadTimeoutError, ValidationError } from '../errors.js';
 import { type Events } from '../events.js';
 import { type Backoff } from '../guard/backoff.js';
-import { onAbort } from '../guard/abort.js';
+import { beforeAbort } from '../guard/abort.js';
 import { runAbandonable } from '../guard/abandon.js';
 import { type Guard } from '../guard/guard.js';
 import { type Priority } from '../guard/priority.js';
@@ -19,21 +19,6 @@ import { type CacheCounters } from './stats.js';
 import { checkTags, sharesTag } from './tags.js';
 import { type Verdict, verdictBefore, verdictWithin } from './validate.js';
 import { type WarmKeyOutcome } from './warm.js';
-
-/**
- * Resolves once `flight` has landed (its outcome, whatever it is, is not
- * taken), or rejects with `signal`'s reason if that aborts first.
- */
-function landedBefore(flight: Flight<unknown>, signal: AbortSignal): Promise<void> {
-  if (signal.aborted) return Promise.reject(signal.reason as Error);
-  return new Promise((resolve, reject) => {
-    const stop = onAbort(signal, () => reject(signal.reason as Error));
-    void flight.promise.then(() => {
-      stop();
-      resolve();
-    });
-  });
-}
 
 /** What the read path is made with: the cache's parts it reads and writes through. */
 export interface ReadPathParts<V> {
@@ -224,7 +209,8 @@ export class ReadPath<V> {
     const wait = flight.kind === 'read';
     const context = { key, signal: hard.signal, wait, priority: wait || flight.kind === 'warm' ? o.priority : 'background', deadline };
     // A superseded load of this key still holds the origin: wait for it to land, within this load's time.
-    if (flight.predecessor !== undefined) await landedBefore(flight.predecessor, hard.signal);
+    // Its outcome is not this load's (it was read before the write that superseded it), and it never rejects.
+    if (flight.predecessor !== undefined) await beforeAbort<unknown>(flight.predecessor.promise, hard.signal, () => undefined);
     const loaded = await this.parts.guard.run((attempt) => this.callLoader(load, attempt), context);
     if (check === undefined || loaded === undefined) return loaded;
     const checked = check(loaded);

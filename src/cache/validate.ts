@@ -1,7 +1,7 @@
 import type { StandardSchemaV1 } from '@standard-schema/spec';
 import { hasMethods } from '../config.js';
 import { ConfigError, describe, isError } from '../errors.js';
-import { onAbort } from '../guard/abort.js';
+import { beforeAbort } from '../guard/abort.js';
 import { classify } from '../guard/classify.js';
 import { type Clock } from '../time/clock.js';
 
@@ -72,20 +72,7 @@ export function verdictWithin<V>(verdict: Promise<Verdict<V>>, clock: Clock, ms:
 
 /** An async verdict that gives up when `signal` aborts (a load's hard timeout), rejecting with its reason. */
 export function verdictBefore<V>(verdict: Promise<Verdict<V>>, signal: AbortSignal): Promise<Verdict<V>> {
-  if (signal.aborted) return Promise.reject(signal.reason as Error);
-  return new Promise((resolve, reject) => {
-    const stop = onAbort(signal, () => reject(signal.reason as Error));
-    verdict.then(
-      (v) => {
-        stop();
-        resolve(v);
-      },
-      () => {
-        stop();
-        resolve({ ok: false, reason: 'validator threw' });
-      },
-    );
-  });
+  return beforeAbort(verdict, signal, (): Verdict<V> => ({ ok: false, reason: 'validator threw' }));
 }
 
 /** A Standard Schema's `~standard` property, or undefined for anything else (a revoked Proxy included). */

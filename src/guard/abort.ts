@@ -105,6 +105,29 @@ export function onAbort(signal: AbortSignal, callback: () => void): () => void {
 }
 
 /**
+ * `work`'s value, or `recover`'s of its failure, unless `signal` aborts
+ * first: then it rejects with the signal's reason, and `work` runs on
+ * unwatched. For waits inside a load that its hard timeout must end (an
+ * async validator, a superseded load of the same key).
+ */
+export function beforeAbort<T>(work: Promise<T>, signal: AbortSignal, recover: (error: unknown) => T): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise((resolve, reject) => {
+    const stop = onAbort(signal, () => reject(signal.reason as Error));
+    work.then(
+      (value) => {
+        stop();
+        resolve(value);
+      },
+      (error: unknown) => {
+        stop();
+        resolve(recover(error));
+      },
+    );
+  });
+}
+
+/**
  * The signal of `controller`, standing for the instant `at` if given, which
  * from now on must be aborted through {@link abortOwned} only: {@link onAbort} callbacks on it are kept here, not
  * as a listener on the signal. Listeners added to it directly still work.
