@@ -30,7 +30,7 @@ describe('a damper configuration module builds the damper variant (issue 12, par
   const expected: Record<string, string[]> = {
     'retry-storm': ['admission(0)', 'dependency(0)', 'dependency(1)'],
     'facebook-2010': ['admission(0)', 'cache(0)', 'dependency(0)'],
-    'discord-2019': ['cache(0)', 'cache(1)', 'cache(2)', 'cache(3)'],
+    'discord-2019': ['admission(0)', 'admission(1)', 'admission(2)', 'admission(3)', 'cache(0)', 'cache(1)', 'cache(2)', 'cache(3)', 'dependency(0)'],
     'missourian-2010': ['admission(0)', 'admission(1)', 'cache(0)', 'cache(1)', 'dependency(0)'],
   };
   for (const [name, calls] of Object.entries(expected)) {

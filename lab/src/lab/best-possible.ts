@@ -1,5 +1,3 @@
-import type { CacheClusterScenario } from './world/cache-cluster.js';
-import { ringThroughput } from './world/hash-ring.js';
 import { serviceBound, serviceOriginCapacity } from './world/service-best.js';
 import type { WebFarmScenario } from './world/web-farm.js';
 import type { Scenario } from './worlds.js';
@@ -54,8 +52,6 @@ export function originCapacity(scenario: Scenario, seconds: number): number[] {
 
 function boundOf(scenario: Scenario): Bound {
   switch (scenario.world) {
-    case 'cache-cluster':
-      return clusterBound(scenario);
     case 'web-farm':
       return farmBound(scenario);
     case 'service':
@@ -66,35 +62,6 @@ function boundOf(scenario: Scenario): Bound {
 /** Faults of `scenario` active at `t` (s). */
 function active<F extends { readonly startS: number; readonly endS: number }>(faults: readonly F[], t: number): F[] {
   return faults.filter((f) => f.startS <= t && t < f.endS);
-}
-
-/**
- * cache-cluster: a read of a key the process holds in memory needs nothing
- * else (a share `processEntries / keys` of reads). The rest need a cache
- * node, whose share of them is even over the nodes in the ring (the ring's
- * virtual nodes make it so, within a few per cent) and which answers up to
- * its capacity left (`capacityOps × factor` while degraded, 0 while failed,
- * none while ejected: its keys move to the others); what the nodes cannot
- * answer, the database can, up to its capacity. Refreshes are left out: an
- * ideal policy refreshes within spare capacity or serves stale.
- */
-function clusterBound(scenario: CacheClusterScenario): Bound {
-  const keys = Object.values(scenario.keys).reduce((a, b) => a + b, 0);
-  const held = Math.min(1, (scenario.cache.processEntries ?? keys) / keys);
-  return (t, offered) => {
-    const faults = active(scenario.faults, t);
-    const capacity = Array.from({ length: scenario.nodes.count }, (): number | null => scenario.nodes.capacityOps);
-    for (const f of faults) {
-      for (const n of f.nodes) {
-        if (f.kind === 'eject-nodes') capacity[n] = null;
-        else if (f.kind === 'fail-nodes') capacity[n] = 0;
-        else if (capacity[n] !== null) capacity[n] = capacity[n]! * f.factor;
-      }
-    }
-    const needNode = offered * (1 - held);
-    const byNodes = ringThroughput(capacity, needNode);
-    return offered * held + byNodes + Math.min(needNode - byNodes, scenario.origin.capacityQps);
-  };
 }
 
 /**

@@ -87,6 +87,8 @@ export interface Population {
   /** `backoff`'s delay when it is fixed, else 0, ms: the field worlds read before `backoff`. */
   readonly retryDelayMs: number;
   readonly priority: Priority;
+  /** Service world: keys of its own, `<name>:0` … `<name>:<count − 1>` by Zipf at `exponent`, instead of the scenario's `keys` (key-sets.ts). */
+  readonly keys?: { readonly count: number; readonly exponent: number };
 }
 
 /** What every fault has: a span on the timeline, a label, and whether it is part of the incident's cause. */

@@ -3,7 +3,6 @@ import { type VariantName, type VariantRun } from './results.js';
 import { type Json, parseJson, type ScenarioCommon, type TriggerAxis } from './scenario.js';
 import { scenarioSchema } from './schema/index.js';
 import { check } from './schema/problems.js';
-import { cacheCluster, type CacheClusterScenario } from './world/cache-cluster.js';
 import { service, type ServiceScenario } from './world/service.js';
 import { webFarm, type WebFarmScenario } from './world/web-farm.js';
 
@@ -49,14 +48,13 @@ export function scaleLoad<S extends ScenarioCommon>(scenario: S, factor: number)
 }
 
 /** Every scenario the lab can run, by world. */
-export type Scenario = CacheClusterScenario | WebFarmScenario | ServiceScenario;
+export type Scenario = WebFarmScenario | ServiceScenario;
 
 type AnyWorld = WorldKind<Scenario>;
 
 /** The registry: a scenario's `world` field names one of these. */
 export const WORLDS: Readonly<Record<Scenario['world'], AnyWorld>> = {
   'web-farm': webFarm,
-  'cache-cluster': cacheCluster,
   service,
 };
 

@@ -16,7 +16,7 @@ export interface HotKey {
  * onto the tail by a binary search over its cumulative shares, built once.
  */
 export class ZipfKeys {
-  /** Every key, hot ones first (as given), then the tail most popular first: `key:0`, `key:1`, … (strings built once: the hot loop must not allocate). */
+  /** Every key, hot ones first (as given), then the tail most popular first: `key:0`, `key:1`, … (`<prefix>:<rank>`; strings built once: the hot loop must not allocate). */
   readonly keys: readonly string[];
   /** cumulative[i]: the share of the tail's reads that go to its i + 1 most popular keys. */
   private readonly cumulative: Float64Array;
@@ -25,9 +25,9 @@ export class ZipfKeys {
   /** The share of reads the hot keys take together. */
   private readonly hotShare: number;
 
-  constructor(count: number, exponent: number, hot: readonly HotKey[] = []) {
+  constructor(count: number, exponent: number, hot: readonly HotKey[] = [], prefix = 'key') {
     if (!(count >= 1)) throw new Error('damper: Zipf keys need at least one key');
-    this.keys = [...hot.map((h) => h.key), ...Array.from({ length: count }, (_, i) => `key:${i}`)];
+    this.keys = [...hot.map((h) => h.key), ...Array.from({ length: count }, (_, i) => `${prefix}:${i}`)];
     let share = 0;
     this.hotCumulative = hot.map((h) => (share += h.share));
     this.hotShare = share;

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { type Delay } from '../scenario.js';
-import { meanMs } from '../delay.js';
 import { exponentForHitRatio } from '../zipf.js';
+import { readRate as populationReadRate } from '../key-sets.js';
 import { backoff, delay, healthChecks, hotKey, origin, parsed, populationFields, refined, type Report, retryDelay, scenario, span, tagged, when } from './common.js';
 
 /**
@@ -20,6 +20,13 @@ const population = refined(
       rate: populationFields.shape.rate.exactOptional(),
       users: z.int().min(1).max(1_000_000).exactOptional().meta({ description: 'Closed loop: this many users, each sending a call, waiting for its end (its retries included), thinking, and sending the next (give rate or users).' }),
       thinkTime: delay.exactOptional().meta({ description: 'Closed loop: what a user waits between the end of one call and the next, drawn per call, whole ms, at least 1 (default 1 ms).' }),
+      keys: z
+        .strictObject({
+          count: z.int().min(1).max(10_000_000).meta({ description: 'Keys of this population’s own, named <name>:0 (the most read) … <name>:<count − 1>.' }),
+          exponent: z.number().min(0).max(5).default(1).meta({ description: 'Zipf’s exponent over them (0: uniform; default 1).' }),
+        })
+        .exactOptional()
+        .meta({ description: 'Keys this population reads and no other does (Discord’s push-notification settings beside its user objects), instead of the scenario’s keys (needs database).' }),
     })
     .meta({ description: 'A client population: open loop at `rate` (arrivals do not slow down when the system does), or closed loop with `users` and `thinkTime`.' }),
   (p, report) => {
@@ -65,7 +72,8 @@ function serviceFault<const K extends string, S extends z.ZodRawShape>(kind: K, 
 
 const point = z.tuple([z.number().min(0), z.number().min(0).max(1000)]).meta({ description: '[s from the fault’s start, load factor].' });
 
-const faultKinds = tagged('kind', 'fault kind', [
+/** One fault of the service world; the sweep checks a resized trigger against it. */
+export const serviceFaultSchema = tagged('kind', 'fault kind', [
   serviceFault('capacity-drop', 'The servers keep `factor` of their workers (at least 1) and of their cores from startS to endS.', { servers: serverList, factor: factor(0.0001, 1, 'The share of capacity kept.') }),
   serviceFault('slowdown', 'Service times × `factor` from startS to endS, for work starting then: of the servers, or of the database; of the cache nodes, every round trip × `factor` (a slow network or disk, the fault proxy’s added latency).', {
     target: z.enum(['servers', 'database', 'cache']).default('servers').meta({ description: 'What slows down: the servers (default), the database, or the cache tier’s nodes (needs cache.nodes).' }),
@@ -163,15 +171,40 @@ const fields = scenario(
           .max(10_000_000)
           .exactOptional()
           .meta({ description: 'damper, with nodes: keys each server’s in-process cache holds (default: every key). At the start each holds the most popular ones.' }),
+        originRateQps: z
+          .number()
+          .gt(0)
+          .max(100_000_000)
+          .exactOptional()
+          .meta({
+            description:
+              'damper, with nodes: queries a second the servers’ origin budgets add up to, split evenly: each server’s Cache gets a RateLimiter (its queue serves higher priorities first) beside its concurrency limit, and a breaker (default: none, the concurrency limit only); a configuration module’s cache(i) guard replaces it.',
+          }),
         naive: z
           .strictObject({
             commandTimeoutMs: z.int().min(1).max(600_000).exactOptional().meta({ description: 'With nodes: how long naive’s cache client waits for a node’s answer, ms; default: for ever (ioredis’s commandTimeout is unset by default). A call that fails or times out is read as a miss.' }),
+            breaker: z
+              .strictObject({
+                failures: z.int().min(1).max(1_000_000).meta({ description: 'Cache calls in a row that fail or time out before it opens.' }),
+                openMs: z.int().min(1).max(3_600_000).meta({ description: 'How long it stays open, ms; then one call tries the cache again, and a failure opens it again.' }),
+              })
+              .exactOptional()
+              .meta({
+                description:
+                  'With nodes: each server’s hand-written breaker in front of the cache, which, open, sends every read to the database and writes nothing back (Discord 2019’s “bug in our circuit breaking code”: it moves the cache’s load onto the database, low priority included). Default: none.',
+              }),
+            queryRetries: z
+              .int()
+              .min(0)
+              .max(10)
+              .default(0)
+              .meta({ description: 'A failed query is tried again at once, this many times, within the load timeout, with no budget and no backoff (Discord 2019’s third bug). Default 0.' }),
             deleteOnError: z
               .boolean()
               .default(false)
               .meta({ description: 'Facebook 2010’s automated fixer: an invalid cached value is read again from the database, and a failed query or an invalid value deletes the key (the reader cannot tell a struggling database from a bad value). Default false: a plain look-aside.' }),
           })
-          .default({ deleteOnError: false })
+          .default({ deleteOnError: false, queryRetries: 0 })
           .meta({ description: 'The naive cache’s switches: which of the common bugs the naive variant replays.' }),
       })
       .exactOptional()
@@ -194,13 +227,23 @@ const fields = scenario(
       .exactOptional()
       .meta({ description: 'Key popularity, Zipf over count keys (needs database): give the exponent, or the hit ratio you measure.' }),
   },
-  faultKinds,
+  serviceFaultSchema,
 );
 
-/** Whether `key` is one of the scenario's keys: a hot one by name, or key:0 … key:<count − 1>. */
-function isKey(keys: NonNullable<z.output<typeof fields>['keys']>, key: string): boolean {
-  if (keys.hot?.some((h) => h.key === key) === true) return true;
-  return /^key:\d+$/.test(key) && Number(key.slice(4)) < keys.count;
+/** Whether `key` is one of the scenario's keys: a hot one by name, key:0 … key:<count − 1>, or a population's own <name>:<rank>. */
+function isKey(s: z.output<typeof fields>, key: string): boolean {
+  if (s.keys?.hot?.some((h) => h.key === key) === true) return true;
+  const rank = /^(.*):(\d+)$/.exec(key);
+  if (rank === null) return false;
+  const [, set, n] = rank as unknown as [string, string, string];
+  const count = set === 'key' ? s.keys?.count : s.clients.find((c) => c.name === set)?.keys?.count;
+  return count !== undefined && Number(n) < count;
+}
+
+/** The scenario's keys, as a fault's hint lists them. */
+function keyNames(s: z.output<typeof fields>): string {
+  const sets = [...(s.keys?.hot ?? []).map((h) => h.key), ...(s.keys === undefined ? [] : [`key:0 … key:${s.keys.count - 1}`]), ...s.clients.flatMap((c) => (c.keys === undefined ? [] : [`${c.name}:0 … ${c.name}:${c.keys.count - 1}`]))];
+  return sets.join(', ');
 }
 
 interface ServerRefs {
@@ -229,7 +272,7 @@ function faultRule(s: z.output<typeof fields>, report: Report): void {
     if (f.kind === 'slowdown' && f.target !== 'cache' && f.nodes !== undefined) report(['faults', i, 'nodes'], 'only for a cache slowdown (target: cache)');
     if (f.kind === 'slowdown' && f.target === 'cache' && f.servers !== undefined) report(['faults', i, 'servers'], 'not for a cache slowdown: name its nodes');
     if ((f.kind === 'invalid-value' || (f.kind === 'slowdown' && f.target === 'database')) && s.database === undefined) report(['faults', i, 'kind'], `${f.kind === 'slowdown' ? 'a database slowdown' : 'an invalid-value'} needs a database`);
-    if (f.kind === 'invalid-value' && s.keys !== undefined && !isKey(s.keys, f.key)) report(['faults', i, 'key'], `must be ${[...(s.keys.hot ?? []).map((h) => h.key), `key:0 … key:${s.keys.count - 1}`].join(', ')}, got "${f.key}"`);
+    if (f.kind === 'invalid-value' && s.database !== undefined && !isKey(s, f.key)) report(['faults', i, 'key'], `must be ${keyNames(s)}, got "${f.key}"`);
     if (f.kind === 'cut-traffic' && f.rampS > s.durationS) report(['faults', i, 'rampS'], `must be ≤ durationS (${s.durationS}), got ${f.rampS}`);
     if (f.kind === 'load-ramp') rampRule(f.profile, f.endS - f.startS, (path, message) => report(['faults', i, 'profile', ...path], message));
   });
@@ -248,9 +291,17 @@ export const serviceSchema = refined(fields, (s, report) => {
   faultRule(s, report);
   if (s.cache !== undefined && s.database === undefined) report(['cache'], 'a cache tier needs a database behind it');
   if (s.cache?.processEntries !== undefined && s.cache.nodes === undefined) report(['cache', 'processEntries'], 'only with cache.nodes (without nodes the cache tier is one in-process cache)');
+  if (s.cache?.originRateQps !== undefined && s.cache.nodes === undefined) report(['cache', 'originRateQps'], 'only with cache.nodes (without nodes one Cache stands for every server)');
   if (s.cache?.naive.commandTimeoutMs !== undefined && s.cache.nodes === undefined) report(['cache', 'naive', 'commandTimeoutMs'], 'only with cache.nodes');
-  if (s.database !== undefined && s.keys === undefined) report(['keys'], 'missing (a database needs keys)');
+  const ownKeys = s.clients.filter((c) => c.keys !== undefined).length;
+  if (s.database !== undefined && s.keys === undefined && ownKeys < s.clients.length) report(['keys'], 'missing (a database needs keys: give keys, or each population keys of its own)');
+  if (s.database !== undefined && s.keys !== undefined && ownKeys === s.clients.length) report(['keys'], 'read by no population: each reads keys of its own');
   if (s.database === undefined && s.keys !== undefined) report(['keys'], 'keys mean something only with a database');
+  s.clients.forEach((c, i) => {
+    if (c.keys !== undefined && s.database === undefined) report(['clients', i, 'keys'], 'keys mean something only with a database');
+  });
+  const naive = s.cache?.naive;
+  if (naive?.breaker !== undefined && s.cache?.nodes === undefined) report(['cache', 'naive', 'breaker'], 'only with cache.nodes (it stands in front of the nodes)');
   if (s.database === undefined && s.servers.databaseConnections !== undefined) report(['servers', 'databaseConnections'], 'needs a database');
   if (s.balancer !== undefined && s.servers.count < 2) report(['balancer'], 'a balancer needs at least two servers');
   keysRule(s, report);
@@ -271,13 +322,9 @@ export const serviceSchema = refined(fields, (s, report) => {
 
 type Fields = z.output<typeof fields>;
 
-/**
- * Reads a second the populations send at the scenario's own load, for the
- * hit ratio: the open ones' rates, and each closed user at most one call
- * per think time (a bound: it also waits for its answers).
- */
+/** Reads a second the populations that read the scenario's shared keys send at its own load (key-sets.ts). */
 function readRate(s: Pick<Fields, 'clients'>): number {
-  return s.clients.reduce((sum, c) => sum + (c.closed === undefined ? c.rate : (c.closed.users * 1000) / Math.max(1, meanMs(c.closed.thinkTime))), 0);
+  return s.clients.reduce((sum, c) => (c.keys === undefined ? sum + populationReadRate(c) : sum), 0);
 }
 
 /** The exponent a `keys.hitRatio` asks for, `count` keys kept `ttlS` (zipf.ts). */

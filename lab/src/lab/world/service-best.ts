@@ -1,4 +1,4 @@
-import { ZipfKeys } from '../zipf.js';
+import { KeySets } from '../key-sets.js';
 import { meanMs } from '../delay.js';
 import type { ServiceScenario } from './service.js';
 import { activeAt, serviceState, type ServiceState } from './service-faults.js';
@@ -13,7 +13,7 @@ import { ringThroughput } from './hash-ring.js';
 /** Requests/s an ideal policy could answer at `t` (s), given `offered` requests/s. */
 export function serviceBound(scenario: ServiceScenario): (t: number, offered: number) => number {
   const patience = Math.min(...scenario.clients.map((c) => c.timeoutMs));
-  const keys = scenario.keys === undefined || scenario.cache === undefined ? undefined : new ZipfKeys(scenario.keys.count, scenario.keys.exponent, scenario.keys.hot);
+  const keys = scenario.database === undefined || scenario.cache === undefined ? undefined : new KeySets(scenario.clients, scenario.keys);
   return (t, offered) => {
     const state = serviceState(scenario, activeAt(scenario, t), t);
     const servers = state.servers.reduce((sum, s) => sum + (s.hung ? 0 : patientThroughput(scenario, s.keep, s.slowdown, patience)), 0);
@@ -54,7 +54,7 @@ function patientThroughput(scenario: ServiceScenario, keep: number, slowdown: nu
  * database's capacity: `m` seconds × capacity keys are back `m` s after the
  * flush, serving their Zipf share of reads.
  */
-function dataBound(scenario: ServiceScenario, keys: ZipfKeys | undefined, t: number, offered: number, databaseSlowdown: number): number {
+function dataBound(scenario: ServiceScenario, keys: KeySets | undefined, t: number, offered: number, databaseSlowdown: number): number {
   const db = scenario.database;
   if (db === undefined) return Infinity;
   const capacity = db.capacityQps / databaseSlowdown;
@@ -69,7 +69,7 @@ function dataBound(scenario: ServiceScenario, keys: ZipfKeys | undefined, t: num
  * or, `m` s after a flush, the `m × capacity` most popular keys (an ideal
  * policy reloads them first, one query each, at the database's capacity).
  */
-function cachedShare(scenario: ServiceScenario, keys: ZipfKeys, t: number, capacity: number): number {
+function cachedShare(scenario: ServiceScenario, keys: KeySets, t: number, capacity: number): number {
   const flushes = scenario.faults.filter((f) => f.kind === 'cache-flush' && f.startS <= t).map((f) => f.startS);
   if (flushes.length === 0) return 1;
   return keys.shareOfTop((t - Math.max(...flushes)) * capacity);
@@ -77,7 +77,8 @@ function cachedShare(scenario: ServiceScenario, keys: ZipfKeys, t: number, capac
 
 /**
  * With the cache tier on nodes: a read of a key the server holds in memory
- * (the `processEntries` most popular, by default all) needs nothing else.
+ * (an ideal policy keeps the `processEntries` most read there, by default
+ * all) needs nothing else.
  * The rest of the cached keys' reads need a node ({@link ringThroughput}:
  * `capacityOps × keep` each, none while stopped or killed, none when its
  * round trip alone (mean latency × slow) outlasts the users' patience,
@@ -85,7 +86,7 @@ function cachedShare(scenario: ServiceScenario, keys: ZipfKeys, t: number, capac
  * reads of keys no tier holds (after a flush), the database can, up to its
  * capacity. A flush empties the nodes, not the servers' memory.
  */
-function nodesBound(scenario: ServiceScenario, keys: ZipfKeys, t: number, offered: number, state: ServiceState, patience: number): number {
+function nodesBound(scenario: ServiceScenario, keys: KeySets, t: number, offered: number, state: ServiceState, patience: number): number {
   const cache = scenario.cache!;
   const nodes = cache.nodes!;
   const capacity = scenario.database!.capacityQps / state.databaseSlowdown;

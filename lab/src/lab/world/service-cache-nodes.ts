@@ -1,10 +1,10 @@
 import { Cache, type CacheOptions, type VirtualClock } from 'damper';
 import { sampleMs } from '../delay.js';
-import { type CacheCounts } from '../lab-counters.js';
 import { type Network } from '../network.js';
 import { CacheCluster } from './cache-nodes.js';
 import { QueryError, type Row } from './database.js';
-import { type CacheShape, type DatabaseAccess, damperRead, type DataTier } from './service-data.js';
+import { type CacheShape, type DatabaseAccess, damperRead, type DataTier, naiveQuery, type QueryCounts } from './service-data.js';
+import { NaiveBreaker } from './naive-breaker.js';
 import { type DataRead } from './service-server.js';
 import { held, steadyState } from './steady-state.js';
 
@@ -39,13 +39,17 @@ const FAILED = Symbol('cache call failed');
  * default it waits for ever, as ioredis does) is read as a miss: the
  * server queries the database and writes nothing back ("the cache is
  * down"), so a slow or dead node's keys all go to the database, each read
- * its own query. With `naive.deleteOnError`, an invalid value read is a
- * miss, and a failed query or an invalid value deletes the key (`DEL`).
- * `counts(i)` counts server `i`'s reads and queries.
+ * its own query. With `naive.breaker`, each server's breaker counts those
+ * failures and, open, sends every read to the database without calling
+ * the nodes (Discord 2019, naive-breaker.ts); with `naive.queryRetries`,
+ * a failed query is tried again at once (service-data.ts). With
+ * `naive.deleteOnError`, an invalid value read is a miss, and a failed
+ * query or an invalid value deletes the key (`DEL`). `counts(i)` counts
+ * server `i`'s reads and queries.
  */
-export function naiveCacheNodes(clock: VirtualClock, db: DatabaseAccess, cluster: CacheCluster, shape: CacheShape, counts: (server: number) => CacheCounts): DataTier {
+export function naiveCacheNodes(clock: VirtualClock, db: DatabaseAccess, cluster: CacheCluster, shape: CacheShape, counts: (server: number) => QueryCounts): DataTier {
   const ttlMs = shape.ttlS * 1000;
-  const timeoutMs = shape.naive.commandTimeoutMs;
+  const { commandTimeoutMs: timeoutMs, breaker: breakerShape, queryRetries } = shape.naive;
   const get = (key: string): Promise<string | undefined | typeof FAILED> => {
     const call = cluster.get(key).catch((): typeof FAILED => FAILED);
     if (timeoutMs === undefined) return call;
@@ -61,9 +65,9 @@ export function naiveCacheNodes(clock: VirtualClock, db: DatabaseAccess, cluster
   const reader = (server: number): DataRead => {
     const count = counts(server);
     const way = db.server(server);
-    const load = (key: string, fill: boolean, then: Parameters<DataRead>[1]): void => {
-      count.loads++;
-      void way.query(key, { timeoutMs: shape.loadTimeoutMs }).then((outcome) => {
+    const breaker = breakerShape === undefined ? undefined : new NaiveBreaker(breakerShape);
+    const load = (key: string, fill: boolean, then: Parameters<DataRead>[2]): void => {
+      naiveQuery(clock, way, key, shape.loadTimeoutMs, queryRetries, count, (outcome) => {
         if (fixer && (outcome instanceof QueryError || !outcome.valid)) {
           // Facebook 2010's fixer: a failure reads as a bad value, and the key is deleted.
           cluster.remove(key).catch(() => {});
@@ -74,10 +78,15 @@ export function naiveCacheNodes(clock: VirtualClock, db: DatabaseAccess, cluster
         then(outcome.valid ? 'ok' : 'invalid', 'origin');
       });
     };
-    return (key, then) => {
-      count.requests++;
+    return (key, _priority, then) => {
+      count.cache.requests++;
+      if (breaker?.isOpen(clock.now()) === true) return load(key, false, then);
       void get(key).then((text) => {
-        if (text === FAILED) return load(key, false, then);
+        if (text === FAILED) {
+          breaker?.failure(clock.now());
+          return load(key, false, then);
+        }
+        breaker?.success();
         if (text === undefined || (fixer && text === INVALID)) return load(key, true, then);
         then(text === VALID ? 'ok' : 'invalid', 'cache');
       });
@@ -90,7 +99,7 @@ export function naiveCacheNodes(clock: VirtualClock, db: DatabaseAccess, cluster
     push: (key, row) => void cluster.set(key, textOf(row), ttlMs).catch(() => {}),
     prewarm: (keys, row, freshMs) =>
       cluster.seed(async () => {
-        await Promise.all(keys.map((key) => cluster.set(key, textOf(row(key)), freshMs())));
+        await Promise.all(keys.keys.map((key) => cluster.set(key, textOf(row(key)), freshMs())));
       }),
   };
 }
@@ -101,8 +110,8 @@ export function naiveCacheNodes(clock: VirtualClock, db: DatabaseAccess, cluster
  * (leases, the store's timeout and breaker, the bus), with `options(i)`:
  * the lab's, under the configuration's `cache(i)`. At the start the nodes
  * hold every key in damper's own envelopes, written by a `Cache` of their
- * own (steady-state.ts), and each server holds the most popular
- * `processEntries` of them. `options(i, shared)` must keep `shared`'s
+ * own (steady-state.ts), and each server holds `processEntries` of them,
+ * those an LRU of that size would hold (steady-state.ts's `held`). `options(i, shared)` must keep `shared`'s
  * store and namespace.
  */
 export function damperCacheNodes(clock: VirtualClock, db: DatabaseAccess, cluster: CacheCluster, shape: CacheShape, servers: number, options: (server: number, shared: { readonly store: CacheCluster; readonly namespace: string }) => CacheOptions<Row>): DataTier & { readonly caches: readonly Cache<Row>[] } {
@@ -115,10 +124,10 @@ export function damperCacheNodes(clock: VirtualClock, db: DatabaseAccess, cluste
     flush: () => cluster.flush(),
     // Written through server 0's cache: the nodes and its bus tell the others. An invalid row is refused by validation, and the last known good stays.
     push: (key, row) => void caches[0]!.set(key, row).catch(() => {}),
-    async prewarm(keys, row, freshMs) {
-      const freshness = keys.map(() => freshMs());
-      const steady = await steadyState(cluster, { ttlMs: shape.ttlS * 1000, staleForMs: shape.staleForS * 1000 }, namespace, keys, freshness, row);
-      await Promise.all(caches.map((cache) => cache.restore(held(steady, shape.processEntries, { kind: 'popular', ranked: keys }))));
+    async prewarm(keys, row, freshMs, seed) {
+      const freshness = keys.keys.map(() => freshMs());
+      const steady = await steadyState(cluster, { ttlMs: shape.ttlS * 1000, staleForMs: shape.staleForS * 1000 }, namespace, keys.keys, freshness, row);
+      await Promise.all(caches.map((cache, i) => cache.restore(held(steady, shape.processEntries, keys, seed, i))));
     },
   };
 }

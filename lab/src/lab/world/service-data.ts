@@ -1,10 +1,12 @@
-import { Cache, type CacheOptions, OverloadedError, type VirtualClock } from 'damper';
-import { type CacheCounts } from '../lab-counters.js';
+import { Cache, type CacheOptions, OverloadedError, type Priority, type VirtualClock } from 'damper';
+import { type CacheCounts, type RetryCounts } from '../lab-counters.js';
 import { type Queryable, QueryError, type Row } from './database.js';
 import { databaseLoader, OriginWaits, type Source } from './origin-waits.js';
 import { StaleAnswers } from './stale-answers.js';
 import { type DataRead } from './service-server.js';
 import { type Delay } from '../scenario.js';
+import { type NaiveBreakerShape } from './naive-breaker.js';
+import { type KeySets } from '../key-sets.js';
 
 /** The service world's cache tier, as the scenario gives it. */
 export interface CacheShape {
@@ -18,8 +20,15 @@ export interface CacheShape {
   readonly nodes?: CacheNodesShape;
   /** damper, with nodes: keys each server's in-process cache holds; default every key. */
   readonly processEntries?: number;
-  /** naive's switches: how long its client waits for a node (default: for ever), and whether an error deletes the key (Facebook 2010's fixer). */
-  readonly naive: { readonly commandTimeoutMs?: number; readonly deleteOnError?: boolean };
+  /** damper, with nodes: queries a second the servers' origin budgets add up to, a rate limiter each; default none (a concurrency limit only). */
+  readonly originRateQps?: number;
+  /**
+   * naive's switches: how long its client waits for a node (default: for
+   * ever), a hand-written breaker in front of the nodes that falls through
+   * to the database (Discord 2019), failed queries tried again at once, and
+   * whether an error deletes the key (Facebook 2010's fixer).
+   */
+  readonly naive: { readonly commandTimeoutMs?: number; readonly breaker?: NaiveBreakerShape; readonly queryRetries: number; readonly deleteOnError?: boolean };
 }
 
 /** The cache tier's nodes: `count` Redis-like processes on a hash ring, each serving `capacityOps` calls/s with a round trip of `latency`. */
@@ -39,8 +48,8 @@ export interface DataTier {
   flush(): void;
   /** The write path pushes a freshly written row into the cache tier (cache-aside's invalid value). */
   push(key: string, row: Row): void;
-  /** Puts every key's row (`keys` most popular first) in the cache tier, each fresh for a draw of `freshMs`: the steady state a run starts from. */
-  prewarm(keys: readonly string[], row: (key: string) => Row, freshMs: () => number): Promise<void>;
+  /** Puts every key's row (`keys.keys`, most read first) in the cache tier, each fresh for a draw of `freshMs`: the steady state a run starts from (a server holding fewer keys than there are draws its own from `seed`). */
+  prewarm(keys: KeySets, row: (key: string) => Row, freshMs: () => number, seed: number): Promise<void>;
 }
 
 /** Prewarms one key at a time, in `keys`' order: the steady state of a tier with no nodes. */
@@ -64,7 +73,7 @@ export function databaseOnly(db: DatabaseAccess): DataTier {
   const reads = new Map<number, DataRead>();
   const readOf = (i: number): DataRead => {
     const way = db.server(i);
-    return (key, then) => void way.query(key).then((outcome) => then(outcome instanceof QueryError ? 'error' : outcome.valid ? 'ok' : 'invalid', 'origin'));
+    return (key, _priority, then) => void way.query(key).then((outcome) => then(outcome instanceof QueryError ? 'error' : outcome.valid ? 'ok' : 'invalid', 'origin'));
   };
   return {
     reader: (i) => {
@@ -76,6 +85,34 @@ export function databaseOnly(db: DatabaseAccess): DataTier {
     push() {},
     prewarm: async () => {},
   };
+}
+
+/** What a naive server counts of its queries: each one, and, when it tries failed ones again, first tries and retries apart. */
+export interface QueryCounts {
+  readonly cache: CacheCounts;
+  readonly retry?: RetryCounts;
+}
+
+/**
+ * A naive server's query for `key` on `way`, ended within `timeoutMs`; with
+ * `retries`, a failed one is tried again at once, that many times, within
+ * what is left of the time (Discord 2019's third bug: no budget, no
+ * backoff, and the clients retry on top). `then` hears the last outcome.
+ */
+export function naiveQuery(clock: VirtualClock, way: Queryable, key: string, timeoutMs: number, retries: number, counts: QueryCounts, then: (outcome: Row | QueryError) => void): void {
+  const deadline = clock.now() + timeoutMs;
+  const attempt = (n: number): void => {
+    counts.cache.loads++;
+    if (counts.retry !== undefined) {
+      if (n === 0) counts.retry.firstAttempts++;
+      else counts.retry.retries++;
+    }
+    void way.query(key, { timeoutMs: deadline - clock.now() }).then((outcome) => {
+      if (outcome instanceof QueryError && n < retries && deadline > clock.now()) return attempt(n + 1);
+      then(outcome);
+    });
+  };
+  attempt(0);
 }
 
 /**
@@ -94,18 +131,17 @@ export function databaseOnly(db: DatabaseAccess): DataTier {
  * reader cannot tell a struggling database from a bad value; the request
  * fails. So every failure sends the next read of the key to the database.
  */
-export function naiveCache(clock: VirtualClock, db: DatabaseAccess, shape: CacheShape, counts: CacheCounts): DataTier {
+export function naiveCache(clock: VirtualClock, db: DatabaseAccess, shape: CacheShape, counts: QueryCounts): DataTier {
   let tier = new Map<string, { row: Row; expires: number }>();
   const ttlMs = shape.ttlS * 1000;
   const fixer = shape.naive.deleteOnError === true;
   // No exceptions and no rejected promises on the failure path: in an
   // overload it runs millions of times. A hit is answered at once.
-  const readOf = (way: Queryable): DataRead => (key, then) => {
-    counts.requests++;
+  const readOf = (way: Queryable): DataRead => (key, _priority, then) => {
+    counts.cache.requests++;
     const hit = tier.get(key);
     if (hit !== undefined && hit.expires > clock.now() && (hit.row.valid || !fixer)) return then(hit.row.valid ? 'ok' : 'invalid', 'cache');
-    counts.loads++;
-    void way.query(key, { timeoutMs: shape.loadTimeoutMs }).then((outcome) => {
+    naiveQuery(clock, way, key, shape.loadTimeoutMs, shape.naive.queryRetries, counts, (outcome) => {
       if (fixer && (outcome instanceof QueryError || !outcome.valid)) {
         tier.delete(key);
         return then('error', 'origin');
@@ -119,7 +155,7 @@ export function naiveCache(clock: VirtualClock, db: DatabaseAccess, shape: Cache
     reader: (i) => readOf(db.server(i)),
     flush: () => (tier = new Map()),
     push: (key, row) => void tier.set(key, { row, expires: clock.now() + ttlMs }),
-    prewarm: (keys, row, freshMs) => eachKey(keys, row, freshMs, (key, r, ms) => void tier.set(key, { row: r, expires: clock.now() + ms })),
+    prewarm: (keys, row, freshMs) => eachKey(keys.keys, row, freshMs, (key, r, ms) => void tier.set(key, { row: r, expires: clock.now() + ms })),
   };
 }
 
@@ -152,7 +188,7 @@ export function damperCache(clock: VirtualClock, db: Queryable, options: CacheOp
     flush: () => cache.clear(),
     // An invalid push is refused by validation: the last known good stays.
     push: (key, row) => void cache.set(key, row).catch(() => {}),
-    prewarm: (keys, row, freshMs) => eachKey(keys, row, freshMs, (key, r, ms) => cache.set(key, r, { ttl: ms })),
+    prewarm: (keys, row, freshMs) => eachKey(keys.keys, row, freshMs, (key, r, ms) => cache.set(key, r, { ttl: ms })),
   };
 }
 
@@ -165,9 +201,16 @@ export function damperRead(clock: VirtualClock, cache: Cache<Row>, db: Queryable
   const waits = new OriginWaits(clock);
   const stale = new StaleAnswers(cache);
   const loader = databaseLoader(db, waits);
-  return (key, then) => {
+  // One options object per priority, made once: the hot path must not allocate.
+  const options = new Map<Priority, { readonly priority: Priority }>();
+  const optionsOf = (priority: Priority): { readonly priority: Priority } => {
+    let o = options.get(priority);
+    if (o === undefined) options.set(priority, (o = { priority }));
+    return o;
+  };
+  return (key, priority, then) => {
     const since = clock.now();
-    const read = stale.read(() => cache.get(key, loader));
+    const read = stale.read(() => cache.get(key, loader, optionsOf(priority)));
     const source = (): Source => (waits.waited(key, since) ? 'origin' : read.stale ? 'stale' : 'cache');
     read.result.then(
       (row) => then(row.valid ? 'ok' : 'invalid', source()),

@@ -23,7 +23,7 @@ export interface ServerShape {
 export type Outcome = 'ok' | 'invalid' | 'error' | 'shed' | 'refused' | 'dropped';
 
 /** What a request's data read (the cache and database behind the server) ends with, and where its value came from. */
-export type DataRead = (key: string, then: (outcome: 'ok' | 'invalid' | 'error' | 'shed', source: Source) => void) => void;
+export type DataRead = (key: string, priority: Priority, then: (outcome: 'ok' | 'invalid' | 'error' | 'shed', source: Source) => void) => void;
 
 /** One request held by a server. */
 export interface Job {
@@ -113,7 +113,7 @@ export class Server {
     }
     this.busy++;
     if (this.read === undefined) this.work(job, 'cache');
-    else this.read(job.key, (outcome, source) => (outcome === 'ok' ? this.work(job, source) : this.finish(job, outcome, source)));
+    else this.read(job.key, job.priority, (outcome, source) => (outcome === 'ok' ? this.work(job, source) : this.finish(job, outcome, source)));
   }
 
   private work(job: Job, source: Source): void {

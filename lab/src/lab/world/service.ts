@@ -1,4 +1,4 @@
-import { type Cache, type CacheOptions, VirtualClock } from 'damper';
+import { type Cache, type CacheOptions, CircuitBreaker, ConcurrencyLimiter, type Guard, pipeline, RateLimiter, VirtualClock } from 'damper';
 import { type ClientRequest, Clients, type Replies, type RunOptions } from '../clients.js';
 import { cacheOptions, damperSettings, type DamperSettings } from '../damper-config.js';
 import { DamperGauges } from '../damper-gauges.js';
@@ -8,15 +8,16 @@ import { Network } from '../network.js';
 import { type VariantName, type VariantRun } from '../results.js';
 import { type FaultSpanDoc, type Json, replaceFault, type ScenarioCommon, ScenarioError, sizeAxis, spanAxis } from '../scenario.js';
 import { check } from '../schema/problems.js';
-import { serviceSchema } from '../schema/service.js';
+import { serviceFaultSchema, serviceSchema } from '../schema/service.js';
 import { remainingFreshness, stream, STREAMS } from '../streams.js';
 import { type WorldKind } from '../worlds.js';
-import { type HotKey, ZipfKeys } from '../zipf.js';
+import { type HotKey } from '../zipf.js';
+import { KeySets } from '../key-sets.js';
 import { Database, type Row } from './database.js';
 import { type HealthShape } from './front-door.js';
 import { type Answer, answerOf } from './service-answers.js';
 import { damperService } from './service-damper.js';
-import { type CacheShape, damperCache, damperCacheDefaults, type DatabaseAccess, type DataTier, databaseOnly, naiveCache } from './service-data.js';
+import { type CacheShape, damperCache, damperCacheDefaults, type DatabaseAccess, type DataTier, databaseOnly, naiveCache, type QueryCounts } from './service-data.js';
 import { ConnectionPool } from './connection-pool.js';
 import { serverCapacityQps } from './service-best.js';
 import { serviceState, type ServiceState } from './service-faults.js';
@@ -68,7 +69,7 @@ export interface ServiceScenario extends ScenarioCommon {
   readonly servers: ServerShape & { readonly count: number; readonly admissionLimit?: number; readonly databaseConnections?: number };
   readonly database?: { readonly capacityQps: number; readonly workers: number; readonly maxQueue: number };
   readonly cache?: CacheShape;
-  /** Zipf key popularity over `count` keys (`key:0` the most popular). */
+  /** Zipf key popularity over `count` keys (`key:0` the most popular), read by every population without keys of its own. */
   readonly keys?: { readonly count: number; readonly exponent: number; readonly hitRatio?: number; readonly hot?: readonly HotKey[] };
   readonly faults: readonly ServiceFault[];
 }
@@ -89,13 +90,19 @@ export const service: WorldKind<ServiceScenario> = {
     'trigger factor (×)',
     (s) => s.faults.find((f): f is SizedFault => f.trigger && ('factor' in f || (f.kind === 'invalid-value' && hotShare(s, f.key) !== undefined))),
     (f, s) => ('factor' in f ? f.factor : hotShare(s, f.key)!),
-    (s, f, size) => ('factor' in f ? replaceFault(s, f, { ...f, factor: size }) : withHotShare(s, f.key, size)),
+    (s, f, size) => ('factor' in f ? withFactor(s, f, size) : withHotShare(s, f.key, size)),
     (f) => ('factor' in f ? 'trigger factor (×)' : "invalid key's share of reads"),
   ),
 };
 
 /** A trigger the sweep can size: one with a factor, or an invalid value of a hot key. */
 type SizedFault = Extract<ServiceFault, { factor: number }> | Extract<ServiceFault, { kind: 'invalid-value' }>;
+
+/** The scenario with trigger `f`'s factor `factor`, within the range its kind takes (a degraded node keeps at most all of its throughput). */
+function withFactor(scenario: ServiceScenario, f: Extract<ServiceFault, { factor: number }>, factor: number): ServiceScenario {
+  const resized = check(serviceFaultSchema, { ...f, factor } as unknown as Json, `${scenario.name}: faults[${scenario.faults.indexOf(f)}]`) as typeof f;
+  return replaceFault(scenario, f, resized);
+}
 
 /** The share of reads of hot key `key`, or undefined when it is not a hot key. */
 function hotShare(scenario: ServiceScenario, key: string): number | undefined {
@@ -146,8 +153,10 @@ function dataTier(clock: VirtualClock, scenario: ServiceScenario, observed: Obse
   const servers = scenario.servers.count;
   const workers = scenario.database!.workers;
   if (observed.variant === 'naive') {
-    if (nodes === undefined) return naiveCache(clock, db, shape, observed.counters.cache(''));
-    return naiveCacheNodes(clock, db, nodes, shape, (i) => observed.counters.cache(`server=${i}`));
+    // A server that tries failed queries again is a retrying client too.
+    const counts = (name: string): QueryCounts => ({ cache: observed.counters.cache(name), ...(shape.naive.queryRetries > 0 ? { retry: observed.counters.retry(name) } : {}) });
+    if (nodes === undefined) return naiveCache(clock, db, shape, counts(''));
+    return naiveCacheNodes(clock, db, nodes, shape, (i) => counts(`server=${i}`));
   }
   if (nodes === undefined) {
     // The lab's options under the configuration's cache(0): one Cache stands for the whole cache tier (facebook-2010).
@@ -156,11 +165,39 @@ function dataTier(clock: VirtualClock, scenario: ServiceScenario, observed: Obse
     return tier;
   }
   // Each server's Cache under the configuration's cache(i), the origin budget split over the servers.
-  const lab = (i: number, shared: NonNullable<CacheOptions<Row>['shared']>): CacheOptions<Row> =>
-    cacheOptions(settings, i, { ...damperCacheDefaults(shape, keyCount, workers), maxEntries: Math.max(1, shape.processEntries ?? keyCount + 1), maxConcurrentLoads: Math.max(1, Math.ceil((2 * workers) / servers)) }, { clock, shared });
+  const lab = (i: number, shared: NonNullable<CacheOptions<Row>['shared']>): CacheOptions<Row> => {
+    const loads = Math.max(1, Math.ceil((2 * workers) / servers));
+    const budget = shape.originRateQps === undefined ? undefined : rateBudget(clock, shape.originRateQps / servers, loads, shape.loadTimeoutMs);
+    const own = { ...damperCacheDefaults(shape, keyCount, workers), maxEntries: Math.max(1, shape.processEntries ?? keyCount + 1), ...(budget === undefined ? { maxConcurrentLoads: loads } : { guard: budget.guard }) };
+    const options = cacheOptions(settings, i, own, { clock, shared });
+    // A user's own origin budget replaces the lab's: its limiter then sees nothing.
+    if (budget !== undefined && options.guard === budget.guard) observed.gauges.watch(budget.limiter, { server: i });
+    return options;
+  };
   const tier = damperCacheNodes(clock, db, nodes, shape, servers, lab);
   tier.caches.forEach((cache, i) => observed.gauges.watch(cache, { server: i }));
   return tier;
+}
+
+/**
+ * The origin budget of one server's `Cache` when the scenario gives the
+ * servers a rate (`cache.originRateQps`, split over them: `rate` each):
+ * a `RateLimiter` whose queue serves higher priorities first and sheds a
+ * load that waited half the load timeout (the rest is the query's), a
+ * `ConcurrencyLimiter` of `loads`, and a `CircuitBreaker`, composed as a
+ * service composes them. Each server decides alone how much of the
+ * database it takes, so only a rate bounds their sum (discord-2019: a
+ * few reads per server that miss memory and a degraded node add up over
+ * the fleet). A queue that outlasted the load timeout would refuse at the
+ * load's deadline instead, which the cache holds against the key (its
+ * backoff), not against the budget: discord-2019's push settings then
+ * failed for minutes after the nodes recovered (measured: recovery 94 and
+ * 141 s at seeds 2 and 4).
+ */
+function rateBudget(clock: VirtualClock, rate: number, loads: number, loadTimeoutMs: number): { readonly guard: Guard; readonly limiter: ConcurrencyLimiter } {
+  const limiter = new ConcurrencyLimiter({ clock, limit: loads });
+  const queueTimeout = Math.max(1, Math.floor(loadTimeoutMs / 2));
+  return { guard: pipeline(new RateLimiter({ rate, burst: Math.max(1, Math.ceil(rate / 4)), queueTimeout, clock }), limiter, new CircuitBreaker({ clock })), limiter };
 }
 
 /**
@@ -234,13 +271,13 @@ export async function runService(scenario: ServiceScenario, variant: VariantName
   const network = new Network(clock, scenario.network.hopDelay, seed);
   const settings = variant === 'damper' ? await damperSettings(scenario, clock) : {};
   const observed: Observed = variant === 'naive' ? { variant, counters: new LabCounters(clock) } : { variant, gauges: new DamperGauges(clock) };
-  const keys = scenario.keys === undefined ? undefined : new ZipfKeys(scenario.keys.count, scenario.keys.exponent, scenario.keys.hot);
+  const keys = scenario.database === undefined ? undefined : new KeySets(scenario.clients, scenario.keys);
   const db = scenario.database === undefined ? undefined : new Database(clock, recorder, scenario.database, network);
   const nodes = scenario.cache?.nodes === undefined ? undefined : cacheNodes(clock, scenario.cache, network, stream(seed, STREAMS.cacheLatency));
   const data = dataTier(clock, scenario, observed, db, keys?.keys.length ?? 0, settings, nodes);
   if (data !== undefined && scenario.cache !== undefined) {
     // Steady state: every key cached, its remaining freshness spread evenly over the ttl.
-    await data.prewarm(keys!.keys, (key) => db!.read(key), remainingFreshness(seed, scenario.cache.ttlS * 1000));
+    await data.prewarm(keys!, (key) => db!.read(key), remainingFreshness(seed, scenario.cache.ttlS * 1000), seed);
   }
   const serviceTimes = stream(seed, STREAMS.serviceTime);
   // Without a database the servers are the origin: every attempt reaching one counts, admitted or shed (a shed costs the server a request too).
@@ -256,7 +293,6 @@ export async function runService(scenario: ServiceScenario, variant: VariantName
     if (db !== undefined) db.slowdown = state.databaseSlowdown;
     clients.load = state.load;
   };
-  const pick = keys === undefined ? undefined : (random: () => number): string => keys.pick(random);
   const door = new TrafficCut(stream(seed, STREAMS.admission));
   const clients: Clients<ServiceFault> = new Clients<ServiceFault>(
     { clock, recorder, scenario, seed, network, retriedBy: scenario.tiers === undefined ? 'clients' : 'world', characteristics: observed.variant === 'naive' ? observed.counters : observed.gauges },
@@ -276,7 +312,7 @@ export async function runService(scenario: ServiceScenario, variant: VariantName
         else if (fault.kind === 'cut-traffic') door.cut(t, starts ? undefined : fault.rampS * 1000);
         apply(t);
       },
-      ...(pick === undefined ? {} : { keys: () => pick }),
+      ...(keys === undefined ? {} : { keys: (population) => keys.pickerOf(population.name) }),
       everyStep: (t) => {
         door.update(t);
         for (const f of active) if (f.kind === 'load-ramp') return apply(t);

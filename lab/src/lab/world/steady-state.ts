@@ -2,6 +2,7 @@ import { Cache, type Snapshot, VirtualClock } from 'damper';
 import { stream, STREAMS } from '../streams.js';
 import { type CacheCluster } from './cache-nodes.js';
 import { type Row } from './database.js';
+import { type KeySets } from '../key-sets.js';
 
 /** Every key's row before anything is written. */
 const FIRST: Row = { version: 1, valid: true };
@@ -43,27 +44,18 @@ export async function steadyState(cluster: CacheCluster, shape: SteadyShape, nam
 }
 
 /**
- * What process `i` holds of the steady state when it holds at most `limit`
- * keys (undefined: everything).
- *
- * - `random`: a random subset of that many, its own, drawn per process:
- *   what an LRU holds in steady state under uniform reads (cache-cluster).
- * - `popular`: the `limit` most popular, `ranked` most popular first: what
- *   an LRU holds, near enough, under a skewed (Zipf) popularity, where the
- *   popular keys are read again long before they could be evicted (the
- *   service world).
+ * What server `server` holds of the steady state when it holds at most
+ * `limit` keys (undefined: everything): each key with the probability an
+ * LRU of that size holds it ({@link KeySets.heldIn}: under Zipf's law the
+ * popular keys, under uniform reads a random subset), drawn from the
+ * server's own source, so servers hold different keys; at most `limit`,
+ * most read first.
  */
-export function held(steady: Snapshot<Row>, limit: number | undefined, pick: { readonly kind: 'random'; readonly seed: number; readonly process: number } | { readonly kind: 'popular'; readonly ranked: readonly string[] }): Snapshot<Row> {
+export function held(steady: Snapshot<Row>, limit: number | undefined, keys: KeySets, seed: number, server: number): Snapshot<Row> {
   if (limit === undefined || limit >= steady.entries.length) return steady;
-  if (pick.kind === 'popular') {
-    const top = new Set(pick.ranked.slice(0, limit));
-    return { ...steady, entries: steady.entries.filter((e) => top.has(e.key)) };
-  }
-  const draw = stream(pick.seed, STREAMS.processKeys ^ (pick.process * 0x9e37_79b9));
-  const mine = [...steady.entries];
-  for (let j = mine.length - 1; j > 0; j--) {
-    const k = Math.floor(draw() * (j + 1));
-    [mine[j], mine[k]] = [mine[k]!, mine[j]!];
-  }
-  return { ...steady, entries: mine.slice(0, limit) };
+  const probability = keys.heldIn(limit);
+  const draw = stream(seed, STREAMS.processKeys ^ (server * 0x9e37_79b9));
+  const mine = new Set<string>();
+  for (let i = 0; i < keys.keys.length && mine.size < limit; i++) if (draw() < probability[i]!) mine.add(keys.keys[i]!);
+  return { ...steady, entries: steady.entries.filter((e) => mine.has(e.key)) };
 }
