@@ -5,11 +5,11 @@ import { runIsolated } from '../src/lab/parallel.js';
 import { resultsJson, type Series } from '../src/lab/results.js';
 import { triggerEndS } from '../src/lab/scenario.js';
 import { parseScenario } from '../src/lab/worlds.js';
-import { webFarm, type WebFarmScenario } from '../src/lab/world/web-farm.js';
+import { service, type ServiceScenario } from '../src/lab/world/service.js';
 import { Cpu } from '../src/lab/world/cpu.js';
-import { NaiveBalancer } from '../src/lab/world/front-door.js';
-import { type Served, type WebServer } from '../src/lab/world/web-server.js';
-import { VirtualClock } from 'damper';
+import { NaiveBalancer, type Served } from '../src/lab/world/naive-balancer.js';
+import { Server } from '../src/lab/world/service-server.js';
+import { seededRandom, VirtualClock } from 'damper';
 import { assertBars, SEEDS, TEN_MINUTES } from './support/bars.js';
 import { scenarioDoc } from './support/scenario-doc.js';
 
@@ -58,9 +58,9 @@ describe('missourian-2010, at the default seed and three others', () => {
 
 describe('the collapse comes from the balancer and the cold caches, not from the script', () => {
   test('without the hung server, the same spike costs naive nothing lasting', async () => {
-    const base = (await missourian) as WebFarmScenario;
+    const base = (await missourian) as ServiceScenario;
     // The hang is replaced by nothing: the spike alone, on two warm servers.
-    const scenario: WebFarmScenario = { ...base, durationS: 600, faults: base.faults.filter((f) => f.kind === 'traffic-spike') };
+    const scenario: ServiceScenario = { ...base, durationS: 600, faults: base.faults.filter((f) => f.kind === 'load-spike') };
     const naive = (await runIsolated(scenario, 1)).variants.naive.summary;
     assert.ok(naive.recoverySeconds !== null && naive.recoverySeconds <= 30, `naive recovery ${naive.recoverySeconds}`);
   });
@@ -68,22 +68,29 @@ describe('the collapse comes from the balancer and the cold caches, not from the
 
 describe('scenario file', () => {
   test("the sweep's trigger axis resizes the hang and keeps what follows it at its offset", async () => {
-    const base = (await missourian) as WebFarmScenario;
-    assert.equal(webFarm.trigger.axis, 'server hung (s)');
-    assert.equal(webFarm.trigger.size(base), 230);
-    const resized = webFarm.trigger.resize(base, 60);
-    const hang = resized.faults.find((f) => f.kind === 'hang-server')!;
-    const spike = resized.faults.find((f) => f.kind === 'traffic-spike')!;
+    const base = (await missourian) as ServiceScenario;
+    // The hang is the first trigger: the sweep's trigger axis is how long web1 hangs.
+    assert.equal(service.trigger.size(base), 230);
+    const resized = service.trigger.resize(base, 60);
+    const hang = resized.faults.find((f) => f.kind === 'hang')!;
+    const spike = resized.faults.find((f) => f.kind === 'load-spike')!;
     assert.deepEqual([hang.startS, hang.endS], [130, 190]);
     // The spike outlasted the hang by 60 s; it still does.
     assert.deepEqual([spike.startS, spike.endS], [120, 250]);
-    assert.equal(webFarm.trigger.size(resized), 60);
-    assert.equal(resized.durationS, base.durationS);
+    assert.equal(service.trigger.size(resized), 60);
   });
 
   test('names the fault and field at fault', async () => {
-    const text = JSON.stringify({ ...scenarioDoc('missourian-2010'), faults: [{ kind: 'hang-server', server: 'web9', startS: 1, endS: 2, label: 'x' }] });
-    assert.throws(() => parseScenario(text), { code: 'SCENARIO', message: 'scenario: faults[0].server: "web9" is not a server (known: web1, web2)' });
+    const text = JSON.stringify({ ...scenarioDoc('missourian-2010'), faults: [{ kind: 'hang', server: 2, then: 'restart', startS: 1, endS: 2, label: 'x' }] });
+    assert.throws(() => parseScenario(text), { code: 'SCENARIO', message: 'scenario: faults[0].server: must be a server index from 0 to 1, got 2' });
+    const warmWithoutScope = JSON.stringify({ ...scenarioDoc('missourian-2010'), cache: { ttlS: 30, warm: { rate: 1, concurrency: 1 } } });
+    assert.throws(() => parseScenario(warmWithoutScope), {
+      code: 'SCENARIO',
+      message: [
+        'scenario: cache.warm: only with scope server (a restart empties only a server’s own cache)',
+        'scenario: servers.missService: needs a cache of scope server, or cache.nodes (one in-process Cache standing for the tier has no server to render on)',
+      ].join('\n'),
+    });
   });
 });
 
@@ -109,8 +116,8 @@ describe('the parts of the world', () => {
 
   test('the 2010 balancer takes out a slow server as it does a hung one, the last one too', async () => {
     const clock = new VirtualClock();
-    const never = { handle: () => new Promise<Served | Error>(() => {}) } as unknown as WebServer;
-    const slow = { handle: () => new Promise<Served | Error>((answer) => clock.setTimer(() => answer({ source: 'cache' }), 3_000)) } as unknown as WebServer;
+    const never = { handle: () => new Promise<Served | Error>(() => {}) };
+    const slow = { handle: () => new Promise<Served | Error>((answer) => clock.setTimer(() => answer({ source: 'cache' }), 3_000)) };
     const door = new NaiveBalancer(clock, [never, slow], { intervalS: 5, timeoutMs: 2_000, fall: 1, rise: 2 }, 'front');
     assert.deepEqual(door.inService, [true, true]);
     await clock.advance(8_000);
@@ -120,9 +127,26 @@ describe('the parts of the world', () => {
     door.close();
   });
 
+  test('a restart resets every open connection, frees the workers, and answers nothing of the old process', async () => {
+    const clock = new VirtualClock();
+    const shape = { workers: 1, maxQueue: 5, service: { kind: 'constant', ms: 10 }, slowdownPerInFlight: 0 } as const;
+    const server = new Server(clock, shape, seededRandom(1), undefined);
+    const heard: string[] = [];
+    const job = (name: string) => ({ key: name, priority: 'normal' as const, done: (outcome: string) => heard.push(`${name}:${outcome}@${clock.now()}`) });
+    server.hung = true;
+    for (const name of ['a', 'b', 'c']) server.submit(job(name));
+    await clock.advance(50);
+    assert.deepEqual(heard, [], 'a hung process answers nothing');
+    server.restart();
+    assert.deepEqual(heard, ['a:refused@50', 'b:refused@50', 'c:refused@50']);
+    server.submit(job('d'));
+    await clock.advance(20);
+    assert.deepEqual(heard.slice(3), ['d:ok@60'], 'the new process serves at once, and nothing of the old one answers');
+  });
+
   test('the same scenario and seed give a byte-identical results.json', async () => {
-    const base = (await missourian) as WebFarmScenario;
-    const short: WebFarmScenario = { ...base, durationS: 120, faults: base.faults.map((f) => ({ ...f, startS: f.startS - 80, endS: f.startS - 60 })) };
+    const base = (await missourian) as ServiceScenario;
+    const short: ServiceScenario = { ...base, durationS: 120, faults: base.faults.map((f) => ({ ...f, startS: f.startS - 80, endS: f.startS - 60 })) };
     const a = resultsJson({ seed: 7, scenarios: [await runIsolated(short, 7)] });
     const b = resultsJson({ seed: 7, scenarios: [await runIsolated(short, 7)] });
     assert.equal(a, b);

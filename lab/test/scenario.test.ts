@@ -43,7 +43,7 @@ describe('scenario files', () => {
     ['a baseline that ends before it starts', (d) => (d.baseline = { fromS: 50, toS: 20 }), /^scenario: baseline\.toS: must be after fromS \(50\), got 20$/],
     ['no trigger', (d) => (d.faults = []), /^scenario: faults: needs a trigger$/],
     ['no clients', (d) => (d.clients = []), /^scenario: clients: needs at least one population$/],
-    ['an unknown world', (d) => (d.world = 'mars'), /^scenario: world: unknown world "mars" \(known: web-farm, service\)$/],
+    ['an unknown world', (d) => (d.world = 'mars'), /^scenario: world: unknown world "mars" \(known: service\)$/],
     ['a bad priority', (d) => (clients(d)[0]!.priority = 'urgent'), /^scenario: clients\[0\]\.priority: must be one of "critical", "normal", "low", "background", got "urgent"$/],
     ['a bad when', (d) => (faults(d)[1]!.when = 'sometimes'), /^scenario: faults\[1\]\.when: must be one of "always", "unhealthy", got "sometimes"$/],
     ['not an object', (d) => (d.objective = [1]), /^scenario: objective: must be an object, got an array$/],
@@ -94,7 +94,7 @@ describe('the parsed value is what the hand-written parser returned', () => {
   // test/fixtures/parsed-scenarios.json: the output of the parser before the
   // schemas (commit 26026a9), plus the fields added since (each population's
   // `backoff`, `network`), so simulations do not change; retry-storm's,
-  // facebook-2010's and discord-2019's are the service world's parse since they moved there (issue 28).
+  // facebook-2010's, discord-2019's and missourian-2010's are the service world's parse since they moved there (issue 28).
   const fixture = JSON.parse(readFileSync('test/fixtures/parsed-scenarios.json', 'utf8')) as Record<string, unknown>;
   test('for every shipped scenario', async () => {
     const names = await shippedScenarios();

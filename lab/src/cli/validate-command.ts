@@ -57,7 +57,7 @@ async function validOne(ref: string, damperConfig: string | undefined): Promise<
   if (config !== undefined) await damperSettings(scenario, new VirtualClock({ seed: 1 }));
   const count = (n: number, one: string): string => `${n} ${one}${n === 1 ? '' : 's'}`;
   // A hit ratio given in place of an exponent: the exponent the lab found is what the run uses, so it is said.
-  const keys = scenario.world === 'service' ? scenario.keys : undefined;
+  const keys = scenario.keys;
   const derived = keys?.hitRatio === undefined ? '' : `, keys: hit ratio ${keys.hitRatio} → Zipf exponent ${keys.exponent}`;
   return `valid (world ${scenario.world}, ${scenario.durationS} s, ${count(scenario.clients.length, 'population')}, ${count(scenario.faults.length, 'fault')}${derived}${config === undefined ? '' : `, damper config ${config}`})`;
 }

@@ -1,5 +1,4 @@
 import { serviceBound, serviceOriginCapacity } from './world/service-best.js';
-import type { WebFarmScenario } from './world/web-farm.js';
 import type { Scenario } from './worlds.js';
 
 /**
@@ -39,10 +38,7 @@ export function bestGoodput(scenario: Scenario, offered: readonly number[]): num
  * which a slowdown cuts.
  */
 export function originCapacity(scenario: Scenario, seconds: number): number[] {
-  const at = (t: number): number => {
-    if (scenario.world === 'service') return serviceOriginCapacity(scenario, t);
-    return scenario.origin.capacityQps;
-  };
+  const at = (t: number): number => serviceOriginCapacity(scenario, t);
   return Array.from({ length: seconds }, (_, s) => {
     let sum = 0;
     for (let i = 0; i < SAMPLES; i++) sum += at(s + (i + 0.5) / SAMPLES);
@@ -51,33 +47,7 @@ export function originCapacity(scenario: Scenario, seconds: number): number[] {
 }
 
 function boundOf(scenario: Scenario): Bound {
-  switch (scenario.world) {
-    case 'web-farm':
-      return farmBound(scenario);
-    case 'service':
-      return serviceBound(scenario);
-  }
-}
-
-/** Faults of `scenario` active at `t` (s). */
-function active<F extends { readonly startS: number; readonly endS: number }>(faults: readonly F[], t: number): F[] {
-  return faults.filter((f) => f.startS <= t && t < f.endS);
-}
-
-/**
- * web-farm: each server that is not hung answers cached pages at
- * `cores × 1000 / hitMs` per second (its CPU, the bottleneck; its workers
- * allow more). An ideal policy serves a page past its ttl stale and renders
- * it again within spare capacity, so renders are left out; so is a restarted
- * server's cold cache (an ideal balancer sends its traffic to the warm one
- * while it warms).
- */
-function farmBound(scenario: WebFarmScenario): Bound {
-  const perServer = (scenario.servers.cores * 1000) / scenario.servers.hitMs;
-  return (t) => {
-    const hung = new Set(active(scenario.faults, t).flatMap((f) => (f.kind === 'hang-server' ? [f.server] : [])));
-    return (scenario.servers.count - hung.size) * perServer;
-  };
+  return serviceBound(scenario);
 }
 
 /** Four decimals, as every other series value: stable across platforms' float printing. */

@@ -1,7 +1,7 @@
 import { register } from 'node:module';
 import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { type AdmissionOptions, type BalancerOptions, type CacheOptions, DamperError, type DependencyOptions, forbidRealTime, RealTimeInSimulationError, type VirtualClock } from 'damper';
+import { type AdmissionOptions, type CacheOptions, DamperError, type DependencyOptions, forbidRealTime, RealTimeInSimulationError, type VirtualClock } from 'damper';
 import { type ScenarioCommon } from './scenario.js';
 
 /**
@@ -212,14 +212,4 @@ export function dependencyOptions<U>(settings: DamperSettings, tier: number, lab
 /** Server `server`'s `Admission` options: the lab's own, the user's laid over them; the world keeps its `clock`. */
 export function admissionOptions(settings: DamperSettings, server: number, lab: Omit<AdmissionOptions, 'clock'>, world: Required<Pick<AdmissionOptions, 'clock'>>): AdmissionOptions {
   return { ...lab, ...settings.admission?.(server), ...world };
-}
-
-/**
- * The web-farm world's front door (a balancer alone: the Missourian's load
- * balancer, not a client library): the lab's options, with tier 0's
- * `dependency(0).balancer` laid over them; the world keeps `clock` and `upstreams`.
- */
-export function balancerOptions<U>(settings: DamperSettings, lab: Omit<BalancerOptions<U>, 'upstreams'>, world: Required<Pick<BalancerOptions<U>, 'clock' | 'upstreams'>>): BalancerOptions<U> {
-  const user = (settings.dependency?.(0)?.balancer ?? {}) as Partial<BalancerOptions<U>>;
-  return { ...lab, ...user, ...world };
 }

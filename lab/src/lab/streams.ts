@@ -28,6 +28,8 @@ export const STREAMS = {
   serviceTime: 0x4a7c_15e9,
   /** The service world's cache nodes' round trips, when `cache.nodes.latency` is random. */
   cacheLatency: 0x7e3d_52b1,
+  /** The service world's renders of a loaded value (`servers.missService`), when random. */
+  renderTime: 0x3c6e_f372,
 } as const;
 
 /** The source `stream` of the run seeded `seed`. */

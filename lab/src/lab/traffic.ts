@@ -23,33 +23,3 @@ export function poisson(lambda: number, random: () => number): number {
   }
   return k;
 }
-
-/** Picks keys: named hot keys by their share, the remaining share uniformly over `tailCount` tail keys. */
-export class KeyPicker {
-  private readonly cumulative: number[];
-  private readonly hot: string[];
-  private readonly tail: string[];
-
-  constructor(hot: readonly { key: string; share: number }[], tailCount: number) {
-    this.hot = hot.map((h) => h.key);
-    let sum = 0;
-    this.cumulative = hot.map((h) => (sum += h.share));
-    // Key strings are built once: the hot loop must not allocate per request.
-    this.tail = Array.from({ length: tailCount }, (_, i) => `tail:${i}`);
-  }
-
-  /** Every key this picker can return. */
-  get keys(): readonly string[] {
-    return [...this.hot, ...this.tail];
-  }
-
-  pick(random: () => number): string {
-    const u = random();
-    const c = this.cumulative;
-    for (let i = 0; i < c.length; i++) if (u < c[i]!) return this.hot[i]!;
-    const hotShare = c.length === 0 ? 0 : c[c.length - 1]!;
-    // Map the rest of [hotShare, 1) onto the tail.
-    const i = Math.floor(((u - hotShare) / (1 - hotShare)) * this.tail.length);
-    return this.tail[Math.min(i, this.tail.length - 1)] ?? this.hot[this.hot.length - 1]!;
-  }
-}

@@ -4,7 +4,6 @@ import { type Json, parseJson, type ScenarioCommon, type TriggerAxis } from './s
 import { scenarioSchema } from './schema/index.js';
 import { check } from './schema/problems.js';
 import { service, type ServiceScenario } from './world/service.js';
-import { webFarm, type WebFarmScenario } from './world/web-farm.js';
 
 /**
  * The kinds of simulated system a scenario can describe. Each world parses
@@ -48,13 +47,12 @@ export function scaleLoad<S extends ScenarioCommon>(scenario: S, factor: number)
 }
 
 /** Every scenario the lab can run, by world. */
-export type Scenario = WebFarmScenario | ServiceScenario;
+export type Scenario = ServiceScenario;
 
 type AnyWorld = WorldKind<Scenario>;
 
 /** The registry: a scenario's `world` field names one of these. */
 export const WORLDS: Readonly<Record<Scenario['world'], AnyWorld>> = {
-  'web-farm': webFarm,
   service,
 };
 

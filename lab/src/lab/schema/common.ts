@@ -154,7 +154,7 @@ export const origin = z
   })
   .meta({ description: 'The database: `workers` queries at a time, each taking workers/capacityQps s; beyond `maxQueue` waiting, refused at once.' });
 
-/** A balancer's health checks (web-farm's, and the service world's balancer), read by each variant in its own way. */
+/** A balancer's health checks (the service world's `balancer`), read by each variant in its own way. */
 export const healthChecks = z.strictObject({
   intervalS: z.number().min(0.001).max(3600).meta({ description: 'Time between two probes of a server, s.' }),
   timeoutMs: z.int().min(2).max(600_000).meta({ description: 'naive: a probe answered after this is a failure (health by response time); damper: a probe’s timeout (no answer at all), ms.' }),
@@ -162,26 +162,10 @@ export const healthChecks = z.strictObject({
   rise: z.int().min(1).max(100).meta({ description: 'Consecutive passing probes that put it back.' }),
 });
 
-/** A cache's windows: fresh for `ttlS`, then servable stale for `staleForS` (damper). */
-export const cacheWindows = {
-  ttlS: z.number().min(0.001).meta({ description: 'How long a cached value is fresh, s.' }),
-  staleForS: nonNegative('How long past its freshness a value may be served stale (damper), s.'),
-};
-
 export const hotKey = z.strictObject({
   key: text('The key.'),
   share: z.number().min(0).max(1).meta({ description: 'Its share of all requests, 0 to 1.' }),
 });
-
-/** Hot keys with their share of requests; the rest spread evenly over `tailCount` keys. */
-export function hotKeys(o: { maxTail: number; hot: z.ZodArray<typeof hotKey>; description: string }) {
-  const keys = z.strictObject({ hot: o.hot, tailCount: z.int().min(0).max(o.maxTail).meta({ description: 'Other keys, sharing the rest of the requests evenly.' }) });
-  return refined(keys.meta({ description: o.description }), (k, report) => {
-    const sum = k.hot.reduce((total, h) => total + h.share, 0);
-    if (sum > 1 + 1e-9) report(['hot'], `shares add up to ${sum}, more than 1`);
-    else if (k.tailCount === 0 && sum < 1 - 1e-9) report([], 'hot shares must add up to 1 when tailCount is 0');
-  });
-}
 
 const checkAxis = refined(
   z

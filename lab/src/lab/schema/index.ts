@@ -1,12 +1,10 @@
 import { z } from 'zod';
 import { serviceSchema } from './service.js';
-import { webFarmSchema } from './web-farm.js';
 import { tagged } from './common.js';
 
 /** Each world's scenario file, by the `world` it names. */
 export const SCENARIO_SCHEMAS = {
   service: serviceSchema,
-  'web-farm': webFarmSchema,
 } as const;
 
 export type WorldName = keyof typeof SCENARIO_SCHEMAS;
@@ -16,7 +14,7 @@ export function isWorldName(name: string): name is WorldName {
 }
 
 /** Any scenario file: `world` picks the schema; an unknown world is one problem that lists the known ones. */
-export const scenarioSchema = tagged('world', 'world', [webFarmSchema, serviceSchema]).meta({
+export const scenarioSchema = tagged('world', 'world', [serviceSchema]).meta({
   title: 'damper scenario',
   description: 'A damper lab scenario: a system (its `world`), its clients and a timeline of faults.',
 });

@@ -81,7 +81,13 @@ export const serviceFaultSchema = tagged('kind', 'fault kind', [
     nodes: nodeList,
     factor: factor(0.01, 1000, 'The service-time multiplier.'),
   }),
-  serviceFault('hang', 'Server `server` takes requests and answers none from startS to endS; then it answers what it held, and serves on.', { server: z.int().min(0).meta({ description: 'The server, by index from 0.' }) }),
+  serviceFault('hang', 'Server `server` takes requests and answers none from startS to endS; then it answers what it held and serves on, or, with then: restart, it is restarted.', {
+    server: z.int().min(0).meta({ description: 'The server, by index from 0.' }),
+    then: z
+      .enum(['resume', 'restart'])
+      .default('resume')
+      .meta({ description: 'resume (the default): at endS the process answers what it held, and serves on; restart: at endS a new process starts: every open connection is reset, its workers and queue are free, and its own cache (cache.scope: server) is empty (the Missourian’s web1).' }),
+  }),
   serviceFault('degrade-servers', 'Node degradation: the servers keep `factor` of their throughput (service time ÷ factor) from startS to endS; the others are healthy.', {
     servers: z.array(z.int().min(0)).min(1, 'needs at least one server').meta({ description: 'The servers, by index from 0.' }),
     factor: factor(0.0001, 1, 'The share of throughput kept.'),
@@ -139,6 +145,12 @@ const fields = scenario(
         maxQueue: z.int().min(0).max(10_000_000).meta({ description: 'Requests waiting for a worker beyond which a server refuses at once.' }),
         cores: z.number().min(0.01).max(1024).exactOptional().meta({ description: 'Processor sharing: the requests in service share this many cores; absent, each worker serves alone.' }),
         service: delay.meta({ description: 'The work a request costs an idle server, ms, drawn per request.' }),
+        missService: delay
+          .exactOptional()
+          .meta({
+            description:
+              'More work when a value is loaded from the database, ms, drawn per load (rendering a page from its row): on the server’s workers or cores, after the query. naive pays it for every read that queried; damper’s Cache once per load, shared by the reads that waited for it. Needs database; with a cache of scope tier, its nodes.',
+          }),
         slowdownPerInFlight: z.number().min(0).max(100).default(0).meta({ description: 'Each request a server holds (in service and queued) adds this share to every service time started.' }),
         admissionLimit: z.int().min(1).max(1_000_000).exactOptional().meta({ description: 'damper: requests the lab’s ConcurrencyLimiter admits per server at once (default: workers); a configuration module’s admission(i) replaces it.' }),
         databaseConnections: z
@@ -155,6 +167,20 @@ const fields = scenario(
         ttlS: z.number().min(0.001).meta({ description: 'How long a cached value is fresh, s.' }),
         staleForS: z.number().min(0).default(0).meta({ description: 'damper: how long past its freshness a value may be served stale, s.' }),
         loadTimeoutMs: z.int().min(1).max(600_000).exactOptional().meta({ description: 'How long a server waits for the database on a miss, ms (naive caches nothing then; damper’s loadTimeout); default: the shortest client timeout.' }),
+        scope: z
+          .enum(['tier', 'server'])
+          .default('tier')
+          .meta({
+            description:
+              'tier (the default): one cache tier every server reads (with nodes, a Redis cluster; without, one in-process Cache stands for it); server: each server its own cache in its memory (a page cache), which a restart empties (no nodes).',
+          }),
+        warm: z
+          .strictObject({
+            rate: z.number().min(0.001).max(1_000_000).meta({ description: 'Loads started per second.' }),
+            concurrency: z.int().min(1).max(100_000).meta({ description: 'Loads in flight at once.' }),
+          })
+          .exactOptional()
+          .meta({ description: 'damper, with scope server: a restarted server warms its empty cache with Cache.warm over every key, most read first, within this budget, while traffic returns to it (default: no warm-up).' }),
         nodes: z
           .strictObject({
             count: z.int().min(1).max(1000).default(1).meta({ description: 'Cache nodes (Redis processes), keys spread over them on a consistent-hashing ring (default 1).' }),
@@ -291,6 +317,10 @@ export const serviceSchema = refined(fields, (s, report) => {
   faultRule(s, report);
   if (s.cache !== undefined && s.database === undefined) report(['cache'], 'a cache tier needs a database behind it');
   if (s.cache?.processEntries !== undefined && s.cache.nodes === undefined) report(['cache', 'processEntries'], 'only with cache.nodes (without nodes the cache tier is one in-process cache)');
+  if (s.cache?.scope === 'server' && s.cache.nodes !== undefined) report(['cache', 'scope'], 'server is a cache in each server’s memory: not with cache.nodes (use processEntries for the servers’ memory in front of the nodes)');
+  if (s.cache?.warm !== undefined && s.cache.scope !== 'server') report(['cache', 'warm'], 'only with scope server (a restart empties only a server’s own cache)');
+  if (s.servers.missService !== undefined && s.database === undefined) report(['servers', 'missService'], 'needs a database');
+  if (s.servers.missService !== undefined && s.cache !== undefined && s.cache.scope === 'tier' && s.cache.nodes === undefined) report(['servers', 'missService'], 'needs a cache of scope server, or cache.nodes (one in-process Cache standing for the tier has no server to render on)');
   if (s.cache?.originRateQps !== undefined && s.cache.nodes === undefined) report(['cache', 'originRateQps'], 'only with cache.nodes (without nodes one Cache stands for every server)');
   if (s.cache?.naive.commandTimeoutMs !== undefined && s.cache.nodes === undefined) report(['cache', 'naive', 'commandTimeoutMs'], 'only with cache.nodes');
   const ownKeys = s.clients.filter((c) => c.keys !== undefined).length;

@@ -16,6 +16,10 @@ export interface CacheShape {
   readonly staleForS: number;
   /** How long a server waits for the database on a miss, ms: naive gives up and caches nothing; damper's `loadTimeout`. */
   readonly loadTimeoutMs: number;
+  /** `tier`: one cache every server reads; `server`: each server its own, in its memory, emptied by a restart. */
+  readonly scope: 'tier' | 'server';
+  /** damper, scope server: a restarted server's warm-up budget (`Cache.warm`'s rate and concurrency). */
+  readonly warm?: { readonly rate: number; readonly concurrency: number };
   /** The cache tier as its own component (service-cache-nodes.ts); absent, it answers in no time with no limit. */
   readonly nodes?: CacheNodesShape;
   /** damper, with nodes: keys each server's in-process cache holds; default every key. */
@@ -48,6 +52,10 @@ export interface DataTier {
   flush(): void;
   /** The write path pushes a freshly written row into the cache tier (cache-aside's invalid value). */
   push(key: string, row: Row): void;
+  /** A new process of server `server` (a hang's end with `then: restart`): its own cache (scope server) is empty; damper's warms. */
+  restart?(server: number): void;
+  /** Stops what the tier still runs (a warm-up): nothing of it is left on the clock. */
+  close?(): void;
   /** Puts every key's row (`keys.keys`, most read first) in the cache tier, each fresh for a draw of `freshMs`: the steady state a run starts from (a server holding fewer keys than there are draws its own from `seed`). */
   prewarm(keys: KeySets, row: (key: string) => Row, freshMs: () => number, seed: number): Promise<void>;
 }
@@ -130,32 +138,54 @@ export function naiveQuery(clock: VirtualClock, way: Queryable, key: string, tim
  * failed query or an invalid value from it deletes the key, because the
  * reader cannot tell a struggling database from a bad value; the request
  * fails. So every failure sends the next read of the key to the database.
+ *
+ * With `scope: 'server'` each of the `servers` has a map of its own (a
+ * page cache in the web server's memory), counted apart (`counts(i)`), and
+ * a restart empties it; else one map stands for the tier (`counts(0)`).
  */
-export function naiveCache(clock: VirtualClock, db: DatabaseAccess, shape: CacheShape, counts: QueryCounts): DataTier {
-  let tier = new Map<string, { row: Row; expires: number }>();
+export function naiveCache(clock: VirtualClock, db: DatabaseAccess, shape: CacheShape, servers: number, counts: (server: number) => QueryCounts): DataTier {
+  type Pages = Map<string, { row: Row; expires: number }>;
+  const tiers: Pages[] = Array.from({ length: shape.scope === 'server' ? servers : 1 }, () => new Map());
+  /** Restarts per map: a render of a process since restarted is lost with it. */
+  const restarts = tiers.map(() => 0);
   const ttlMs = shape.ttlS * 1000;
   const fixer = shape.naive.deleteOnError === true;
   // No exceptions and no rejected promises on the failure path: in an
   // overload it runs millions of times. A hit is answered at once.
-  const readOf = (way: Queryable): DataRead => (key, _priority, then) => {
-    counts.cache.requests++;
-    const hit = tier.get(key);
+  const readOf = (way: Queryable, own: number): DataRead => {
+    const count = counts(own);
+    return (key, _priority, then) => {
+    const epoch = restarts[own]!;
+    count.cache.requests++;
+    const hit = tiers[own]!.get(key);
     if (hit !== undefined && hit.expires > clock.now() && (hit.row.valid || !fixer)) return then(hit.row.valid ? 'ok' : 'invalid', 'cache');
-    naiveQuery(clock, way, key, shape.loadTimeoutMs, shape.naive.queryRetries, counts, (outcome) => {
+    naiveQuery(clock, way, key, shape.loadTimeoutMs, shape.naive.queryRetries, count, (outcome) => {
+      // The map now, a flush's new one included; a restart's loses the old process's render.
+      const tier = tiers[own]!;
       if (fixer && (outcome instanceof QueryError || !outcome.valid)) {
         tier.delete(key);
         return then('error', 'origin');
       }
       if (outcome instanceof QueryError) return then('error', 'origin');
-      tier.set(key, { row: outcome, expires: clock.now() + ttlMs });
+      if (restarts[own] === epoch) tier.set(key, { row: outcome, expires: clock.now() + ttlMs });
       then(outcome.valid ? 'ok' : 'invalid', 'origin');
     });
+    };
   };
+  const ownOf = (i: number): number => (shape.scope === 'server' ? i : 0);
   return {
-    reader: (i) => readOf(db.server(i)),
-    flush: () => (tier = new Map()),
-    push: (key, row) => void tier.set(key, { row, expires: clock.now() + ttlMs }),
-    prewarm: (keys, row, freshMs) => eachKey(keys.keys, row, freshMs, (key, r, ms) => void tier.set(key, { row: r, expires: clock.now() + ms })),
+    reader: (i) => readOf(db.server(i), ownOf(i)),
+    flush: () => tiers.forEach((_, i) => (tiers[i] = new Map())),
+    restart(i) {
+      if (shape.scope !== 'server') return;
+      tiers[i] = new Map();
+      restarts[i]!++;
+    },
+    push: (key, row) => tiers.forEach((tier) => tier.set(key, { row, expires: clock.now() + ttlMs })),
+    // Each server's own map draws its own remaining freshness per key, as servers that loaded their pages at their own times.
+    prewarm: async (keys, row, freshMs) => {
+      for (const tier of tiers) await eachKey(keys.keys, row, freshMs, (key, r, ms) => void tier.set(key, { row: r, expires: clock.now() + ms }));
+    },
   };
 }
 
@@ -189,6 +219,57 @@ export function damperCache(clock: VirtualClock, db: Queryable, options: CacheOp
     // An invalid push is refused by validation: the last known good stays.
     push: (key, row) => void cache.set(key, row).catch(() => {}),
     prewarm: (keys, row, freshMs) => eachKey(keys.keys, row, freshMs, (key, r, ms) => cache.set(key, r, { ttl: ms })),
+  };
+}
+
+/**
+ * damper's caches when each server has its own (`scope: 'server'`, a page
+ * cache in a web server's memory): a real `Cache` per server with
+ * `options(i)` (the lab's, under the configuration's `cache(i)`; asked again
+ * at a restart, as a new process builds its cache anew), loading through
+ * the server's own way to the database. A restart replaces the server's
+ * `Cache` with an empty one, which, with `shape.warm`, loads every key,
+ * most read first, with `Cache.warm` within that budget (at background
+ * priority, under the cache's own origin budget) while traffic returns to
+ * it. `watch(cache, i)` instruments each, again after a restart.
+ */
+export function damperServerCaches(clock: VirtualClock, db: DatabaseAccess, shape: CacheShape, servers: number, options: (server: number) => CacheOptions<Row>, watch: (cache: Cache<Row>, server: number) => () => void): DataTier & { readonly caches: readonly Cache<Row>[] } {
+  const caches: Cache<Row>[] = [];
+  const reads: DataRead[] = [];
+  const unwatch: (() => void)[] = [];
+  const warming: (AbortController | undefined)[] = [];
+  let ranked: readonly string[] = [];
+  const open = (i: number): Cache<Row> => {
+    unwatch[i]?.();
+    const cache = new Cache<Row>({ ...options(i), clock });
+    caches[i] = cache;
+    reads[i] = damperRead(clock, cache, db.server(i));
+    unwatch[i] = watch(cache, i);
+    return cache;
+  };
+  for (let i = 0; i < servers; i++) open(i);
+  return {
+    caches,
+    // The server keeps this function; a restart changes the Cache behind it.
+    reader: (i) => (key, priority, then) => reads[i]!(key, priority, then),
+    flush: () => caches.forEach((cache) => cache.clear()),
+    // An invalid push is refused by validation: the last known good stays.
+    push: (key, row) => caches.forEach((cache) => void cache.set(key, row).catch(() => {})),
+    restart(i) {
+      warming[i]?.abort();
+      void caches[i]!.close();
+      const cache = open(i);
+      if (shape.warm === undefined) return;
+      const stop = new AbortController();
+      warming[i] = stop;
+      const loader = databaseLoader(db.server(i), new OriginWaits(clock));
+      cache.warm(ranked, loader, { rate: shape.warm.rate, concurrency: shape.warm.concurrency, signal: stop.signal }).catch(() => {});
+    },
+    prewarm: async (keys, row, freshMs) => {
+      ranked = keys.keys;
+      for (const cache of caches) await eachKey(keys.keys, row, freshMs, (key, r, ms) => cache.set(key, r, { ttl: ms }));
+    },
+    close: () => warming.forEach((stop) => stop?.abort()),
   };
 }
 

@@ -2,9 +2,9 @@ import { type Priority, type Timer, type VirtualClock } from 'damper';
 import { type RetryCounts } from '../lab-counters.js';
 import { type Population } from '../scenario.js';
 import { type Call, naiveTiers } from './naive-tiers.js';
-import { type HealthShape, NaiveBalancer } from './front-door.js';
+import { type HealthShape } from '../scenario.js';
+import { NaiveBalancer, type Served, SERVED } from './naive-balancer.js';
 import { type Answer, answer, failure, ServiceFailure, TIMED_OUT } from './service-answers.js';
-import { type Served, SERVED } from './web-server.js';
 import { type Server } from './service-server.js';
 import { type ServiceTiers, tickedDelay, tierSettings } from './service-tiers.js';
 
@@ -27,9 +27,9 @@ function submit(server: Server, key: string, priority: Priority, onDone: (a: Ans
 }
 
 /**
- * The naive front: round robin, or web-farm's `NaiveBalancer` over the
+ * The naive front: round robin, or the Missourian's `NaiveBalancer` over the
  * servers (health judged by response time, no floor, probes queued like any
- * request; see front-door.ts), whose probe reads `probeKey`.
+ * request; see naive-balancer.ts), whose probe reads `probeKey`.
  */
 export function naiveFront(clock: VirtualClock, servers: readonly Server[], balancer: HealthShape | undefined, probeKey: string): { front: Front; close(): void } {
   if (balancer === undefined) {

@@ -15,6 +15,8 @@ export interface ServerShape {
   readonly cores?: number;
   /** The work a request costs on an idle server, ms, drawn per request. */
   readonly service: Delay;
+  /** More work when a value is loaded from the database (rendering a page from its row), ms, drawn per load. */
+  readonly missService?: Delay;
   /** Each request the server holds (in service and queued) adds this share to every service time started. */
   readonly slowdownPerInFlight: number;
 }
@@ -48,13 +50,18 @@ export interface Job {
  * Faults set `slowdown` (service time ×), `keep` (the share of workers and
  * cores left) and `hung` (a hung server takes requests and answers none:
  * work that finishes while it hangs holds its worker, and is answered when
- * the hang ends).
+ * the hang ends), or end a hang with `restart` (a new process: every open
+ * connection reset, nothing of the old process's work answered).
  */
 export class Server {
-  private readonly queue = new Fifo<Job>();
-  private readonly cpu: Cpu | undefined;
+  private queue = new Fifo<Job>();
+  private cpu: Cpu | undefined;
   private busy = 0;
   private frozen: (() => void)[] = [];
+  /** The jobs in service, for a restart to reset. */
+  private readonly serving = new Set<Job>();
+  /** Bumped by each restart: work of an older process never answers. */
+  private epoch = 0;
   private kept = 1;
   private hungNow = false;
   /** Service time × this: a slowdown or a degraded node. */
@@ -106,30 +113,66 @@ export class Server {
     } else this.serve(job);
   }
 
+  /**
+   * A new process in the old one's place (a hang's end with `then:
+   * restart`): every open connection (in service, queued, held by the hang)
+   * is reset, the workers and cores are free, and nothing the old process
+   * was doing answers any more.
+   */
+  restart(): void {
+    this.epoch++;
+    const open = [...this.serving, ...this.queue.drain()];
+    this.serving.clear();
+    this.frozen = [];
+    this.busy = 0;
+    this.hungNow = false;
+    if (this.shape.cores !== undefined) {
+      this.cpu = new Cpu(this.clock, this.shape.cores);
+      this.cpu.setCores(this.shape.cores * this.kept);
+    }
+    for (const job of open) job.done?.('refused', 'cache');
+  }
+
+  /** `ms` of work on this server (its worker's time, or its cores shared), then `then`: a page rendered from its row. Work of a process since restarted never ends. */
+  render(ms: number, then: () => void): void {
+    const epoch = this.epoch;
+    const done = (): void => {
+      if (epoch === this.epoch) then();
+    };
+    const scaled = Math.max(1, Math.round(ms * this.slowdown));
+    if (this.cpu === undefined) this.clock.setTimer(done, scaled);
+    else this.cpu.run(scaled, done);
+  }
+
   private serve(job: Job): void {
     if (job.abandoned?.() === true) {
       job.done?.('dropped', 'cache');
       return;
     }
     this.busy++;
-    if (this.read === undefined) this.work(job, 'cache');
-    else this.read(job.key, job.priority, (outcome, source) => (outcome === 'ok' ? this.work(job, source) : this.finish(job, outcome, source)));
+    this.serving.add(job);
+    const epoch = this.epoch;
+    if (this.read === undefined) this.work(job, 'cache', epoch);
+    else this.read(job.key, job.priority, (outcome, source) => (outcome === 'ok' ? this.work(job, source, epoch) : this.finish(job, outcome, source, epoch)));
   }
 
-  private work(job: Job, source: Source): void {
+  private work(job: Job, source: Source, epoch: number): void {
+    if (epoch !== this.epoch) return;
     const ms = Math.max(1, Math.round(sampleMs(this.shape.service, this.random) * (1 + this.shape.slowdownPerInFlight * (this.busy + this.queue.size)) * this.slowdown));
-    const then = (): void => this.finish(job, 'ok', source);
+    const then = (): void => this.finish(job, 'ok', source, epoch);
     if (this.cpu === undefined) this.clock.setTimer(then, ms);
     else this.cpu.run(ms, then);
   }
 
-  private finish(job: Job, outcome: Outcome, source: Source): void {
+  private finish(job: Job, outcome: Outcome, source: Source, epoch: number): void {
+    if (epoch !== this.epoch) return;
     // A hung process answers nothing and holds its workers until the hang ends.
     if (this.hungNow) {
-      this.frozen.push(() => this.finish(job, outcome, source));
+      this.frozen.push(() => this.finish(job, outcome, source, epoch));
       return;
     }
     this.busy--;
+    this.serving.delete(job);
     job.done?.(outcome, source);
     this.next();
   }

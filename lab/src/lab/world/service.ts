@@ -6,18 +6,18 @@ import { LabCounters } from '../lab-counters.js';
 import { Recorder } from '../metrics.js';
 import { Network } from '../network.js';
 import { type VariantName, type VariantRun } from '../results.js';
-import { type FaultSpanDoc, type Json, replaceFault, type ScenarioCommon, ScenarioError, sizeAxis, spanAxis } from '../scenario.js';
+import { type FaultSpanDoc, type HealthShape, type Json, replaceFault, type ScenarioCommon, ScenarioError, sizeAxis, spanAxis } from '../scenario.js';
 import { check } from '../schema/problems.js';
 import { serviceFaultSchema, serviceSchema } from '../schema/service.js';
 import { remainingFreshness, stream, STREAMS } from '../streams.js';
 import { type WorldKind } from '../worlds.js';
 import { type HotKey } from '../zipf.js';
 import { KeySets } from '../key-sets.js';
-import { Database, type Row } from './database.js';
-import { type HealthShape } from './front-door.js';
+import { Database, type Queryable, QueryError, type Row } from './database.js';
 import { type Answer, answerOf } from './service-answers.js';
+import { sampleMs } from '../delay.js';
 import { damperService } from './service-damper.js';
-import { type CacheShape, damperCache, damperCacheDefaults, type DatabaseAccess, type DataTier, databaseOnly, naiveCache, type QueryCounts } from './service-data.js';
+import { type CacheShape, damperCache, damperCacheDefaults, damperServerCaches, type DatabaseAccess, type DataTier, databaseOnly, naiveCache, type QueryCounts } from './service-data.js';
 import { ConnectionPool } from './connection-pool.js';
 import { serverCapacityQps } from './service-best.js';
 import { serviceState, type ServiceState } from './service-faults.js';
@@ -46,7 +46,7 @@ export type ServiceFault = FaultSpanDoc &
   (
     | { readonly kind: 'capacity-drop'; readonly servers?: readonly number[]; readonly factor: number }
     | { readonly kind: 'slowdown'; readonly target: 'servers' | 'database' | 'cache'; readonly servers?: readonly number[]; readonly nodes?: readonly number[]; readonly factor: number }
-    | { readonly kind: 'hang'; readonly server: number }
+    | { readonly kind: 'hang'; readonly server: number; readonly then: 'resume' | 'restart' }
     | { readonly kind: 'degrade-servers'; readonly servers: readonly number[]; readonly factor: number }
     | { readonly kind: 'invalid-value'; readonly key: string }
     | { readonly kind: 'load-spike'; readonly factor: number }
@@ -130,13 +130,23 @@ type Observed = { readonly variant: 'naive'; readonly counters: LabCounters } | 
  * How the servers reach `db`: straight, or each through a pool of
  * `servers.databaseConnections` connections; the one `Cache` that stands
  * for every server's (damper without cache nodes) through a pool of all of
- * them together.
+ * them together. With `servers.missService`, a row a server gets is then
+ * rendered on it (`render(i)`): the query's answer comes after that work.
  */
-function databaseAccess(clock: VirtualClock, scenario: ServiceScenario, db: Database): DatabaseAccess {
+function databaseAccess(clock: VirtualClock, scenario: ServiceScenario, db: Database, render: (server: number) => (then: () => void) => void): DatabaseAccess {
   const { count, databaseConnections: size } = scenario.servers;
-  if (size === undefined) return { server: () => db, tier: db };
-  const pools = Array.from({ length: count }, () => new ConnectionPool(clock, size, db));
-  return { server: (i) => pools[i]!, tier: new ConnectionPool(clock, size * count, db) };
+  const ways: Queryable[] = size === undefined ? Array.from({ length: count }, () => db) : Array.from({ length: count }, () => new ConnectionPool(clock, size, db));
+  const tier = size === undefined ? db : new ConnectionPool(clock, size * count, db);
+  if (scenario.servers.missService === undefined) return { server: (i) => ways[i]!, tier };
+  const rendered = ways.map((way, i) => rendering(way, render(i)));
+  return { server: (i) => rendered[i]!, tier };
+}
+
+/** `way`, each row it returns handed on only after `render`'s work (a page rendered from its row). */
+function rendering(way: Queryable, render: (then: () => void) => void): Queryable {
+  return {
+    query: (key, options) => way.query(key, options).then((outcome): Row | QueryError | Promise<Row> => (outcome instanceof QueryError ? outcome : new Promise<Row>((resolve) => render(() => resolve(outcome))))),
+  };
 }
 
 /**
@@ -145,9 +155,9 @@ function databaseAccess(clock: VirtualClock, scenario: ServiceScenario, db: Data
  * without `cache.nodes` one in-process tier for all, with them a client per
  * server over the nodes (service-cache-nodes.ts).
  */
-function dataTier(clock: VirtualClock, scenario: ServiceScenario, observed: Observed, database: Database | undefined, keyCount: number, settings: DamperSettings, nodes: CacheCluster | undefined): (DataTier & { readonly caches?: readonly Cache<Row>[] }) | undefined {
+function dataTier(clock: VirtualClock, scenario: ServiceScenario, observed: Observed, database: Database | undefined, keyCount: number, settings: DamperSettings, nodes: CacheCluster | undefined, render: (server: number) => (then: () => void) => void): (DataTier & { readonly caches?: readonly Cache<Row>[] }) | undefined {
   if (database === undefined) return undefined;
-  const db = databaseAccess(clock, scenario, database);
+  const db = databaseAccess(clock, scenario, database, render);
   const shape = scenario.cache;
   if (shape === undefined) return databaseOnly(db);
   const servers = scenario.servers.count;
@@ -155,8 +165,13 @@ function dataTier(clock: VirtualClock, scenario: ServiceScenario, observed: Obse
   if (observed.variant === 'naive') {
     // A server that tries failed queries again is a retrying client too.
     const counts = (name: string): QueryCounts => ({ cache: observed.counters.cache(name), ...(shape.naive.queryRetries > 0 ? { retry: observed.counters.retry(name) } : {}) });
-    if (nodes === undefined) return naiveCache(clock, db, shape, counts(''));
+    if (nodes === undefined) return naiveCache(clock, db, shape, servers, (i) => counts(shape.scope === 'server' ? `server=${i}` : ''));
     return naiveCacheNodes(clock, db, nodes, shape, (i) => counts(`server=${i}`));
+  }
+  if (shape.scope === 'server') {
+    // Each server's own Cache under the configuration's cache(i), asked again when the server restarts.
+    const own = (i: number): CacheOptions<Row> => cacheOptions(settings, i, damperCacheDefaults(shape, keyCount, workers), { clock });
+    return damperServerCaches(clock, db, shape, servers, own, (cache, i) => observed.gauges.watch(cache, { server: i }));
   }
   if (nodes === undefined) {
     // The lab's options under the configuration's cache(0): one Cache stands for the whole cache tier (facebook-2010).
@@ -274,7 +289,12 @@ export async function runService(scenario: ServiceScenario, variant: VariantName
   const keys = scenario.database === undefined ? undefined : new KeySets(scenario.clients, scenario.keys);
   const db = scenario.database === undefined ? undefined : new Database(clock, recorder, scenario.database, network);
   const nodes = scenario.cache?.nodes === undefined ? undefined : cacheNodes(clock, scenario.cache, network, stream(seed, STREAMS.cacheLatency));
-  const data = dataTier(clock, scenario, observed, db, keys?.keys.length ?? 0, settings, nodes);
+  // The servers exist once the data tier does (each reads through it); a render is their work, looked up when it happens.
+  const servers: Server[] = [];
+  const missService = scenario.servers.missService;
+  const renderTimes = stream(seed, STREAMS.renderTime);
+  const render = (i: number) => (then: () => void) => servers[i]!.render(sampleMs(missService!, renderTimes), then);
+  const data = dataTier(clock, scenario, observed, db, keys?.keys.length ?? 0, settings, nodes, render);
   if (data !== undefined && scenario.cache !== undefined) {
     // Steady state: every key cached, its remaining freshness spread evenly over the ttl.
     await data.prewarm(keys!, (key) => db!.read(key), remainingFreshness(seed, scenario.cache.ttlS * 1000), seed);
@@ -283,7 +303,7 @@ export async function runService(scenario: ServiceScenario, variant: VariantName
   // Without a database the servers are the origin: every attempt reaching one counts, admitted or shed (a shed costs the server a request too).
   const arrived = db === undefined ? () => recorder.originQuery(clock.now()) : undefined;
   // naive's servers take every attempt; damper's are counted before their admission.
-  const servers = Array.from({ length: scenario.servers.count }, (_, i) => new Server(clock, scenario.servers, serviceTimes, data?.reader(i), variant === 'naive' ? arrived : undefined));
+  for (let i = 0; i < scenario.servers.count; i++) servers.push(new Server(clock, scenario.servers, serviceTimes, data?.reader(i), variant === 'naive' ? arrived : undefined));
   const path = requestPath(clock, scenario, observed, servers, settings, seed, keys?.keys[0] ?? '', arrived);
   const active = new Set<ServiceFault>();
   const apply = (t: number): void => {
@@ -310,6 +330,11 @@ export async function runService(scenario: ServiceScenario, variant: VariantName
         } else if (fault.kind === 'cache-flush' && starts) data!.flush();
         else if (fault.kind === 'eject-cache') for (const n of fault.nodes) ejection(nodes!, n, starts);
         else if (fault.kind === 'cut-traffic') door.cut(t, starts ? undefined : fault.rampS * 1000);
+        else if (fault.kind === 'hang' && fault.then === 'restart' && !starts) {
+          // Before the hang's end is applied: what the old process held is reset, never answered.
+          servers[fault.server]!.restart();
+          data?.restart?.(fault.server);
+        }
         apply(t);
       },
       ...(keys === undefined ? {} : { keys: (population) => keys.pickerOf(population.name) }),
@@ -323,6 +348,7 @@ export async function runService(scenario: ServiceScenario, variant: VariantName
     await clients.run(options);
   } finally {
     path.close();
+    data?.close?.();
     for (const cache of data?.caches ?? []) cache.close();
   }
   return clients.result();
