@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { alertStates, evaluateAlert } from '../src/lab/alerts.js';
+import { alertStates, evaluateAlert } from '../src/lab/judge/alerts.js';
 
 const rule = { above: 0.5, forMs: 3000 };
 

@@ -5,12 +5,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { cover, judgeCheck } from '../src/lab/check.js';
-import { checkPlan, DEFAULT_SPAN } from '../src/lab/check-plan.js';
+import { cover, judgeCheck } from '../src/lab/sweep/check.js';
+import { checkPlan, DEFAULT_SPAN } from '../src/lab/sweep/check-plan.js';
 import { loadScenarioSource } from '../src/lab/lab.js';
 import { ScenarioError } from '../src/lab/scenario.js';
 import { scenarioSource } from '../src/lab/scenario-source.js';
-import { type CellSummary, type SweepCell, type SweepResult } from '../src/lab/sweep.js';
+import { type CellSummary, type SweepCell, type SweepResult } from '../src/lab/sweep/sweep.js';
 
 /**
  * `damper lab check`: the margin box and the distances on hand-made sweeps

@@ -14,7 +14,7 @@ import { validateCommand } from '../src/cli/validate-command.js';
 import { formatSweepSummary } from '../src/cli/terminal.js';
 import { fileProblem } from '../src/lab/file-problem.js';
 import { shippedScenarios } from '../src/lab/lab.js';
-import { type SweepCell, type SweepResult } from '../src/lab/sweep.js';
+import { type SweepCell, type SweepResult } from '../src/lab/sweep/sweep.js';
 
 /**
  * The `damper` command line as a user meets it, through the compiled

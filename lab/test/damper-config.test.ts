@@ -7,8 +7,8 @@ import { fileURLToPath } from 'node:url';
 import { InMemorySharedStore, VirtualClock } from 'damper';
 import { cacheOptions, DamperConfigError, resolveDamperConfig, withDamperConfig } from '../src/lab/damper-config.js';
 import { loadScenario, runScenario } from '../src/lab/lab.js';
-import { runIsolated } from '../src/lab/parallel.js';
-import { type Scenario } from '../src/lab/worlds.js';
+import { runIsolated } from '../src/lab/engine/parallel.js';
+import { type Scenario } from '../src/lab/world/worlds.js';
 
 /** A fixture's absolute path: tests run from build/test, fixtures stay in test/fixtures. */
 const fixture = (name: string): string => fileURLToPath(new URL(`../../test/fixtures/${name}`, import.meta.url));

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { seededRandom } from 'damper';
-import { KeySets, lruHeld } from '../src/lab/key-sets.js';
+import { KeySets, lruHeld } from '../src/lab/world/key-sets.js';
 
 const open = (name: string, rate: number, keys?: { count: number; exponent: number }) => ({ name, rate, ...(keys === undefined ? {} : { keys }) });
 

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { VirtualClock } from 'damper';
-import { type ClientWorld, Clients } from '../src/lab/clients.js';
+import { type ClientWorld, Clients } from '../src/lab/engine/clients.js';
 import { loadScenario } from '../src/lab/lab.js';
-import { Recorder } from '../src/lab/metrics.js';
-import { Network } from '../src/lab/network.js';
-import { runIsolated } from '../src/lab/parallel.js';
-import { retryDelayMs } from '../src/lab/retry-delay.js';
+import { Recorder } from '../src/lab/judge/metrics.js';
+import { Network } from '../src/lab/engine/network.js';
+import { runIsolated } from '../src/lab/engine/parallel.js';
+import { retryDelayMs } from '../src/lab/engine/retry-delay.js';
 import { type Backoff, type FaultSpanDoc, type ScenarioCommon } from '../src/lab/scenario.js';
 import { service, type ServiceScenario } from '../src/lab/world/service.js';
 

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { RATIO_WINDOW_MS, SAMPLE_MS } from '../src/lab/characteristic.js';
+import { RATIO_WINDOW_MS, SAMPLE_MS } from '../src/lab/judge/characteristic.js';
 import { VirtualClock } from 'damper';
-import { LabCounters } from '../src/lab/lab-counters.js';
+import { LabCounters } from '../src/lab/judge/lab-counters.js';
 
 describe('lab counters: a naive variant’s ratios, Δnumerator ÷ Δdenominator over the window', () => {
   test('over the counts since the start until a whole window has passed, then over the window alone', async () => {

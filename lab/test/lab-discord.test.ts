@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { loadScenario } from '../src/lab/lab.js';
-import { runIsolated } from '../src/lab/parallel.js';
+import { runIsolated } from '../src/lab/engine/parallel.js';
 import { ScenarioError, triggerEndS } from '../src/lab/scenario.js';
 import { type ServiceScenario } from '../src/lab/world/service.js';
-import { checkScenario, worldOf } from '../src/lab/worlds.js';
+import { checkScenario, worldOf } from '../src/lab/world/worlds.js';
 import { assertBars, SEEDS } from './support/bars.js';
 import { scenarioDoc } from './support/scenario-doc.js';
 

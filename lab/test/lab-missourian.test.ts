@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { loadScenario } from '../src/lab/lab.js';
-import { runIsolated } from '../src/lab/parallel.js';
-import { resultsJson, type Series } from '../src/lab/results.js';
+import { runIsolated } from '../src/lab/engine/parallel.js';
+import { resultsJson, type Series } from '../src/lab/judge/results.js';
 import { triggerEndS } from '../src/lab/scenario.js';
-import { parseScenario } from '../src/lab/worlds.js';
+import { parseScenario } from '../src/lab/world/worlds.js';
 import { service, type ServiceScenario } from '../src/lab/world/service.js';
 import { Cpu } from '../src/lab/world/cpu.js';
 import { NaiveBalancer, type Served } from '../src/lab/world/naive-balancer.js';

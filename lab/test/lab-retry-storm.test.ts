@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { loadScenario } from '../src/lab/lab.js';
-import { runIsolated } from '../src/lab/parallel.js';
+import { runIsolated } from '../src/lab/engine/parallel.js';
 import { ScenarioError } from '../src/lab/scenario.js';
-import { checkScenario } from '../src/lab/worlds.js';
+import { checkScenario } from '../src/lab/world/worlds.js';
 import { service, type ServiceScenario } from '../src/lab/world/service.js';
 import { assertBars, SEEDS, TEN_MINUTES } from './support/bars.js';
 import { scenarioDoc } from './support/scenario-doc.js';

@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { loadScenario } from '../src/lab/lab.js';
 import { type ServiceScenario } from '../src/lab/world/service.js';
-import { Recorder } from '../src/lab/metrics.js';
-import { runIsolated } from '../src/lab/parallel.js';
+import { Recorder } from '../src/lab/judge/metrics.js';
+import { runIsolated } from '../src/lab/engine/parallel.js';
 import { Database, DatabaseOverloadedError, QueryAbandonedError, type Row } from '../src/lab/world/database.js';
-import { poisson } from '../src/lab/traffic.js';
-import { ZipfKeys } from '../src/lab/zipf.js';
+import { poisson } from '../src/lab/engine/traffic.js';
+import { ZipfKeys } from '../src/lab/world/zipf.js';
 import { seededRandom, VirtualClock } from 'damper';
 
 describe('simulated database', () => {

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { simulate } from '../src/lab/engine.js';
+import { simulate } from '../src/lab/engine/engine.js';
 import { loadScenario, runScenario } from '../src/lab/lab.js';
-import { resultsJson } from '../src/lab/results.js';
+import { resultsJson } from '../src/lab/judge/results.js';
 import { type ServiceScenario } from '../src/lab/world/service.js';
-import { runIsolated } from '../src/lab/parallel.js';
+import { runIsolated } from '../src/lab/engine/parallel.js';
 import { VirtualClock } from 'damper';
 import { characteristicAlerts } from 'damper/otel';
 import { RealTimeInSimulationError } from 'damper';

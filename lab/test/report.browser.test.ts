@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { characteristicMetrics, renderReport, reportMetrics } from '../src/lab/report.js';
-import { VARIANTS } from '../src/lab/results.js';
+import { characteristicMetrics, renderReport, reportMetrics } from '../src/lab/report/report.js';
+import { VARIANTS } from '../src/lab/judge/results.js';
 import { loadScenario, shippedScenarios } from '../src/lab/lab.js';
-import { runIsolated } from '../src/lab/parallel.js';
+import { runIsolated } from '../src/lab/engine/parallel.js';
 import { inChromium } from './support/browser.js';
 
 /**

@@ -5,9 +5,9 @@ import { createRequire } from 'node:module';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { ESLint } from 'eslint';
-import { alertSentence } from '../src/lab/alert-words.js';
-import { type ChartData, characteristicMetrics, REPORT_METRICS, renderReport, reportMetrics } from '../src/lab/report.js';
-import { VARIANTS } from '../src/lab/results.js';
+import { alertSentence } from '../src/lab/judge/alert-words.js';
+import { type ChartData, characteristicMetrics, REPORT_METRICS, renderReport, reportMetrics } from '../src/lab/report/report.js';
+import { VARIANTS } from '../src/lab/judge/results.js';
 import { labRunFixture } from './fixtures/lab-run.js';
 
 const run = labRunFixture();
@@ -201,28 +201,28 @@ function renderElsewhere(args: readonly string[], report: string, fixture: strin
 }
 
 test('report: the same run renders the same bytes, in another process too', () => {
-  assert.ok(renderElsewhere([], here('../src/lab/report.js'), here('./fixtures/lab-run.js')) === html, 'a fresh process renders the same page');
+  assert.ok(renderElsewhere([], here('../src/lab/report/report.js'), here('./fixtures/lab-run.js')) === html, 'a fresh process renders the same page');
 });
 
 test('report: the page script is a file of its own, compiled beside report.js, inlined as compiled', () => {
-  const compiled = readFileSync(here('../src/lab/report-page.js'), 'utf8');
+  const compiled = readFileSync(here('../src/lab/report/report-page.js'), 'utf8');
   assert.doesNotMatch(compiled, /^\s*(import|export)\b/m, 'a plain script: tsc emitted no import or export');
   const scripts = [...html.matchAll(/<script>\n([\s\S]*?)<\/script>/g)].map((m) => m[1]);
   assert.equal(scripts.at(-1)?.trimEnd(), compiled.replace(/\/\/# sourceMappingURL=\S+\s*$/, '').trimEnd(), 'the last script is the compiled page script, without its source-map comment');
-  const source = readFileSync(here('../../src/lab/report.ts'), 'utf8');
+  const source = readFileSync(here('../../src/lab/report/report.ts'), 'utf8');
   assert.doesNotMatch(source, /String\.raw|new uPlot|getElementById/, 'no browser code left inline in report.ts');
 });
 
 test('report: run from the TypeScript sources (tsx), the page script is transpiled to the same bytes', () => {
   const root = here('../../');
-  const fromSource = renderElsewhere(['--import', 'tsx'], `${root}src/lab/report.ts`, `${root}test/fixtures/lab-run.ts`);
+  const fromSource = renderElsewhere(['--import', 'tsx'], `${root}src/lab/report/report.ts`, `${root}test/fixtures/lab-run.ts`);
   assert.ok(fromSource === html, 'the page from src/ is the page from the build');
 });
 
 test('report: eslint checks the page script as browser code, and keeps the Clock rules on the library', async () => {
   // From the repository's root, where the one eslint config lives.
   const eslint = new ESLint({ cwd: here('../../../') });
-  const page = 'lab/src/lab/report-page.ts';
+  const page = 'lab/src/lab/report/report-page.ts';
   const [result] = await eslint.lintFiles([page]);
   assert.ok(result, 'linted');
   assert.deepEqual(result.messages, [], 'the page script passes lint');
@@ -231,6 +231,6 @@ test('report: eslint checks the page script as browser code, and keeps the Clock
   const messages = async (code: string, filePath: string): Promise<string[]> => (await eslint.lintText(code, { filePath }))[0]!.messages.map((m) => m.ruleId ?? '');
   assert.deepEqual(await messages('requestAnimationFrame(() => undefined);\n', page), [], 'a page may wait for a frame');
   assert.deepEqual(await messages('(function (): void { process.exit(1); })();\n', page), ['no-restricted-globals'], 'no Node in the page');
-  assert.deepEqual(await messages('export const now = (): number => Date.now();\n', 'lab/src/lab/report.ts'), ['no-restricted-properties'], 'the lab still reads time through the Clock');
+  assert.deepEqual(await messages('export const now = (): number => Date.now();\n', 'lab/src/lab/report/report.ts'), ['no-restricted-properties'], 'the lab still reads time through the Clock');
   assert.deepEqual(await messages('export const now = (): number => Date.now();\n', 'src/cache/cache.ts'), ['no-restricted-properties'], 'and so does the library');
 });

@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { describe, test } from 'node:test';
 import { shippedScenarios } from '../src/lab/lab.js';
 import { scenarioJsonSchema, SCENARIO_SCHEMAS, type WorldName } from '../src/lab/schema/index.js';
-import { checkScenario } from '../src/lab/worlds.js';
+import { checkScenario } from '../src/lab/world/worlds.js';
 import { violations } from './support/json-schema.js';
 import { scenarioDoc } from './support/scenario-doc.js';
 

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { loadScenario, shippedScenarios } from '../src/lab/lab.js';
 import { ScenarioError } from '../src/lab/scenario.js';
-import { parseScenario } from '../src/lab/worlds.js';
+import { parseScenario } from '../src/lab/world/worlds.js';
 
 const shipped = readFileSync('scenarios/facebook-2010.json', 'utf8');
 const mutate = (change: (doc: Record<string, unknown>) => void): string => {

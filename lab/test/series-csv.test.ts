@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { seriesCsv, seriesFile } from '../src/lab/series-csv.js';
+import { seriesCsv, seriesFile } from '../src/lab/report/series-csv.js';
 import { labRunFixture } from './fixtures/lab-run.js';
 
 describe('--series: a run analysable outside the lab', () => {

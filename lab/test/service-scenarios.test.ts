@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { withDamperConfig } from '../src/lab/damper-config.js';
 import { loadScenario } from '../src/lab/lab.js';
-import { runIsolated, runSummariesIsolated } from '../src/lab/parallel.js';
-import { type ScenarioRun } from '../src/lab/results.js';
+import { runIsolated, runSummariesIsolated } from '../src/lab/engine/parallel.js';
+import { type ScenarioRun } from '../src/lab/judge/results.js';
 
 /**
  * Whole scenarios in the service world: facebook-2010 against the figures

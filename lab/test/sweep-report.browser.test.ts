@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { loadScenarioSource } from '../src/lab/lab.js';
-import { VARIANTS } from '../src/lab/results.js';
-import { runSweep } from '../src/lab/sweep.js';
-import { OUTCOME_COLOURS, renderSweepReport } from '../src/lab/sweep-report.js';
+import { VARIANTS } from '../src/lab/judge/results.js';
+import { runSweep } from '../src/lab/sweep/sweep.js';
+import { OUTCOME_COLOURS, renderSweepReport } from '../src/lab/sweep/sweep-report.js';
 import { inChromium } from './support/browser.js';
 
 /**

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { VARIANTS } from '../src/lab/results.js';
-import { type CellSummary, outcome, summaryOf, type SweepCell, type SweepResult } from '../src/lab/sweep.js';
-import { cellColour, OUTCOME_COLOURS, renderSweepReport } from '../src/lab/sweep-report.js';
+import { VARIANTS } from '../src/lab/judge/results.js';
+import { type CellSummary, outcome, summaryOf, type SweepCell, type SweepResult } from '../src/lab/sweep/sweep.js';
+import { cellColour, OUTCOME_COLOURS, renderSweepReport } from '../src/lab/sweep/sweep-report.js';
 
 /**
  * A synthetic 3 × 3 sweep with every outcome (quick, slow, stuck), markup in

@@ -8,12 +8,12 @@ import { fileURLToPath } from 'node:url';
 import { loadScenario, loadScenarioSource, shippedScenarios } from '../src/lab/lab.js';
 import { triggerEndS } from '../src/lab/scenario.js';
 import { type ScenarioSource, scenarioSource, sourceWithDamperConfig } from '../src/lab/scenario-source.js';
-import { runSummariesIsolated, workerCount } from '../src/lab/parallel.js';
+import { runSummariesIsolated, workerCount } from '../src/lab/engine/parallel.js';
 import { ConfigError, DamperError } from 'damper';
 import { ScenarioError } from '../src/lab/scenario.js';
-import { axisPosition, cellAt, checkGrid, MAX_STEPS, runSweep, scenarioCell, scenarioPoint, summaryOf, type SweepGrid, type SweepResult, sweepJson, vulnerableCells } from '../src/lab/sweep.js';
-import { type AxisName, axisValues, cellScenarioAt, type SweepAxis, sweepAxis } from '../src/lab/sweep-axis.js';
-import { type Scenario, worldOf } from '../src/lab/worlds.js';
+import { axisPosition, cellAt, checkGrid, MAX_STEPS, runSweep, scenarioCell, scenarioPoint, summaryOf, type SweepGrid, type SweepResult, sweepJson, vulnerableCells } from '../src/lab/sweep/sweep.js';
+import { type AxisName, axisValues, cellScenarioAt, type SweepAxis, sweepAxis } from '../src/lab/sweep/sweep-axis.js';
+import { type Scenario, worldOf } from '../src/lab/world/worlds.js';
 
 /**
  * The sweep on the shipped scenarios: a small grid each, where naive's

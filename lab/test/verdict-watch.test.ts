@@ -2,12 +2,12 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { loadScenarioSource, runScenario, runSummaries } from '../src/lab/lab.js';
-import { VARIANTS } from '../src/lab/results.js';
-import { Recorder } from '../src/lab/metrics.js';
+import { VARIANTS } from '../src/lab/judge/results.js';
+import { Recorder } from '../src/lab/judge/metrics.js';
 import { type ScenarioCommon } from '../src/lab/scenario.js';
 import { scenarioSource } from '../src/lab/scenario-source.js';
-import { cellScenarioAt } from '../src/lab/sweep-axis.js';
-import { VerdictWatch } from '../src/lab/verdict-watch.js';
+import { cellScenarioAt } from '../src/lab/sweep/sweep-axis.js';
+import { VerdictWatch } from '../src/lab/judge/verdict-watch.js';
 
 /**
  * A sweep's cell ends at its verdict (issue 29, part 2): proven here to give

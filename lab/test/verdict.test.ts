@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { bestGoodput, originCapacity } from '../src/lab/best-possible.js';
+import { bestGoodput, originCapacity } from '../src/lab/judge/best-possible.js';
 import { loadScenario } from '../src/lab/lab.js';
-import { type Series, type VariantRun } from '../src/lab/results.js';
-import { describeVariant, judge } from '../src/lab/verdict.js';
+import { type Series, type VariantRun } from '../src/lab/judge/results.js';
+import { describeVariant, judge } from '../src/lab/judge/verdict.js';
 import { type ServiceScenario } from '../src/lab/world/service.js';
-import { type Scenario } from '../src/lab/worlds.js';
+import { type Scenario } from '../src/lab/world/worlds.js';
 
 /** A flat series of `n` seconds: `offered` each second, `goodput(s)` answered, p99 `p99(s)`. */
 function flat(n: number, offered: number, goodput: (s: number) => number, p99: (s: number) => number = () => 10): Series {

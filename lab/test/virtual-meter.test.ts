@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { type BatchObservableCallback } from '@opentelemetry/api';
 import { forbidRealTime } from 'damper';
-import { VirtualMeterProvider } from '../src/lab/virtual-meter.js';
+import { VirtualMeterProvider } from '../src/lab/judge/virtual-meter.js';
 
 describe('virtual meter: a collection is a call in virtual time, never a read of the real clock', () => {
   test('collect runs the batch callbacks then and there and returns what they observed, attributes included', () => {

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
-import { MAX_STEPS } from '../lab/sweep.js';
-import { type AxisRange } from '../lab/sweep-axis.js';
+import { MAX_STEPS } from '../lab/sweep/sweep.js';
+import { type AxisRange } from '../lab/sweep/sweep-axis.js';
 
 /**
  * The command line's own checks of its values (options.ts reads them): each

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
-import { CHECKED, judgeCheck } from '../lab/check.js';
-import { checkPlan, DEFAULT_SPAN } from '../lab/check-plan.js';
+import { CHECKED, judgeCheck } from '../lab/sweep/check.js';
+import { checkPlan, DEFAULT_SPAN } from '../lab/sweep/check-plan.js';
 import { factor } from '../lab/format.js';
 import { oneScenario } from './args.js';
 import { formatCheck } from './check-summary.js';

@@ -1,7 +1,7 @@
-import { type AxisReach, CHECKED, type CheckVerdict } from '../lab/check.js';
-import { type CheckPlan } from '../lab/check-plan.js';
-import { type SweepResult } from '../lab/sweep.js';
-import { axisAt, axisTick, axisWord, type SweepAxis } from '../lab/sweep-axis.js';
+import { type AxisReach, CHECKED, type CheckVerdict } from '../lab/sweep/check.js';
+import { type CheckPlan } from '../lab/sweep/check-plan.js';
+import { type SweepResult } from '../lab/sweep/sweep.js';
+import { axisAt, axisTick, axisWord, type SweepAxis } from '../lab/sweep/sweep-axis.js';
 import { formatGrid, formatGridHeading } from './terminal.js';
 
 /**

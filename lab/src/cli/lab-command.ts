@@ -1,8 +1,8 @@
 import { join } from 'node:path';
 import { runLab } from '../lab/lab.js';
-import { renderReport } from '../lab/report.js';
-import { resultsJson, VARIANTS, type VariantName } from '../lab/results.js';
-import { seriesCsv, seriesFile } from '../lab/series-csv.js';
+import { renderReport } from '../lab/report/report.js';
+import { resultsJson, VARIANTS, type VariantName } from '../lab/judge/results.js';
+import { seriesCsv, seriesFile } from '../lab/report/series-csv.js';
 import { stopwatch } from './stopwatch.js';
 import { damperConfigOf, parseSeed } from './args.js';
 import { type Command } from './command.js';

@@ -1,11 +1,11 @@
 import { join } from 'node:path';
 import { loadScenarioSource } from '../lab/lab.js';
-import { labThreads } from '../lab/parallel.js';
+import { labThreads } from '../lab/engine/parallel.js';
 import { sourceWithDamperConfig, type ScenarioSource } from '../lab/scenario-source.js';
-import { MAX_STEPS, runSweep, type SweepGrid, sweepJson, type SweepResult } from '../lab/sweep.js';
-import { axisTick } from '../lab/sweep-axis.js';
-import { renderSweepReport } from '../lab/sweep-report.js';
-import { VARIANTS, type VariantName } from '../lab/results.js';
+import { MAX_STEPS, runSweep, type SweepGrid, sweepJson, type SweepResult } from '../lab/sweep/sweep.js';
+import { axisTick } from '../lab/sweep/sweep-axis.js';
+import { renderSweepReport } from '../lab/sweep/sweep-report.js';
+import { VARIANTS, type VariantName } from '../lab/judge/results.js';
 import { stopwatch } from './stopwatch.js';
 import { damperConfigOf, oneScenario, parseSeed, parseSteps, sweepAxes } from './args.js';
 import { type Command } from './command.js';

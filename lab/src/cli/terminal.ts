@@ -1,7 +1,7 @@
 import { millis, percent, times } from '../lab/format.js';
-import { type LabRun, VARIANTS, type VariantName } from '../lab/results.js';
-import { type CellOutcome, cellAt, outcome, outcomeCounts, scenarioCell, summaryOf, type SweepResult, vulnerableCells } from '../lab/sweep.js';
-import { axisAt, axisSpan, axisTick } from '../lab/sweep-axis.js';
+import { type LabRun, VARIANTS, type VariantName } from '../lab/judge/results.js';
+import { type CellOutcome, cellAt, outcome, outcomeCounts, scenarioCell, summaryOf, type SweepResult, vulnerableCells } from '../lab/sweep/sweep.js';
+import { axisAt, axisSpan, axisTick } from '../lab/sweep/sweep-axis.js';
 
 /**
  * What the `damper lab` command shows in a terminal: a progress bar while the

@@ -1,5 +1,5 @@
 import { DamperError, VirtualClock } from 'damper';
-import { checkPlan } from '../lab/check-plan.js';
+import { checkPlan } from '../lab/sweep/check-plan.js';
 import { damperSettings } from '../lab/damper-config.js';
 import { loadScenarioSource } from '../lab/lab.js';
 import { damperConfigOf, UsageError } from './args.js';

@@ -2,16 +2,16 @@ import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type JudgedRun, type LabRun, type ScenarioRun, VARIANTS, type VariantName, type VariantSummary } from './results.js';
+import { type JudgedRun, type LabRun, type ScenarioRun, VARIANTS, type VariantName, type VariantSummary } from './judge/results.js';
 import { ScenarioError, triggerEndS, triggerStartS } from './scenario.js';
-import { originCapacity } from './best-possible.js';
-import { judge, verdict } from './verdict.js';
+import { originCapacity } from './judge/best-possible.js';
+import { judge, verdict } from './judge/verdict.js';
 import { realTimeError, withDamperConfig } from './damper-config.js';
 import { type ScenarioSource, scenarioSource } from './scenario-source.js';
 import { fileProblem } from './file-problem.js';
 import { RealTimeInSimulationError } from 'damper';
-import { type Scenario, worldOf } from './worlds.js';
-import { type RunOptions } from './clients.js';
+import { type Scenario, worldOf } from './world/worlds.js';
+import { type RunOptions } from './engine/clients.js';
 
 /** The package's root: the nearest folder above this module with a package.json (src/, dist/ and a test build all sit below it). */
 export function packageRoot(): string {

@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { resolveDamperConfig, withDamperConfig } from './damper-config.js';
 import { type Json, parseJson } from './scenario.js';
-import { checkScenario, type Scenario } from './worlds.js';
+import { checkScenario, type Scenario } from './world/worlds.js';
 
 /**
  * A scenario together with the document it was parsed from. A sweep's field

@@ -115,7 +115,7 @@ export interface FaultSpanDoc {
 
 /**
  * The fields every scenario has, whatever its world. A world (see
- * src/lab/worlds.ts) adds its own: what the system is made of, and which
+ * src/lab/world/worlds.ts) adds its own: what the system is made of, and which
  * faults it knows.
  */
 export interface ScenarioCommon {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { type ScenarioRun } from '../../src/lab/results.js';
+import { type ScenarioRun } from '../../src/lab/judge/results.js';
 
 /** The default seed and three others: every shipped scenario meets its bars at each. */
 export const SEEDS = [1, 2, 3, 4];

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { type Delay } from '../scenario.js';
-import { exponentForHitRatio } from '../zipf.js';
-import { readRate as populationReadRate } from '../key-sets.js';
+import { exponentForHitRatio } from '../world/zipf.js';
+import { readRate as populationReadRate } from '../world/key-sets.js';
 import { backoff, delay, healthChecks, hotKey, origin, parsed, populationFields, refined, type Report, retryDelay, scenario, span, tagged, when } from './common.js';
 
 /**

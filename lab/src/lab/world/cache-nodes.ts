@@ -1,5 +1,5 @@
 import { type LeaseGrant, type SharedBackend, type SharedRead, SharedSlots, type Timer, type VirtualClock } from 'damper';
-import { type Network } from '../network.js';
+import { type Network } from '../engine/network.js';
 import { HashRing } from './hash-ring.js';
 import { Fifo } from './fifo.js';
 

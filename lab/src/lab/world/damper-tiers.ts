@@ -1,6 +1,6 @@
 import { Admission, type AdmissionOptions, deadlineOf, Dependency, type DependencyCallOptions, type DependencyOptions, onAbort, type Priority, type Refusal, type RequestScope, type VirtualClock } from 'damper';
 import { admissionOptions, type DamperSettings, dependencyOptions } from '../damper-config.js';
-import { type Watch } from '../damper-gauges.js';
+import { type Watch } from '../judge/damper-gauges.js';
 
 /**
  * damper's side of a world with client tiers and servers, built as a

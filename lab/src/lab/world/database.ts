@@ -1,6 +1,6 @@
 import { onAbort, type Timer, type VirtualClock } from 'damper';
-import { type Recorder } from '../metrics.js';
-import { type Network } from '../network.js';
+import { type Recorder } from '../judge/metrics.js';
+import { type Network } from '../engine/network.js';
 import { Fifo } from './fifo.js';
 
 const NOOP = (): void => {};

@@ -1,6 +1,6 @@
 import { type VirtualClock } from 'damper';
-import { type RetryCounts } from '../lab-counters.js';
-import { retryDelayMs } from '../retry-delay.js';
+import { type RetryCounts } from '../judge/lab-counters.js';
+import { retryDelayMs } from '../engine/retry-delay.js';
 import { type Backoff } from '../scenario.js';
 
 /** A call down a stack of client tiers: `onDone` is called once with how it ended. */

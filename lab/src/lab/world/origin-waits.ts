@@ -1,5 +1,5 @@
 import { type VirtualClock } from 'damper';
-import { type ClientRequest } from '../clients.js';
+import { type ClientRequest } from '../engine/clients.js';
 import { type Queryable, QueryError, type Row } from './database.js';
 
 /**

@@ -1,12 +1,12 @@
-import { KeySets } from '../key-sets.js';
-import { meanMs } from '../delay.js';
+import { KeySets } from './key-sets.js';
+import { meanMs } from '../engine/delay.js';
 import type { ServiceScenario } from './service.js';
 import { activeAt, serviceState, type ServiceState } from './service-faults.js';
 import { ringThroughput } from './hash-ring.js';
 
 /**
  * The service world's best possible goodput and origin capacity (see
- * src/lab/best-possible.ts and docs/lab.md), from the scenario's capacity
+ * src/lab/judge/best-possible.ts and docs/lab.md), from the scenario's capacity
  * and the state its faults make (service-faults.ts), never from a run.
  */
 

@@ -1,6 +1,6 @@
 import { Cache, type CacheOptions, type VirtualClock } from 'damper';
-import { sampleMs } from '../delay.js';
-import { type Network } from '../network.js';
+import { sampleMs } from '../engine/delay.js';
+import { type Network } from '../engine/network.js';
 import { CacheCluster } from './cache-nodes.js';
 import { QueryError, type Row } from './database.js';
 import { type CacheShape, type DatabaseAccess, damperRead, type DataTier, naiveQuery, type QueryCounts } from './service-data.js';

@@ -1,6 +1,6 @@
 import { ConcurrencyLimiter, type DependencyOptions, onAbort, type Priority, type VirtualClock } from 'damper';
 import { type DamperSettings } from '../damper-config.js';
-import { type Watch } from '../damper-gauges.js';
+import { type Watch } from '../judge/damper-gauges.js';
 import { admittedServer, damperTiers } from './damper-tiers.js';
 import { type HealthShape } from '../scenario.js';
 import { type Answer, answer, failure, shedFailure } from './service-answers.js';

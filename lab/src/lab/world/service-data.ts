@@ -1,12 +1,12 @@
 import { Cache, type CacheOptions, OverloadedError, type Priority, type VirtualClock } from 'damper';
-import { type CacheCounts, type RetryCounts } from '../lab-counters.js';
+import { type CacheCounts, type RetryCounts } from '../judge/lab-counters.js';
 import { type Queryable, QueryError, type Row } from './database.js';
 import { databaseLoader, OriginWaits, type Source } from './origin-waits.js';
 import { StaleAnswers } from './stale-answers.js';
 import { type DataRead } from './service-server.js';
 import { type Delay } from '../scenario.js';
 import { type NaiveBreakerShape } from './naive-breaker.js';
-import { type KeySets } from '../key-sets.js';
+import { type KeySets } from './key-sets.js';
 
 /** The service world's cache tier, as the scenario gives it. */
 export interface CacheShape {

@@ -4,7 +4,7 @@ import type { ServiceFault, ServiceScenario } from './service.js';
  * What the service world's faults make of its parts at one instant, derived
  * from the faults active then and nothing else: the world applies it at each
  * fault event (and the load at each step, for a ramp), and the best possible
- * (src/lab/best-possible.ts) reads the same numbers, so the bound and the
+ * (src/lab/judge/best-possible.ts) reads the same numbers, so the bound and the
  * run can never disagree about what a fault does.
  */
 export interface ServiceState {

@@ -1,5 +1,5 @@
 import { type Priority, type Timer, type VirtualClock } from 'damper';
-import { type RetryCounts } from '../lab-counters.js';
+import { type RetryCounts } from '../judge/lab-counters.js';
 import { type Population } from '../scenario.js';
 import { type Call, naiveTiers } from './naive-tiers.js';
 import { type HealthShape } from '../scenario.js';

@@ -1,5 +1,5 @@
 import { type Priority, type VirtualClock } from 'damper';
-import { sampleMs } from '../delay.js';
+import { sampleMs } from '../engine/delay.js';
 import { type Delay } from '../scenario.js';
 import { Cpu } from './cpu.js';
 import { Fifo } from './fifo.js';

@@ -1,8 +1,8 @@
 import { Cache, type Snapshot, VirtualClock } from 'damper';
-import { stream, STREAMS } from '../streams.js';
+import { stream, STREAMS } from '../engine/streams.js';
 import { type CacheCluster } from './cache-nodes.js';
 import { type Row } from './database.js';
-import { type KeySets } from '../key-sets.js';
+import { type KeySets } from './key-sets.js';
 
 /** Every key's row before anything is written. */
 const FIRST: Row = { version: 1, valid: true };

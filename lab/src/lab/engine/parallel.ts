@@ -1,9 +1,9 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { ConfigError } from 'damper';
-import { type ScenarioRun, type VariantName, type VariantSummary } from './results.js';
+import { type ScenarioRun, type VariantName, type VariantSummary } from '../judge/results.js';
 import { revivedError, type WorkerReply } from './worker-error.js';
-import { type Scenario } from './worlds.js';
+import { type Scenario } from '../world/worlds.js';
 
 /**
  * Runs scenarios in worker threads, a few at a time.

@@ -34,7 +34,7 @@ export interface Series {
 export interface JudgedSeries extends Series {
   /**
    * What an ideal policy could have answered that second with the capacity
-   * the faults left (src/lab/best-possible.ts): never more than offered.
+   * the faults left (src/lab/judge/best-possible.ts): never more than offered.
    */
   bestGoodput: number[];
 }
@@ -96,7 +96,7 @@ export interface VariantSummary extends MeasuredSummary {
    * Each shipped alert rule (damper/otel's `characteristicAlerts`) whose
    * gauge this variant has, by name: when it first fired on the sampled
    * gauges (s from the run's start; null: never) and whether it was still
-   * firing at the end (src/lab/alerts.ts).
+   * firing at the end (src/lab/judge/alerts.ts).
    */
   alerts: Readonly<Record<string, AlertState>>;
 }
@@ -114,7 +114,7 @@ export interface FaultSpan {
 export interface VariantRun {
   readonly summary: MeasuredSummary;
   readonly series: Series;
-  /** The characteristic metrics, sampled once a simulated second (src/lab/characteristic.ts): only the gauges the variant has. */
+  /** The characteristic metrics, sampled once a simulated second (src/lab/judge/characteristic.ts): only the gauges the variant has. */
   readonly characteristics: CharacteristicSeries;
   /** Indices into the scenario's faults that did not happen in this run (an operator action its health made unnecessary). */
   readonly skippedFaults: readonly number[];

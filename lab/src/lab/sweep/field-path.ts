@@ -1,4 +1,4 @@
-import { type Json, ScenarioError } from './scenario.js';
+import { type Json, ScenarioError } from '../scenario.js';
 
 /**
  * A field of a scenario file as written, named the way problems name it

@@ -7,7 +7,7 @@
  * `report.html` with the inlined uPlot from the page's JSON data island.
  *
  * A script, not a module (no import or export): tsc emits it as it stands and
- * src/lab/report.ts inlines the compiled file in a script element after uPlot's.
+ * src/lab/report/report.ts inlines the compiled file in a script element after uPlot's.
  * Everything sits in one function so that nothing leaks into the page's, or
  * the type-checker's, global scope. Its types come from the renderer's
  * (`import('./report.js')`), so the two sides cannot drift apart.
@@ -16,8 +16,8 @@
   type ChartData = import('./report.js').ChartData;
   type ChartScenario = import('./report.js').ChartScenario;
   type ReportMetric = import('./report.js').ReportMetric;
-  type VariantName = import('./results.js').VariantName;
-  type CharacteristicGauge = import('./characteristic.js').CharacteristicGauge;
+  type VariantName = import('../judge/results.js').VariantName;
+  type CharacteristicGauge = import('../judge/characteristic.js').CharacteristicGauge;
   type Values = (number | null)[];
 
   const HEIGHT = 210;

@@ -1,6 +1,6 @@
-import { num, percent, times } from './format.js';
-import { esc, jsonIsland, pageHead, siblingLink } from './report.js';
-import { type VariantName } from './results.js';
+import { num, percent, times } from '../format.js';
+import { esc, jsonIsland, pageHead, siblingLink } from '../report/report.js';
+import { type VariantName } from '../judge/results.js';
 import { type CellOutcome, type CellSummary, cellAt, outcome, outcomeCounts, scenarioPoint, summaryOf, type SweepCell, type SweepResult } from './sweep.js';
 import { axisAt, axisSpan, axisTick, axisWord, type SweepAxis } from './sweep-axis.js';
 

@@ -1,9 +1,9 @@
-import { exact, factor } from './format.js';
+import { exact, factor } from '../format.js';
 import { type FieldStep, formatFieldPath, numberAt, parseFieldPath, withNumberAt } from './field-path.js';
-import { type Json, ScenarioError } from './scenario.js';
-import { reparse, type ScenarioSource } from './scenario-source.js';
-import { scenarioSchema } from './schema/index.js';
-import { scaleLoad, type Scenario, worldOf } from './worlds.js';
+import { type Json, ScenarioError } from '../scenario.js';
+import { reparse, type ScenarioSource } from '../scenario-source.js';
+import { scenarioSchema } from '../schema/index.js';
+import { scaleLoad, type Scenario, worldOf } from '../world/worlds.js';
 
 /**
  * What a sweep (or a check) can vary, one kind per axis:

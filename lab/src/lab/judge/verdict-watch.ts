@@ -1,5 +1,5 @@
 import { type Recorder } from './metrics.js';
-import { type ScenarioCommon, triggerEndS } from './scenario.js';
+import { type ScenarioCommon, triggerEndS } from '../scenario.js';
 
 /**
  * Whether a run's verdict is decided while it goes on: what lets a sweep's

@@ -1,11 +1,11 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type * as TS from 'typescript';
-import { alertSentence } from './alert-words.js';
-import { type AlertRule } from './alerts.js';
-import { CHARACTERISTIC_GAUGES, type CharacteristicGauge, type CharacteristicSeries, RATIO_WINDOW_MS } from './characteristic.js';
-import { millis, num, percent, times } from './format.js';
-import { VARIANTS, type FaultSpan, type JudgedSeries, type LabRun, type ScenarioRun, type VariantName, type VariantSummary } from './results.js';
+import { alertSentence } from '../judge/alert-words.js';
+import { type AlertRule } from '../judge/alerts.js';
+import { CHARACTERISTIC_GAUGES, type CharacteristicGauge, type CharacteristicSeries, RATIO_WINDOW_MS } from '../judge/characteristic.js';
+import { millis, num, percent, times } from '../format.js';
+import { VARIANTS, type FaultSpan, type JudgedSeries, type LabRun, type ScenarioRun, type VariantName, type VariantSummary } from '../judge/results.js';
 import { characteristicAlerts } from 'damper/otel';
 
 /**
@@ -14,7 +14,7 @@ import { characteristicAlerts } from 'damper/otel';
  * damper variant side by side on the same y range (a log one for origin and
  * latency), the trigger window and operator spans marked.
  *
- * uPlot, its stylesheet and the page's own script (src/lab/report-page.ts,
+ * uPlot, its stylesheet and the page's own script (src/lab/report/report-page.ts,
  * compiled beside this file) are read at render time and inlined; the series
  * travel as a JSON data island and are handed to uPlot as they are (x = index
  * = simulated second). Nothing here reads the clock or the locale, so the same
@@ -112,7 +112,7 @@ const VARIANT_NOTES: Record<VariantName, string> = {
   damper: 'the same traffic through damper',
 };
 
-/** What the page's script (src/lab/report-page.ts) reads: the series exactly as the run produced them, plus what the charts draw over them. */
+/** What the page's script (src/lab/report/report-page.ts) reads: the series exactly as the run produced them, plus what the charts draw over them. */
 export interface ChartData {
   readonly seed: number;
   readonly variants: typeof VARIANTS;

@@ -12,7 +12,7 @@ export interface HotKey {
  * keys may stand beside it, each with its share of reads (Facebook 2010's
  * `sitevars`, read by a quarter of requests): the Zipf tail shares what they
  * leave. A draw is one number from the caller's source (the run's traffic,
- * src/lab/streams.ts): below the hot keys' shares, a hot key; above, mapped
+ * src/lab/engine/streams.ts): below the hot keys' shares, a hot key; above, mapped
  * onto the tail by a binary search over its cumulative shares, built once.
  */
 export class ZipfKeys {

@@ -1,8 +1,8 @@
-import { runSummaries } from './lab.js';
-import { runSummariesIsolated } from './parallel.js';
-import { VARIANTS, type VariantName, type VariantSummary } from './results.js';
-import { triggerEndS } from './scenario.js';
-import { type ScenarioSource } from './scenario-source.js';
+import { runSummaries } from '../lab.js';
+import { runSummariesIsolated } from '../engine/parallel.js';
+import { VARIANTS, type VariantName, type VariantSummary } from '../judge/results.js';
+import { triggerEndS } from '../scenario.js';
+import { type ScenarioSource } from '../scenario-source.js';
 import { type AxisRange, axisTitle, cellScenarioAt, type SweepAxis, sweepAxis } from './sweep-axis.js';
 
 /**

@@ -1,9 +1,9 @@
-import { type RunOptions } from './clients.js';
-import { type VariantName, type VariantRun } from './results.js';
-import { type Json, parseJson, type ScenarioCommon, type TriggerAxis } from './scenario.js';
-import { scenarioSchema } from './schema/index.js';
-import { check } from './schema/problems.js';
-import { service, type ServiceScenario } from './world/service.js';
+import { type RunOptions } from '../engine/clients.js';
+import { type VariantName, type VariantRun } from '../judge/results.js';
+import { type Json, parseJson, type ScenarioCommon, type TriggerAxis } from '../scenario.js';
+import { scenarioSchema } from '../schema/index.js';
+import { check } from '../schema/problems.js';
+import { service, type ServiceScenario } from './service.js';
 
 /**
  * The kinds of simulated system a scenario can describe. Each world parses

@@ -1,4 +1,4 @@
-import { type VariantName } from './results.js';
+import { type VariantName } from '../judge/results.js';
 import { type SweepAxis } from './sweep-axis.js';
 import { cellAt, nearestIndex, outcome, summaryOf, type SweepCell, type SweepResult } from './sweep.js';
 

@@ -1,6 +1,6 @@
 import { parentPort } from 'node:worker_threads';
 import { DamperError } from 'damper';
-import { runScenario, runSummaries } from './lab.js';
+import { runScenario, runSummaries } from '../lab.js';
 import type { WorkerTask } from './parallel.js';
 import { postedError, type WorkerReply } from './worker-error.js';
 

@@ -1,5 +1,5 @@
 import { type AlertState } from './alerts.js';
-import { num } from './format.js';
+import { num } from '../format.js';
 import { type ScenarioRun, VARIANTS, type VariantName } from './results.js';
 
 /**

@@ -1,4 +1,4 @@
-import { type ScenarioRun, type VariantName } from './results.js';
+import { type ScenarioRun, type VariantName } from '../judge/results.js';
 
 /**
  * A run's per-second series as CSV (`damper lab --series`), so a run can be

@@ -1,13 +1,13 @@
 import { type Timer, type VirtualClock } from 'damper';
 import { simulate, type World } from './engine.js';
-import { type CharacteristicRecorder, SAMPLE_MS } from './characteristic.js';
-import { type Recorder } from './metrics.js';
+import { type CharacteristicRecorder, SAMPLE_MS } from '../judge/characteristic.js';
+import { type Recorder } from '../judge/metrics.js';
 import { type Network } from './network.js';
-import { type PopulationCounts, type VariantRun } from './results.js';
-import { type FaultEvent, type FaultSpanDoc, faultTimeline, type Population, type ScenarioCommon, triggerEndS, triggerStartS } from './scenario.js';
+import { type PopulationCounts, type VariantRun } from '../judge/results.js';
+import { type FaultEvent, type FaultSpanDoc, faultTimeline, type Population, type ScenarioCommon, triggerEndS, triggerStartS } from '../scenario.js';
 import { sampleMs } from './delay.js';
 import { retryDelayMs } from './retry-delay.js';
-import { VerdictWatch } from './verdict-watch.js';
+import { VerdictWatch } from '../judge/verdict-watch.js';
 import { stream, STREAMS } from './streams.js';
 import { poisson } from './traffic.js';
 

@@ -1,5 +1,5 @@
 import { type MeasuredSummary, type Series } from './results.js';
-import { type ScenarioCommon, triggerStartS } from './scenario.js';
+import { type ScenarioCommon, triggerStartS } from '../scenario.js';
 import { VerdictWatch } from './verdict-watch.js';
 
 /**

@@ -1,11 +1,11 @@
 import { alertStates } from './alerts.js';
 import { characteristicAlerts } from 'damper/otel';
 import { bestGoodput } from './best-possible.js';
-import { percent } from './format.js';
+import { percent } from '../format.js';
 import { healthySecond, round } from './metrics.js';
 import { type JudgedRun, type TriggerWindow, type VariantName, type VariantRun, type VariantSummary } from './results.js';
-import { triggerEndS, triggerStartS } from './scenario.js';
-import type { Scenario } from './worlds.js';
+import { triggerEndS, triggerStartS } from '../scenario.js';
+import type { Scenario } from '../world/worlds.js';
 
 /**
  * Judging a run: against the best any policy could have done with the

@@ -1,5 +1,5 @@
-import { serviceBound, serviceOriginCapacity } from './world/service-best.js';
-import type { Scenario } from './worlds.js';
+import { serviceBound, serviceOriginCapacity } from '../world/service-best.js';
+import type { Scenario } from '../world/worlds.js';
 
 /**
  * The best possible goodput, per simulated second: what an ideal policy could

@@ -1,5 +1,5 @@
-import { ScenarioError } from './scenario.js';
-import { type ScenarioSource } from './scenario-source.js';
+import { ScenarioError } from '../scenario.js';
+import { type ScenarioSource } from '../scenario-source.js';
 import { type AxisName, axisName, axisTick, ownValue } from './sweep-axis.js';
 import { type SweepGrid } from './sweep.js';
 

@@ -1,5 +1,5 @@
-import { meanMs } from './delay.js';
-import { type Population } from './scenario.js';
+import { meanMs } from '../engine/delay.js';
+import { type Population } from '../scenario.js';
 import { type HotKey, ZipfKeys } from './zipf.js';
 
 /** A population as the key sets see it: its name, its read rate, and the keys of its own, if any. */
