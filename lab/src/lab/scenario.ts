@@ -91,18 +91,6 @@ export interface Population {
   readonly keys?: { readonly count: number; readonly exponent: number };
 }
 
-/** A balancer's health checks, read by each variant in its own way. */
-export interface HealthShape {
-  /** Time between two probes of a server, s. */
-  readonly intervalS: number;
-  /** naive: a probe answered after this is a failure (health by response time); damper: a probe's timeout (no answer at all), ms. */
-  readonly timeoutMs: number;
-  /** Consecutive failed probes that take a server out. */
-  readonly fall: number;
-  /** Consecutive passing probes that put it back. */
-  readonly rise: number;
-}
-
 /** What every fault has: a span on the timeline, a label, and whether it is part of the incident's cause. */
 export interface FaultSpanDoc {
   readonly kind: string;

@@ -162,6 +162,9 @@ export const healthChecks = z.strictObject({
   rise: z.int().min(1).max(100).meta({ description: 'Consecutive passing probes that put it back.' }),
 });
 
+/** A balancer's health checks, parsed (`balancer`): the type the schema infers. */
+export type HealthShape = z.output<typeof healthChecks>;
+
 export const hotKey = z.strictObject({
   key: text('The key.'),
   share: z.number().min(0).max(1).meta({ description: 'Its share of all requests, 0 to 1.' }),

@@ -384,3 +384,13 @@ function keysRule(s: Fields, report: Report): void {
     report(['keys', 'hitRatio'], `out of reach: ${keys.count} keys read ${Math.round(readRate(s))} times a second and kept ${s.cache.ttlS} s hit ${pct(range[0])} (uniform) to ${pct(range[1])} (exponent 5), got ${pct(keys.hitRatio)}: give ${fix}`);
   }
 }
+
+/**
+ * A scenario file of the service world, parsed: the one type, inferred from
+ * the schema, so a field's type and its description (the JSON Schema's, the
+ * editor's hint) are written once.
+ */
+export type ServiceScenario = z.output<typeof serviceSchema>;
+
+/** One fault of a service scenario, parsed. */
+export type ServiceFault = ServiceScenario['faults'][number];

@@ -1,5 +1,5 @@
 import { type Priority, type Timer, type VirtualClock } from 'damper';
-import { type HealthShape } from '../scenario.js';
+import { type HealthShape } from '../schema/common.js';
 import { type Source } from './origin-waits.js';
 
 /** How a server answered a request: from its cache (fresh or stale), or rendered from the database. */

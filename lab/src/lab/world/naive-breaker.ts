@@ -1,10 +1,7 @@
-/** A naive hand-written breaker's settings (`cache.naive.breaker`). */
-export interface NaiveBreakerShape {
-  /** Calls in a row that fail or time out before it opens. */
-  readonly failures: number;
-  /** How long it stays open, ms. */
-  readonly openMs: number;
-}
+import { type ServiceScenario } from '../schema/service.js';
+
+/** A naive hand-written breaker's settings (`cache.naive.breaker`: failures in a row, ms open). */
+export type NaiveBreakerShape = NonNullable<NonNullable<ServiceScenario['cache']>['naive']['breaker']>;
 
 /**
  * The hand-written breaker of Discord 2019's API processes, in front of the

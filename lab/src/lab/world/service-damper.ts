@@ -2,7 +2,7 @@ import { ConcurrencyLimiter, type DependencyOptions, onAbort, type Priority, typ
 import { type DamperSettings } from '../damper-config.js';
 import { type Watch } from '../judge/damper-gauges.js';
 import { admittedServer, damperTiers } from './damper-tiers.js';
-import { type HealthShape } from '../scenario.js';
+import { type HealthShape } from '../schema/common.js';
 import { type Answer, answer, failure, shedFailure } from './service-answers.js';
 import { type Server } from './service-server.js';
 import type { ServiceScenario } from './service.js';

@@ -4,45 +4,14 @@ import { type Queryable, QueryError, type Row } from './database.js';
 import { databaseLoader, OriginWaits, type Source } from './origin-waits.js';
 import { StaleAnswers } from './stale-answers.js';
 import { type DataRead } from './service-server.js';
-import { type Delay } from '../scenario.js';
-import { type NaiveBreakerShape } from './naive-breaker.js';
+import { type ServiceScenario } from '../schema/service.js';
 import { type KeySets } from './key-sets.js';
 
-/** The service world's cache tier, as the scenario gives it. */
-export interface CacheShape {
-  /** How long a cached value is fresh, s. */
-  readonly ttlS: number;
-  /** damper: how long past its freshness a value may be served stale, s. */
-  readonly staleForS: number;
-  /** How long a server waits for the database on a miss, ms: naive gives up and caches nothing; damper's `loadTimeout`. */
-  readonly loadTimeoutMs: number;
-  /** `tier`: one cache every server reads; `server`: each server its own, in its memory, emptied by a restart. */
-  readonly scope: 'tier' | 'server';
-  /** damper, scope server: a restarted server's warm-up budget (`Cache.warm`'s rate and concurrency). */
-  readonly warm?: { readonly rate: number; readonly concurrency: number };
-  /** The cache tier as its own component (service-cache-nodes.ts); absent, it answers in no time with no limit. */
-  readonly nodes?: CacheNodesShape;
-  /** damper, with nodes: keys each server's in-process cache holds; default every key. */
-  readonly processEntries?: number;
-  /** damper, with nodes: queries a second the servers' origin budgets add up to, a rate limiter each; default none (a concurrency limit only). */
-  readonly originRateQps?: number;
-  /**
-   * naive's switches: how long its client waits for a node (default: for
-   * ever), a hand-written breaker in front of the nodes that falls through
-   * to the database (Discord 2019), failed queries tried again at once, and
-   * whether an error deletes the key (Facebook 2010's fixer).
-   */
-  readonly naive: { readonly commandTimeoutMs?: number; readonly breaker?: NaiveBreakerShape; readonly queryRetries: number; readonly deleteOnError?: boolean };
-}
+/** The service world's cache tier, as the scenario gives it (`cache`; each field described in the schema). */
+export type CacheShape = NonNullable<ServiceScenario['cache']>;
 
-/** The cache tier's nodes: `count` Redis-like processes on a hash ring, each serving `capacityOps` calls/s with a round trip of `latency`. */
-export interface CacheNodesShape {
-  readonly count: number;
-  readonly capacityOps: number;
-  readonly latency: Delay;
-  readonly maxQueue: number;
-  readonly vnodes: number;
-}
+/** The cache tier's nodes (`cache.nodes`): Redis-like processes on a hash ring. */
+export type CacheNodesShape = NonNullable<CacheShape['nodes']>;
 
 /** What stands behind the servers: a read per request, and what faults do to it. */
 export interface DataTier {

@@ -1,25 +1,12 @@
 import { type Priority, type VirtualClock } from 'damper';
 import { sampleMs } from '../engine/delay.js';
-import { type Delay } from '../scenario.js';
+import { type ServiceScenario } from '../schema/service.js';
 import { Cpu } from './cpu.js';
 import { Fifo } from './fifo.js';
 import { type Source } from './origin-waits.js';
 
-/** A server of the service world, as the scenario gives it (all servers alike). */
-export interface ServerShape {
-  /** Requests in service at once (threads). */
-  readonly workers: number;
-  /** Requests waiting for a worker beyond which the server refuses at once. */
-  readonly maxQueue: number;
-  /** Processor sharing: the requests in service share this many cores. Absent: each worker serves alone. */
-  readonly cores?: number;
-  /** The work a request costs on an idle server, ms, drawn per request. */
-  readonly service: Delay;
-  /** More work when a value is loaded from the database (rendering a page from its row), ms, drawn per load. */
-  readonly missService?: Delay;
-  /** Each request the server holds (in service and queued) adds this share to every service time started. */
-  readonly slowdownPerInFlight: number;
-}
+/** A server of the service world, as the scenario gives it (`servers`, all servers alike; each field described in the schema). */
+export type ServerShape = Pick<ServiceScenario['servers'], 'workers' | 'maxQueue' | 'cores' | 'service' | 'missService' | 'slowdownPerInFlight'>;
 
 /** How a request ended at the server and behind it. */
 export type Outcome = 'ok' | 'invalid' | 'error' | 'shed' | 'refused' | 'dropped';

@@ -1,4 +1,5 @@
 import { type Backoff, type Population } from '../scenario.js';
+import { type ServiceScenario } from '../schema/service.js';
 
 /**
  * The service world's client tiers (a web front end, a cart service…)
@@ -9,22 +10,11 @@ import { type Backoff, type Population } from '../scenario.js';
  * service that retries once, each with its own timeout).
  */
 
-/** A client tier's own settings, where they differ from the defaults. */
-export interface TierSettings {
-  readonly retries?: number;
-  readonly backoff?: Backoff;
-  readonly attemptTimeoutMs?: number;
-  /** naive: the tier's client checks its timeouts on a tick this long (undici: about 500 ms), so an attempt timeout fires up to a tick late. Absent: on time. */
-  readonly timerTickMs?: number;
-}
+/** The client tiers of a service scenario (`tiers`), as its schema infers them. */
+export type ServiceTiers = NonNullable<ServiceScenario['tiers']>;
 
-export interface ServiceTiers {
-  readonly count: number;
-  /** The innermost tier's timeout per attempt, ms. */
-  readonly attemptTimeoutMs: number;
-  /** Each tier's own settings, outermost first, one per tier. */
-  readonly each?: readonly TierSettings[];
-}
+/** A client tier's own settings (`tiers.each[t]`), where they differ from the defaults. */
+export type TierSettings = NonNullable<ServiceTiers['each']>[number];
 
 /**
  * Tier `t`'s retries, backoff and timeout per attempt for a call of

@@ -6,26 +6,24 @@ import { LabCounters } from '../judge/lab-counters.js';
 import { Recorder } from '../judge/metrics.js';
 import { Network } from '../engine/network.js';
 import { type VariantName, type VariantRun } from '../judge/results.js';
-import { type FaultSpanDoc, type HealthShape, type Json, replaceFault, type ScenarioCommon, ScenarioError, sizeAxis, spanAxis } from '../scenario.js';
+import { type Json, replaceFault, ScenarioError, sizeAxis, spanAxis } from '../scenario.js';
 import { check } from '../schema/problems.js';
 import { serviceFaultSchema, serviceSchema } from '../schema/service.js';
 import { remainingFreshness, stream, STREAMS } from '../engine/streams.js';
 import { type WorldKind } from './worlds.js';
-import { type HotKey } from './zipf.js';
 import { KeySets } from './key-sets.js';
 import { Database, type Queryable, QueryError, type Row } from './database.js';
 import { type Answer, answerOf } from './service-answers.js';
 import { sampleMs } from '../engine/delay.js';
 import { damperService } from './service-damper.js';
-import { type CacheShape, damperCache, damperCacheDefaults, damperServerCaches, type DatabaseAccess, type DataTier, databaseOnly, naiveCache, type QueryCounts } from './service-data.js';
+import { damperCache, damperCacheDefaults, damperServerCaches, type DatabaseAccess, type DataTier, databaseOnly, naiveCache, type QueryCounts } from './service-data.js';
 import { ConnectionPool } from './connection-pool.js';
 import { serverCapacityQps } from './service-best.js';
 import { serviceState, type ServiceState } from './service-faults.js';
 import { cacheNodes, damperCacheNodes, naiveCacheNodes } from './service-cache-nodes.js';
 import { type CacheCluster } from './cache-nodes.js';
 import { naiveCall, naiveFront } from './service-naive.js';
-import { Server, type ServerShape } from './service-server.js';
-import { type ServiceTiers } from './service-tiers.js';
+import { Server } from './service-server.js';
 import { TrafficCut } from './traffic-cut.js';
 import { markSource } from './origin-waits.js';
 
@@ -41,38 +39,9 @@ import { markSource } from './origin-waits.js';
  * docs/lab.md ("The service world") has the model and both variants.
  */
 
-/** A fault of the service world: each a trigger unless it says `trigger: false`. */
-export type ServiceFault = FaultSpanDoc &
-  (
-    | { readonly kind: 'capacity-drop'; readonly servers?: readonly number[]; readonly factor: number }
-    | { readonly kind: 'slowdown'; readonly target: 'servers' | 'database' | 'cache'; readonly servers?: readonly number[]; readonly nodes?: readonly number[]; readonly factor: number }
-    | { readonly kind: 'hang'; readonly server: number; readonly then: 'resume' | 'restart' }
-    | { readonly kind: 'degrade-servers'; readonly servers: readonly number[]; readonly factor: number }
-    | { readonly kind: 'invalid-value'; readonly key: string }
-    | { readonly kind: 'load-spike'; readonly factor: number }
-    | { readonly kind: 'load-ramp'; readonly profile: readonly (readonly [number, number])[] }
-    | { readonly kind: 'degrade-cache'; readonly nodes?: readonly number[]; readonly factor: number }
-    | { readonly kind: 'hang-cache'; readonly nodes?: readonly number[] }
-    | { readonly kind: 'kill-cache'; readonly nodes?: readonly number[] }
-    | { readonly kind: 'eject-cache'; readonly nodes: readonly number[]; readonly when: 'always' | 'unhealthy' }
-    | { readonly kind: 'cut-traffic'; readonly when: 'always' | 'unhealthy'; readonly rampS: number }
-    | { readonly kind: 'cache-flush' }
-  );
-
-export interface ServiceScenario extends ScenarioCommon {
-  readonly world: 'service';
-  /** Client tiers between the users and the servers; with them the populations' retries are made at each tier, or each tier's own (`each`). */
-  readonly tiers?: ServiceTiers;
-  /** A balancer with health checks over the servers; without one, round robin. */
-  readonly balancer?: HealthShape;
-  /** The servers, all alike; `admissionLimit` is damper's (default: workers). */
-  readonly servers: ServerShape & { readonly count: number; readonly admissionLimit?: number; readonly databaseConnections?: number };
-  readonly database?: { readonly capacityQps: number; readonly workers: number; readonly maxQueue: number };
-  readonly cache?: CacheShape;
-  /** Zipf key popularity over `count` keys (`key:0` the most popular), read by every population without keys of its own. */
-  readonly keys?: { readonly count: number; readonly exponent: number; readonly hitRatio?: number; readonly hot?: readonly HotKey[] };
-  readonly faults: readonly ServiceFault[];
-}
+/** A service scenario and its faults: the types the schema infers (schema/service.ts), each field described there. */
+export type { ServiceFault, ServiceScenario } from '../schema/service.js';
+import { type ServiceFault, type ServiceScenario } from '../schema/service.js';
 
 export function parseService(o: Record<string, Json>, where: string): ServiceScenario {
   return check(serviceSchema, o, where);
