@@ -106,6 +106,14 @@ describe('the scenario file', () => {
       (e: unknown) => e instanceof ScenarioError && e.message === 'x.json: keys: read by no population: each reads keys of its own',
     );
     delete doc.keys;
+    const cache = doc.cache as Record<string, unknown>;
+    const nodes = cache.nodes;
+    delete cache.nodes;
+    assert.throws(
+      () => checkScenario(doc, 'x.json'),
+      (e: unknown) => e instanceof ScenarioError && /^x\.json: cache\.originRateQps: only with cache\.nodes/m.test(e.message) && /^x\.json: cache\.naive\.breaker: only with cache\.nodes/m.test(e.message),
+    );
+    cache.nodes = nodes;
     doc.faults.push({ kind: 'invalid-value', key: 'push-settings:300', startS: 10, endS: 20, label: 'bad' });
     assert.throws(
       () => checkScenario(doc, 'x.json'),

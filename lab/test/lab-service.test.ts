@@ -16,6 +16,8 @@ import { ConnectionPool } from '../src/lab/world/connection-pool.js';
 import { Database, QueryError } from '../src/lab/world/database.js';
 import { Recorder } from '../src/lab/judge/metrics.js';
 import { VirtualClock } from 'damper';
+import { type CacheShape, naiveCache, naiveQuery } from '../src/lab/world/service-data.js';
+import { KeySets } from '../src/lab/world/key-sets.js';
 
 const ROOT = new URL('../../', import.meta.url);
 const fixture = (path: string): Record<string, unknown> => JSON.parse(readFileSync(new URL(path, ROOT), 'utf8')) as Record<string, unknown>;
@@ -446,3 +448,39 @@ describe('Zipf keys', () => {
 
 /** Keeps the fault type in the test's vocabulary (a compile-time check that every kind above is one). */
 export type Kinds = ServiceFault['kind'];
+
+describe('naive parts for the incidents that moved into the service world (issue 28)', () => {
+  const row = { version: 1, valid: true };
+  const shape = (over: Record<string, unknown> = {}) => ({ ttlS: 30, staleForS: 0, loadTimeoutMs: 1000, scope: 'server' as const, naive: { queryRetries: 0 }, ...over }) as CacheShape;
+  const counts = () => ({ cache: { requests: 0, loads: 0, stale: 0 }, retry: { firstAttempts: 0, retries: 0 } });
+
+  test('queryRetries: a failed query is tried again at once, within the load timeout, each attempt counted', async () => {
+    const clock = new VirtualClock();
+    let calls = 0;
+    const way = { query: async () => (++calls < 3 ? new QueryError('down') : row) };
+    const seen: unknown[] = [];
+    const c = counts();
+    naiveQuery(clock, way, 'k', 1000, 1, c, (outcome) => seen.push(outcome));
+    await clock.advance(1);
+    assert.ok(seen[0] instanceof QueryError, 'one retry, and it failed too: the failure is what the caller hears');
+    assert.deepEqual([calls, c.cache.loads, c.retry.firstAttempts, c.retry.retries], [2, 2, 1, 1]);
+    naiveQuery(clock, way, 'k', 1000, 1, c, (outcome) => seen.push(outcome));
+    await clock.advance(1);
+    assert.deepEqual(seen[1], row);
+  });
+
+  test('scope server: each server its own page cache, and a restart empties only that server’s', async () => {
+    const clock = new VirtualClock();
+    let queries = 0;
+    const way = { query: async () => (queries++, row) };
+    const db = { server: () => way, tier: way };
+    const tier = naiveCache(clock, db, shape(), 2, () => counts());
+    const keys = new KeySets([{ name: 'web', rate: 1 }], { count: 2, exponent: 0 });
+    await tier.prewarm(keys, () => row, () => 10_000, 1);
+    const read = (server: number): Promise<string> => new Promise((done) => tier.reader(server)('key:0', 'normal', (_, source) => done(source)));
+    assert.deepEqual([await read(0), await read(1), queries], ['cache', 'cache', 0]);
+    tier.restart!(0);
+    assert.deepEqual([await read(1), await read(0), queries], ['cache', 'origin', 1], 'server 0 restarted empty; server 1 kept its pages');
+    assert.equal(await read(0), 'cache', 'the render is cached again');
+  });
+});

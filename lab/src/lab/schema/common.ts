@@ -100,7 +100,8 @@ export const populationFields = z
   })
   .meta({ description: 'An open-loop client population: arrivals do not slow down when the system does.' });
 
-export const population: z.ZodType<Population> = refined(populationFields, retryDelay.rule).transform(retryDelay.parsed);
+/** The common population (the service world extends `populationFields` with its closed loop and keys). */
+const population: z.ZodType<Population> = refined(populationFields, retryDelay.rule).transform(retryDelay.parsed);
 
 export const nonNegative = (description: string) => z.number().min(0).meta({ description });
 
@@ -129,17 +130,6 @@ export const span = {
   endS: nonNegative('When it ends, s into the run: after startS, at most durationS.'),
   label: text('What happens, as the report labels it.'),
 };
-
-/**
- * A fault kind whose `trigger` is fixed: part of the incident's cause
- * (recovery counts from the end of the last trigger), or an operator's action.
- */
-export function fault<const K extends string, S extends z.ZodRawShape>(kind: K, description: string, shape: S, trigger: boolean) {
-  return z
-    .strictObject({ kind: z.literal(kind), ...span, ...shape })
-    .meta({ description })
-    .transform((f) => ({ ...f, trigger }));
-}
 
 export const when = z.enum(['always', 'unhealthy']).default('always').meta({
   description: 'always, or unhealthy: only if, at startS, goodput over the last objective.holdS seconds is below the objective (an operator reacts to what the dashboards show).',
