@@ -18,6 +18,7 @@ function flat(n: number, offered: number, goodput: (s: number) => number, p99: (
     p99Ms: seconds.map(p99),
     hitRatio: seconds.map(() => 1),
     staleRatio: seconds.map(() => 0),
+    inFlight: seconds.map(() => 0),
   };
 }
 

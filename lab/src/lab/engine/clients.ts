@@ -150,6 +150,10 @@ export class Clients<F extends FaultSpanDoc> implements World, Replies {
   private sentOutsideStep = false;
   private readonly characteristics: CharacteristicRecorder;
   private nextSample = 0;
+  /** Requests sent and not ended: after the horizon the run goes on until there are none. */
+  private inFlight = 0;
+  /** The horizon, ms: after it nobody sends (no retry, no closed-loop user's next call), as a load generator stops. */
+  private readonly horizon: number;
 
   constructor(
     run: ClientRun<F>,
@@ -172,6 +176,7 @@ export class Clients<F extends FaultSpanDoc> implements World, Replies {
     this.users = scenario.clients.map(() => 0);
     this.nextArrival = scenario.clients.map(() => 0);
     this.characteristics = run.characteristics ?? NO_CHARACTERISTICS;
+    this.horizon = scenario.durationS * 1000;
   }
 
   step(t: number): boolean {
@@ -231,7 +236,9 @@ export class Clients<F extends FaultSpanDoc> implements World, Replies {
     return simulate({
       clock: this.clock,
       world: this,
-      durationMs: this.scenario.durationS * 1000,
+      durationMs: this.horizon,
+      // Each request counts in the second it was sent: the last seconds are known once their requests have ended.
+      inFlight: () => this.inFlight > 0,
       ...(onProgress === undefined ? {} : { onProgress }),
       ...(watch === undefined ? {} : { until: (t: number) => watch.decided(Math.floor(t / 1000)) }),
     });
@@ -270,7 +277,10 @@ export class Clients<F extends FaultSpanDoc> implements World, Replies {
 
   private send(population: Population, key: string, attempt: number): void {
     const start = this.clock.now();
+    // A retry or a closed-loop user's next call due after the horizon is not sent: the load generator has stopped.
+    if (start >= this.horizon) return;
     this.recorder.started(start);
+    this.inFlight++;
     const req: ClientRequest = { population, key, attempt, start, done: false, waitedForOrigin: false, servedStale: false, timeout: undefined };
     const ms = this.network.hopMs();
     if (ms === 0) this.world.send(req, this);
@@ -290,6 +300,7 @@ export class Clients<F extends FaultSpanDoc> implements World, Replies {
     if (req.done) return;
     req.done = true;
     req.timeout?.cancel();
+    this.inFlight--;
     this.recorder.ended(req.start, this.clock.now(), !ok ? 'bad' : req.waitedForOrigin ? 'good' : req.servedStale ? 'stale' : 'hit');
     if (this.inSpan(req)) {
       const c = this.counts[this.scenario.clients.indexOf(req.population)]!;

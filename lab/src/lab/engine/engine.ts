@@ -30,6 +30,12 @@ export interface SimulateOptions {
    * before `t` has happened): true ends the run there, before `durationMs`.
    */
   readonly until?: (t: number) => boolean;
+  /**
+   * Asked after the horizon: while true, the run goes on, its timers only (no
+   * step, so nothing new arrives), as a load generator waits for the
+   * requests it sent before it reports. Not asked when `until` ended the run.
+   */
+  readonly inFlight?: () => boolean;
 }
 
 /**
@@ -60,6 +66,7 @@ export async function simulate(options: SimulateOptions): Promise<void> {
     const start = clock.now();
     const end = start + durationMs;
     let nextProgress = start;
+    let endedEarly = false;
     // From here on the loop always resumes in a microtask, so drain suffices.
     await clock.settle();
     for (let t = start; t < end; t += stepMs) {
@@ -76,13 +83,32 @@ export async function simulate(options: SimulateOptions): Promise<void> {
         nextProgress += 1000;
         options.onProgress?.((t - start) / durationMs);
         await clock.yieldToEventLoop();
-        if (release.violation !== undefined || options.until?.(t) === true) break;
+        endedEarly = release.violation !== undefined || options.until?.(t) === true;
+        if (endedEarly) break;
       }
     }
+    if (!endedEarly) await drain(clock, world, options.inFlight);
     if (release.violation === undefined) options.onProgress?.(1);
   } finally {
     Error.stackTraceLimit = stackTraceLimit;
     release();
   }
   if (release.violation !== undefined) throw release.violation;
+}
+
+/**
+ * After the horizon: the timers alone, until nothing is in flight. A request
+ * sent from a timer since the last step (a retry) has its timeout armed
+ * here, as a step would have armed it (`afterStep`).
+ */
+async function drain(clock: VirtualClock, world: World, inFlight: (() => boolean) | undefined): Promise<void> {
+  if (inFlight === undefined) return;
+  world.afterStep?.(clock.now());
+  while (inFlight()) {
+    const due = clock.nextTimerAt();
+    // Every request in flight has its timeout armed: a run left with none is a defect of the world, not a slow end.
+    if (due === undefined) throw new Error('damper lab: requests in flight after the horizon, and no timer left to end them');
+    await clock.runTimersUntil(due);
+    world.afterStep?.(clock.now());
+  }
 }

@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { type MeasuredSummary, type Series } from './results.js';
 import { type ScenarioCommon, triggerStartS } from '../scenario.js';
 import { VerdictWatch } from './verdict-watch.js';
@@ -44,6 +45,16 @@ export const PEAK_WINDOW_S = 10;
 /** How a request ended, for the {@link Recorder}. */
 export type RequestOutcome = 'hit' | 'stale' | 'good' | 'bad';
 
+/**
+ * Each request counts in the second it was sent, as a load generator counts
+ * it (wrk2, k6): its answer, its latency and whether it was a hit go to that
+ * second however late they come. Counted in the second it ended instead, a
+ * second's goodput was compared with another second's offered load, and a
+ * low-rate scenario read unhealthy on noise: a Poisson burst still in flight
+ * at a second's end made that second short of answers and the next one
+ * over-full (issue 28, item 6). A second's figures are final once no request
+ * sent in it (or before) is in flight: see {@link settledBefore}.
+ */
 export class Recorder {
   readonly seconds: number;
   private readonly offered: Uint32Array;
@@ -54,6 +65,14 @@ export class Recorder {
   private readonly origin: Uint32Array;
   private readonly latency: Uint32Array;
   private readonly total = new Uint32Array(BUCKETS);
+  /** Requests sent in each second that have not ended yet. */
+  private readonly inFlight: Uint32Array;
+  /** Good answers by the second they arrived: what an operator's dashboard shows while the incident goes on. */
+  private readonly goodArrived: Uint32Array;
+  /** Requests that ended in each second, however: with `offered`, what was in flight at each second's end. */
+  private readonly endedIn: Uint32Array;
+  /** No request sent before this second is in flight (see {@link settledBefore}). */
+  private settled = 0;
   invalidServed = 0;
   requests = 0;
 
@@ -66,6 +85,9 @@ export class Recorder {
     this.hits = new Uint32Array(n);
     this.stale = new Uint32Array(n);
     this.origin = new Uint32Array(n);
+    this.inFlight = new Uint32Array(n);
+    this.goodArrived = new Uint32Array(n);
+    this.endedIn = new Uint32Array(n);
     this.latency = new Uint32Array(n * BUCKETS);
   }
 
@@ -73,23 +95,33 @@ export class Recorder {
     return Math.min(this.seconds - 1, Math.floor(t / 1000));
   }
 
+  /** A request was sent at `t`, before the horizon (after it, the clients send nothing). */
   started(t: number): void {
+    assert(t < this.seconds * 1000, 'no request is sent after the horizon');
+    const s = this.second(t);
     this.requests++;
-    this.offered[this.second(t)]!++;
+    this.offered[s]!++;
+    this.inFlight[s]!++;
   }
 
   /**
-   * A request ended at `end`: `hit` (answered with a fresh valid value
-   * without waiting for the origin), `stale` (answered at once with a value
-   * past its ttl while it is refreshed: not a hit, as an operator's
-   * dashboard counts), `good` (a valid value, after the origin), or `bad`
-   * (an error, a timeout, an invalid value, a refusal).
+   * The request sent at `start` ended at `end`: `hit` (answered with a fresh
+   * valid value without waiting for the origin), `stale` (answered at once
+   * with a value past its ttl while it is refreshed: not a hit, as an
+   * operator's dashboard counts), `good` (a valid value, after the origin),
+   * or `bad` (an error, a timeout, an invalid value, a refusal). It counts in
+   * the second it was sent.
    */
   ended(start: number, end: number, outcome: RequestOutcome): void {
-    const s = this.second(end);
+    const s = this.second(start);
+    assert(this.inFlight[s]! > 0, 'a request ends once, after it was sent');
+    this.inFlight[s]!--;
+    const e = this.second(end);
+    this.endedIn[e]!++;
     if (outcome === 'bad') this.bad[s]!++;
     else {
       this.good[s]!++;
+      this.goodArrived[e]!++;
       if (outcome === 'hit') this.hits[s]!++;
       else if (outcome === 'stale') this.stale[s]!++;
     }
@@ -98,24 +130,40 @@ export class Recorder {
     this.total[b]!++;
   }
 
+  /**
+   * The first second, before `overS`, with a request still in flight (or
+   * `overS` when none is): every second before it is final, its figures
+   * cannot change any more. Seconds at or after `overS` are not over yet.
+   */
+  settledBefore(overS: number): number {
+    const to = Math.min(overS, this.seconds);
+    while (this.settled < to && this.inFlight[this.settled] === 0) this.settled++;
+    return Math.min(this.settled, to);
+  }
 
-  /** Goodput over offered in the `windowS` whole seconds before `t`; 1 when nothing was offered. */
+  /**
+   * Good answers that arrived in the `windowS` whole seconds before `t`, over
+   * the requests sent in them; 1 when nothing was sent. An operator's reading
+   * while the incident goes on, not the verdict's (which waits for each
+   * second's requests to end).
+   */
   recentGoodputRatio(t: number, windowS: number): number {
     const to = this.second(t);
     let good = 0;
     let offered = 0;
     for (let s = Math.max(0, to - windowS); s < to; s++) {
-      good += this.good[s]!;
+      good += this.goodArrived[s]!;
       offered += this.offered[s]!;
     }
     return offered === 0 ? 1 : good / offered;
   }
 
+  /** A query reached the origin at `t`; after the horizon (while the last requests end) it is not charted. */
   originQuery(t: number): void {
-    this.origin[this.second(t)]!++;
+    if (t < this.seconds * 1000) this.origin[this.second(t)]!++;
   }
 
-  /** The p99 of the requests that ended in second `s`; null when none did. */
+  /** The p99 of the requests sent in second `s` (and ended); null when none ended. */
   private p99Of(s: number): number | null {
     const ended = this.good[s]! + this.bad[s]!;
     return ended === 0 ? null : percentile(this.latency, s * BUCKETS, ended, 0.99);
@@ -126,13 +174,16 @@ export class Recorder {
     const p99Ms: (number | null)[] = [];
     const hitRatio: (number | null)[] = [];
     const staleRatio: (number | null)[] = [];
-    for (let s = 0; s < n; s++) {
+    const inFlight: number[] = [];
+    for (let s = 0, open = 0; s < n; s++) {
+      open += this.offered[s]! - this.endedIn[s]!;
+      inFlight.push(open);
       const ended = this.good[s]! + this.bad[s]!;
       p99Ms.push(this.p99Of(s));
       hitRatio.push(ended === 0 ? null : round(this.hits[s]! / ended));
       staleRatio.push(ended === 0 ? null : round(this.stale[s]! / ended));
     }
-    return { offered: [...this.offered], goodput: [...this.good], errors: [...this.bad], originQps: [...this.origin], p99Ms, hitRatio, staleRatio };
+    return { offered: [...this.offered], goodput: [...this.good], errors: [...this.bad], originQps: [...this.origin], p99Ms, hitRatio, staleRatio, inFlight };
   }
 
   /**
@@ -179,7 +230,7 @@ export class Recorder {
 
 /**
  * A second is healthy when something was offered, goodput reached the
- * objective's share of it, and the p99 of the requests that ended in it was
+ * objective's share of it, and the p99 of the requests sent in it was
  * within the objective.
  */
 export function healthySecond(objective: ScenarioCommon['objective'], series: Series, s: number): boolean {

@@ -14,20 +14,22 @@ export type VariantName = (typeof VARIANTS)[number];
 
 /** One sample per simulated second; index i covers [i s, i+1 s). */
 export interface Series {
-  /** Requests clients started (first attempts and retries). */
+  /** Requests clients sent in that second (first attempts and retries). */
   offered: number[];
-  /** Requests that ended with a valid value within the client's timeout. */
+  /** Of those, the ones that ended with a valid value within the client's timeout (whenever the answer came: a request counts in the second it was sent). */
   goodput: number[];
-  /** Requests that ended otherwise: error, timeout, invalid value, refused. */
+  /** Of those, the ones that ended otherwise: error, timeout, invalid value, refused. */
   errors: number[];
-  /** Queries that reached the origin (database), whether or not it could serve them. */
+  /** Queries that reached the origin (database) in that second, whether or not it could serve them. */
   originQps: number[];
-  /** 99th percentile latency of the requests that ended in that second, ms; null when none did. */
+  /** 99th percentile latency of the requests sent in that second, ms; null when none was sent. */
   p99Ms: (number | null)[];
-  /** Share of requests answered with a fresh value without waiting for the origin (a cache hit, as a dashboard counts it); null when none ended. */
+  /** Share of that second's requests answered with a fresh value without waiting for the origin (a cache hit, as a dashboard counts it); null when none was sent. */
   hitRatio: (number | null)[];
-  /** Share of requests answered at once with a value past its ttl while it is refreshed (damper's stale window): not hits; null when none ended. */
+  /** Share of that second's requests answered at once with a value past its ttl while it is refreshed (damper's stale window): not hits; null when none was sent. */
   staleRatio: (number | null)[];
+  /** Requests in flight at the end of that second: sent so far, not ended yet. */
+  inFlight: number[];
 }
 
 /** A run's series with what it is judged against. */

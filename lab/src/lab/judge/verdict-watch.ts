@@ -12,11 +12,12 @@ import { type ScenarioCommon, triggerEndS } from '../scenario.js';
  * - stuck, once the seconds left could not hold a streak of `holdS` even if
  *   every one of them were healthy (which saves at most `holdS` seconds of a
  *   stuck cell: a rule that guessed more would be a guess).
- * A second is read only once it is over (every request that ended in it has
- * been counted: see {@link Recorder.ended}), and never before the trigger
- * window is over, which the judgement reads whole. So a run ended here
- * reports the same recovery second, to the second, as the run to its horizon;
- * its other figures (origin peak, goodput) cover the part that ran.
+ * A second is read only once it is settled (over, and every request sent in
+ * it or before has ended: a request counts in the second it was sent, see
+ * {@link Recorder}), and never before the trigger window is settled, which
+ * the judgement reads whole. So a run ended here reports the same recovery
+ * second, to the second, as the run to its horizon; its other figures
+ * (origin peak, goodput) cover the part that ran.
  */
 export class VerdictWatch {
   /** The whole second the trigger ends in: recovery is counted from it. */
@@ -49,11 +50,12 @@ export class VerdictWatch {
 
   /** True when nothing after the first `overS` whole seconds of the run can change its verdict. */
   decided(overS: number): boolean {
-    if (overS < this.triggerOverAt) return false;
+    const settled = this.recorder.settledBefore(overS);
+    if (settled < this.triggerOverAt) return false;
     const { holdS } = this.scenario.objective;
-    const end = Math.min(overS, this.recorder.seconds);
-    for (; this.next < end && this.streak < holdS; this.next++) this.streak = this.recorder.healthy(this.scenario.objective, this.next) ? this.streak + 1 : 0;
+    for (; this.next < settled && this.streak < holdS; this.next++) this.streak = this.recorder.healthy(this.scenario.objective, this.next) ? this.streak + 1 : 0;
     if (this.streak >= holdS) return true;
-    return this.streak + (this.recorder.seconds - end) < holdS;
+    // The seconds not read yet could not hold the streak even if every one were healthy.
+    return this.streak + (this.recorder.seconds - this.next) < holdS;
   }
 }

@@ -57,7 +57,8 @@ function triggerWindow(scenario: Scenario, offered: readonly number[], goodput: 
   return {
     goodputRatio: o === 0 ? 1 : round(g / o),
     bestGoodputRatio: o === 0 ? 1 : round(b / o),
-    // Answers that end in the window to requests started just before it can
+    // A request counts in the second it was sent: one sent in the window's
+    // last seconds may be answered after it, with the capacity back, and
     // lift goodput a hair above the bound; the quotient is capped at 1.
     efficiency: b === 0 ? 1 : round(Math.min(1, g / b)),
   };

@@ -38,11 +38,11 @@ export interface ReportMetric {
 
 /** The charts drawn for a scenario, top to bottom; each once per variant. */
 export const REPORT_METRICS: readonly ReportMetric[] = [
-  { key: 'offered', title: 'Offered load', help: 'requests clients started per second, first attempts and retries', unit: 'req/s', axis: 'linear' },
-  { key: 'goodput', title: 'Goodput', help: 'requests answered with a valid value within the client’s timeout, per second; wide pale line: the best possible with the capacity left', unit: 'req/s', axis: 'linear' },
+  { key: 'offered', title: 'Offered load', help: 'requests clients sent per second, first attempts and retries', unit: 'req/s', axis: 'linear' },
+  { key: 'goodput', title: 'Goodput', help: 'of the requests sent that second, those answered with a valid value within the client’s timeout; wide pale line: the best possible with the capacity left', unit: 'req/s', axis: 'linear' },
   { key: 'originQps', title: 'Origin queries', help: 'queries that reached the origin per second; dashed line: its capacity that second', unit: 'q/s', axis: 'log' },
   { key: 'errorRate', title: 'Error rate', help: 'errors ÷ (goodput + errors), per second', unit: '%', axis: 'linear' },
-  { key: 'p99Ms', title: 'p99 latency', help: '99th percentile of the requests that ended in that second; dashed line: the objective', unit: 'ms', axis: 'log' },
+  { key: 'p99Ms', title: 'p99 latency', help: '99th percentile of the requests sent in that second; dashed line: the objective', unit: 'ms', axis: 'log' },
   { key: 'hitRatio', title: 'Cache hit ratio', help: 'share of requests answered with a fresh value without waiting for the origin, as a dashboard counts hits', unit: '%', axis: 'linear' },
   { key: 'staleRatio', title: 'Stale answers', help: 'share of requests answered at once with a value past its ttl while it is refreshed (damper’s stale window): not hits, and not waits', unit: '%', axis: 'linear' },
 ];

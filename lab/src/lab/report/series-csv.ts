@@ -3,8 +3,8 @@ import { type ScenarioRun, type VariantName } from '../judge/results.js';
 /**
  * A run's per-second series as CSV (`damper lab --series`), so a run can be
  * analysed outside the lab: a spreadsheet, pandas, gnuplot. One row per
- * simulated second; an empty cell where there is no value (no request ended,
- * so no p99). Derived from the run alone: the same seed writes the same bytes.
+ * simulated second, each request in the second it was sent; an empty cell
+ * where there is no value (no request sent, so no p99). Derived from the run alone: the same seed writes the same bytes.
  */
 
 const COLUMNS = ['second', 'offered', 'goodput', 'best_goodput', 'errors', 'origin_qps', 'origin_capacity_qps', 'p99_ms', 'in_flight'] as const;
@@ -13,12 +13,9 @@ const COLUMNS = ['second', 'offered', 'goodput', 'best_goodput', 'errors', 'orig
 export function seriesCsv(run: ScenarioRun, variant: VariantName): string {
   const s = run.variants[variant].series;
   const rows: string[] = [COLUMNS.join(',')];
-  // In flight at the end of a second: started so far minus ended so far (every request ends, at its timeout at the latest).
-  let inFlight = 0;
   for (let t = 0; t < s.offered.length; t++) {
-    inFlight += s.offered[t]! - s.goodput[t]! - s.errors[t]!;
     const p99 = s.p99Ms[t];
-    rows.push([t, s.offered[t], s.goodput[t], s.bestGoodput[t], s.errors[t], s.originQps[t], run.originCapacity[t], p99 ?? '', inFlight].join(','));
+    rows.push([t, s.offered[t], s.goodput[t], s.bestGoodput[t], s.errors[t], s.originQps[t], run.originCapacity[t], p99 ?? '', s.inFlight[t]].join(','));
   }
   return `${rows.join('\n')}\n`;
 }
