@@ -1,5 +1,6 @@
 import { type MeasuredSummary, type Series } from './results.js';
-import { type ScenarioCommon, triggerStartS } from '../scenario.js';
+import { triggerStartS } from '../scenario.js';
+import { type ScenarioCommon } from '../schema/common.js';
 import { VerdictWatch } from './verdict-watch.js';
 
 /**
