@@ -7,7 +7,7 @@ import { Recorder } from '../src/lab/judge/metrics.js';
 import { Network } from '../src/lab/engine/network.js';
 import { runIsolated } from '../src/lab/engine/parallel.js';
 import { retryDelayMs } from '../src/lab/engine/retry-delay.js';
-import { type Backoff, type FaultSpanDoc, type ScenarioCommon } from '../src/lab/scenario.js';
+import { type Backoff, type FaultSpanDoc, type ScenarioCommon } from '../src/lab/schema/common.js';
 import { service, type ServiceScenario } from '../src/lab/world/service.js';
 
 /** The shipped retry storm, its naive tiers backing off per `backoff`, its ×4 slowdown held `size` s. */

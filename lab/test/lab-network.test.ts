@@ -5,7 +5,7 @@ import { loadScenario } from '../src/lab/lab.js';
 import { Recorder } from '../src/lab/judge/metrics.js';
 import { Network } from '../src/lab/engine/network.js';
 import { runIsolated } from '../src/lab/engine/parallel.js';
-import { type Delay } from '../src/lab/scenario.js';
+import { type Delay } from '../src/lab/schema/common.js';
 import { type ServiceScenario } from '../src/lab/world/service.js';
 import { Database, type Row } from '../src/lab/world/database.js';
 

@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { loadScenarioSource, runScenario, runSummaries } from '../src/lab/lab.js';
 import { VARIANTS } from '../src/lab/judge/results.js';
 import { Recorder } from '../src/lab/judge/metrics.js';
-import { type ScenarioCommon } from '../src/lab/scenario.js';
+import { type ScenarioCommon } from '../src/lab/schema/common.js';
 import { scenarioSource } from '../src/lab/scenario-source.js';
 import { cellScenarioAt } from '../src/lab/sweep/sweep-axis.js';
 import { VerdictWatch } from '../src/lab/judge/verdict-watch.js';

@@ -2,7 +2,7 @@ import { register } from 'node:module';
 import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { type AdmissionOptions, type CacheOptions, DamperError, type DependencyOptions, forbidRealTime, RealTimeInSimulationError, type VirtualClock } from 'damper';
-import { type ScenarioCommon } from './scenario.js';
+import { type ScenarioCommon } from './schema/common.js';
 
 /**
  * A user's own damper configuration, as code (issue 12): an ES module whose

@@ -1,11 +1,13 @@
 import { DamperError } from 'damper';
+import { type FaultSpanDoc, type ScenarioCommon } from './schema/common.js';
 
 /**
  * A scenario is data: a JSON file that describes a system (its clients, its
  * cache, its origin…, per its `world`) and a timeline of faults. It says nothing about how a
  * variant behaves: naive and damper are code, and react to the same world.
  * The format is documented in docs/lab.md ("Scenario files") and checked
- * by the schemas in src/lab/schema/.
+ * by the schemas in src/lab/schema/; a parsed section's type is the one its
+ * schema infers (`ScenarioCommon`, `Population`… in schema/common.ts).
  */
 
 /** One thing wrong with a scenario file: the path of its field (`clients[0].rate`; empty for the file as a whole) and what is wrong. */
@@ -30,113 +32,6 @@ export class ScenarioError extends DamperError {
     this.file = file;
     this.problems = list;
   }
-}
-
-export type Priority = 'critical' | 'normal' | 'low' | 'background';
-
-/**
- * How a client waits before its retry n (1, 2, …) after a failure or a
- * timeout: not at all, a fixed delay, or an exponential one, capped at
- * `maxMs` (`min(maxMs, baseMs × 2^(n−1))`), which `full-jitter` draws
- * uniformly from [0, that] so that clients that failed together do not retry
- * together.
- */
-export type Backoff =
-  | { readonly kind: 'none' }
-  | { readonly kind: 'fixed'; readonly delayMs: number }
-  | { readonly kind: 'exponential'; readonly baseMs: number; readonly maxMs: number }
-  | { readonly kind: 'full-jitter'; readonly baseMs: number; readonly maxMs: number };
-
-/** A delay drawn at random for each use: always `ms`, exponential with mean `meanMs`, or lognormal with median `medianMs` and shape `sigma`. */
-export type Delay =
-  | { readonly kind: 'constant'; readonly ms: number }
-  | { readonly kind: 'exponential'; readonly meanMs: number }
-  | { readonly kind: 'lognormal'; readonly medianMs: number; readonly sigma: number };
-
-/** The network between a world's parts. */
-export interface Network {
-  /** Added to each hop, one part of the world calling another (client to server, server to database…), drawn per hop. */
-  readonly hopDelay: Delay;
-}
-
-/**
- * A client population. Open loop (the default): arrivals at `rate` do not
- * slow down when the system does. Closed loop (`closed`): a fixed number of
- * users, each sending a request, waiting for its end (its retries included),
- * thinking, and sending the next, so a slow system gets fewer requests.
- */
-export interface Population {
-  readonly name: string;
-  /** Mean requests per second (Poisson arrivals, or one every 1000 ÷ rate ms with `arrivals: 'fixed'`); 0 for a closed population. */
-  readonly rate: number;
-  /**
-   * How an open population's requests arrive: `poisson` (absent: a crowd of
-   * independent users) or `fixed`, one every `1000 ÷ rate` ms from 0, as a
-   * load generator's constant arrival rate sends them (wrk2, k6's
-   * constant-arrival-rate): what a load test of the real system offered.
-   */
-  readonly arrivals?: 'poisson' | 'fixed';
-  /** A closed loop: `users` users, each waiting `thinkTime` (whole ms, at least 1) between the end of one call and the next. */
-  readonly closed?: { readonly users: number; readonly thinkTime: Delay };
-  /** The client gives up after this long, ms. */
-  readonly timeoutMs: number;
-  /** Further attempts after a failure or timeout. */
-  readonly retries: number;
-  /** How long to wait before each retry. */
-  readonly backoff: Backoff;
-  /** `backoff`'s delay when it is fixed, else 0, ms: the field worlds read before `backoff`. */
-  readonly retryDelayMs: number;
-  readonly priority: Priority;
-  /** Service world: keys of its own, `<name>:0` … `<name>:<count − 1>` by Zipf at `exponent`, instead of the scenario's `keys` (key-sets.ts). */
-  readonly keys?: { readonly count: number; readonly exponent: number };
-}
-
-/** What every fault has: a span on the timeline, a label, and whether it is part of the incident's cause. */
-export interface FaultSpanDoc {
-  readonly kind: string;
-  readonly startS: number;
-  readonly endS: number;
-  readonly label: string;
-  /** Part of the incident's cause (recovery counts from the end of the last trigger); else an operator's action. */
-  readonly trigger: boolean;
-}
-
-/**
- * The fields every scenario has, whatever its world. A world (see
- * src/lab/world/worlds.ts) adds its own: what the system is made of, and which
- * faults it knows.
- */
-export interface ScenarioCommon {
-  readonly name: string;
-  readonly title: string;
-  readonly description: string;
-  /** Where the numbers come from. */
-  readonly source: string;
-  /** How the real numbers were scaled to what one core simulates in seconds. */
-  readonly scaling: string;
-  readonly durationS: number;
-  /** Window before the trigger whose mean origin rate is the baseline, s. */
-  readonly baseline: { readonly fromS: number; readonly toS: number };
-  /** What "healthy" means: goodput ≥ goodputRatio × offered and p99 ≤ p99Ms, every second for holdS. */
-  readonly objective: { readonly p99Ms: number; readonly goodputRatio: number; readonly holdS: number };
-  readonly clients: readonly Population[];
-  readonly faults: readonly FaultSpanDoc[];
-  /** The network between the world's parts; by default it adds no delay. */
-  readonly network: Network;
-  /**
-   * The damper variant's configuration module (src/lab/damper-config.ts):
-   * absent, the lab's own settings. In a file the path is relative to the
-   * file; once loaded it is absolute.
-   */
-  readonly damper?: { readonly config: string };
-  /** What `damper lab check` sweeps and the margin it demands (check-plan.ts); absent, a default grid. */
-  readonly check?: CheckSection;
-}
-
-/** A scenario's `check` section: two axes (a kind or a field path each), their ranges and the margin wanted along each. */
-export interface CheckSection {
-  readonly axes: readonly { readonly axis: string; readonly from: number; readonly to: number; readonly margin: number }[];
-  readonly steps: number;
 }
 
 export type Json = unknown;

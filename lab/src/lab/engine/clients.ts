@@ -4,7 +4,8 @@ import { type CharacteristicRecorder, SAMPLE_MS } from '../judge/characteristic.
 import { type Recorder } from '../judge/metrics.js';
 import { type Network } from './network.js';
 import { type PopulationCounts, type VariantRun } from '../judge/results.js';
-import { type FaultEvent, type FaultSpanDoc, faultTimeline, type Population, type ScenarioCommon, triggerEndS, triggerStartS } from '../scenario.js';
+import { type FaultEvent, faultTimeline, triggerEndS, triggerStartS } from '../scenario.js';
+import { type FaultSpanDoc, type Population, type ScenarioCommon } from '../schema/common.js';
 import { sampleMs } from './delay.js';
 import { retryDelayMs } from './retry-delay.js';
 import { VerdictWatch } from '../judge/verdict-watch.js';

@@ -1,4 +1,4 @@
-import { type Delay } from '../scenario.js';
+import { type Delay } from '../schema/common.js';
 
 /**
  * A scenario's `Delay` drawn once, in ms, unrounded: a network hop, a think

@@ -1,6 +1,6 @@
 import { type VirtualClock } from 'damper';
 import { sampleMs } from './delay.js';
-import { type Delay } from '../scenario.js';
+import { type Delay } from '../schema/common.js';
 import { stream, STREAMS } from './streams.js';
 
 /**

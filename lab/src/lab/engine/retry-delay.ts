@@ -1,4 +1,4 @@
-import { type Backoff } from '../scenario.js';
+import { type Backoff } from '../schema/common.js';
 
 /**
  * How long a naive client waits before its retry number `retry` (1 for the

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { type MeasuredSummary, type Series } from './results.js';
-import { type ScenarioCommon, triggerStartS } from '../scenario.js';
+import { triggerStartS } from '../scenario.js';
+import { type ScenarioCommon } from '../schema/common.js';
 import { VerdictWatch } from './verdict-watch.js';
 
 /**

@@ -1,5 +1,6 @@
 import { type Recorder } from './metrics.js';
-import { type ScenarioCommon, triggerEndS } from '../scenario.js';
+import { triggerEndS } from '../scenario.js';
+import { type ScenarioCommon } from '../schema/common.js';
 
 /**
  * Whether a run's verdict is decided while it goes on: what lets a sweep's

@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { type Backoff, type Delay, type FaultSpanDoc, type Network, type Population } from '../scenario.js';
 
 /**
  * The parts of a scenario file every world shares, as zod schemas: the
@@ -8,6 +7,9 @@ import { type Backoff, type Delay, type FaultSpanDoc, type Network, type Populat
  * schema (schema/<world>.ts) adds its sections and fault kinds with
  * {@link scenario}. Objects are strict: a field a schema does not know is a
  * problem, most often a typo. The descriptions are what an editor shows.
+ * The parsed sections' types (`Population`, `ScenarioCommon`…) are the ones
+ * these schemas infer, so a field is written once, here; scenario.ts and the
+ * worlds import them from this file, which imports nothing of the lab's.
  */
 
 const MAX_MS = 600_000;
@@ -59,19 +61,22 @@ function exponential<const K extends string>(kind: K, description: string) {
   });
 }
 
-export const backoff: z.ZodType<Backoff> = tagged('kind', 'backoff kind', [
+export const backoff = tagged('kind', 'backoff kind', [
   z.strictObject({ kind: z.literal('none') }).meta({ description: 'Retry at once (the default).' }),
   z.strictObject({ kind: z.literal('fixed'), delayMs: ms(0, 'Wait before every retry, ms.') }).meta({ description: 'The same wait before every retry.' }),
   exponential('exponential', 'Wait min(maxMs, baseMs × 2^(n−1)) ms before retry n.'),
   exponential('full-jitter', 'Wait a uniform draw from [0, min(maxMs, baseMs × 2^(n−1))] ms before retry n, so that clients that failed together do not retry together.'),
 ]).meta({ description: 'How long to wait before each retry: none (at once, the default), fixed, exponential or full-jitter.' });
 
+/** How a client waits before its retry n (1, 2, …), parsed: the type {@link backoff} infers (each kind described there). */
+export type Backoff = z.output<typeof backoff>;
+
 /**
  * A retry delay as files give it: `backoff`, or the older `retryDelayMs`,
  * which is a fixed backoff; not both. Parsed: both fields, `retryDelayMs` the
  * fixed delay or 0, for the worlds that read it.
  */
-export const retryDelay = {
+const retryDelay = {
   shape: {
     retryDelayMs: ms(0, 'Wait before each retry, ms: the same as backoff { "kind": "fixed", "delayMs": … } (give one of them, not both).').exactOptional(),
     backoff: backoff.exactOptional(),
@@ -85,27 +90,9 @@ export const retryDelay = {
   },
 };
 
-export const populationFields = z
-  .strictObject({
-    name: text('The population, as results and the report name it.'),
-    rate: z.number().min(0).max(1_000_000).meta({ description: 'Mean requests per second (Poisson arrivals unless arrivals says fixed).' }),
-    arrivals: z
-      .enum(['poisson', 'fixed'])
-      .exactOptional()
-      .meta({ description: 'poisson (the default): independent users, bursts and lulls around the rate; fixed: one request every 1000 ÷ rate ms, as a load generator’s constant arrival rate (wrk2, k6) sends them.' }),
-    timeoutMs: z.int().min(1).max(MAX_MS).meta({ description: 'The client gives up after this long, ms.' }),
-    retries: z.int().min(0).max(10).default(0).meta({ description: 'Further attempts after a failure or timeout.' }),
-    ...retryDelay.shape,
-    priority: z.enum(['critical', 'normal', 'low', 'background']).default('normal').meta({ description: 'What the system sheds first under overload: background, then low, then normal.' }),
-  })
-  .meta({ description: 'An open-loop client population: arrivals do not slow down when the system does.' });
-
-/** The common population (the service world extends `populationFields` with its closed loop and keys). */
-const population: z.ZodType<Population> = refined(populationFields, retryDelay.rule).transform(retryDelay.parsed);
-
 export const nonNegative = (description: string) => z.number().min(0).meta({ description });
 
-export const delay: z.ZodType<Delay> = tagged('kind', 'delay kind', [
+export const delay = tagged('kind', 'delay kind', [
   z.strictObject({ kind: z.literal('constant'), ms: nonNegative('The delay, ms.') }).meta({ description: 'Always the same delay.' }),
   z.strictObject({ kind: z.literal('exponential'), meanMs: nonNegative('The mean delay, ms.') }).meta({ description: 'Exponentially distributed: most hops quick, a few slow.' }),
   z
@@ -117,12 +104,65 @@ export const delay: z.ZodType<Delay> = tagged('kind', 'delay kind', [
     .meta({ description: 'Lognormal: a median and a long tail, as measured network latencies have.' }),
 ]);
 
-const NO_NETWORK_DELAY: Network = { hopDelay: { kind: 'constant', ms: 0 } };
+/** A delay drawn at random for each use (`servers.service`, a closed loop's `thinkTime`, `network.hopDelay`…), parsed: the type {@link delay} infers (each kind described there). */
+export type Delay = z.output<typeof delay>;
 
-const network: z.ZodType<Network> = z
+const NO_NETWORK_DELAY = { hopDelay: { kind: 'constant', ms: 0 } } as const;
+
+const network = z
   .strictObject({ hopDelay: delay.meta({ description: 'Added to each hop, one part of the world calling another (client to server, server to database…), drawn per hop.' }) })
   .default(NO_NETWORK_DELAY)
   .meta({ description: 'The network between the world’s parts; by default it adds no delay.' });
+
+/** The network between a world's parts, parsed (`network`): the type its schema infers. */
+export type Network = z.output<typeof network>;
+
+const THINK_NONE: Delay = { kind: 'constant', ms: 1 };
+
+/** The clients, written once whatever the world (a world gives meaning to a population's own `keys`). */
+const population = refined(
+  z
+    .strictObject({
+      name: text('The population, as results and the report name it.'),
+      rate: z.number().min(0).max(1_000_000).meta({ description: 'Mean requests per second (Poisson arrivals unless arrivals says fixed).' }).exactOptional(),
+      arrivals: z
+        .enum(['poisson', 'fixed'])
+        .exactOptional()
+        .meta({ description: 'poisson (the default): independent users, bursts and lulls around the rate; fixed: one request every 1000 ÷ rate ms, as a load generator’s constant arrival rate (wrk2, k6) sends them.' }),
+      timeoutMs: z.int().min(1).max(MAX_MS).meta({ description: 'The client gives up after this long, ms.' }),
+      retries: z.int().min(0).max(10).default(0).meta({ description: 'Further attempts after a failure or timeout.' }),
+      ...retryDelay.shape,
+      priority: z.enum(['critical', 'normal', 'low', 'background']).default('normal').meta({ description: 'What the system sheds first under overload: background, then low, then normal.' }),
+      users: z.int().min(1).max(1_000_000).exactOptional().meta({ description: 'Closed loop: this many users, each sending a call, waiting for its end (its retries included), thinking, and sending the next (give rate or users).' }),
+      thinkTime: delay.exactOptional().meta({ description: 'Closed loop: what a user waits between the end of one call and the next, drawn per call, whole ms, at least 1 (default 1 ms).' }),
+      keys: z
+        .strictObject({
+          count: z.int().min(1).max(10_000_000).meta({ description: 'Keys of this population’s own, named <name>:0 (the most read) … <name>:<count − 1>.' }),
+          exponent: z.number().min(0).max(5).default(1).meta({ description: 'Zipf’s exponent over them (0: uniform; default 1).' }),
+        })
+        .exactOptional()
+        .meta({ description: 'Keys this population reads and no other does (Discord’s push-notification settings beside its user objects), instead of the scenario’s keys (needs database).' }),
+    })
+    .meta({ description: 'A client population: open loop at `rate` (arrivals do not slow down when the system does), or closed loop with `users` and `thinkTime`.' }),
+  (p, report) => {
+    retryDelay.rule(p, report);
+    if (p.rate === undefined && p.users === undefined) report(['rate'], 'missing (or give users, for a closed-loop population)');
+    if (p.rate !== undefined && p.users !== undefined) report(['users'], 'give rate (open loop) or users (closed loop), not both');
+    if (p.thinkTime !== undefined && p.users === undefined) report(['thinkTime'], 'only for a closed-loop population (users)');
+    if (p.arrivals !== undefined && p.users !== undefined) report(['arrivals'], 'only for an open-loop population (rate): closed-loop users send when their last call ends');
+  },
+).transform(({ rate, users, thinkTime, ...p }) => ({
+  ...retryDelay.parsed(p),
+  rate: rate ?? 0,
+  ...(users === undefined ? {} : { closed: { users, thinkTime: thinkTime ?? THINK_NONE } }),
+}));
+
+/**
+ * A client population, parsed: the type {@link population} infers. A closed
+ * one has `closed` (its `users` and their `thinkTime`) and `rate` 0; `backoff`
+ * is always there, and `retryDelayMs` is its delay when it is fixed, else 0.
+ */
+export type Population = z.output<typeof population>;
 
 /** A fault's span on the timeline and its label: the first fields of every fault kind. */
 export const span = {
@@ -130,6 +170,14 @@ export const span = {
   endS: nonNegative('When it ends, s into the run: after startS, at most durationS.'),
   label: text('What happens, as the report labels it.'),
 };
+
+/**
+ * What every fault has, parsed, whatever its kind (a kind adds its own
+ * fields): `kind`, its {@link span}, and `trigger`, whether it is part of the
+ * incident's cause (recovery counts from the end of the last trigger) or an
+ * operator's action. A world's fault schema must give it ({@link scenario}).
+ */
+export type FaultSpanDoc = z.output<z.ZodObject<{ kind: z.ZodString; trigger: z.ZodBoolean } & typeof span>>;
 
 export const when = z.enum(['always', 'unhealthy']).default('always').meta({
   description: 'always, or unhealthy: only if, at startS, goodput over the last objective.holdS seconds is below the objective (an operator reacts to what the dashboards show).',
@@ -180,7 +228,7 @@ const checkAxis = refined(
   },
 );
 
-/** `damper lab check`'s grid and margins (check-plan.ts): two axes of the sweep's kinds. */
+/** `damper lab check`'s grid and margins (check-plan.ts): two axes of the sweep's kinds (a scenario's `check`). */
 const checkSection = z
   .strictObject({
     axes: z
@@ -214,7 +262,7 @@ function common<F extends z.ZodType<FaultSpanDoc>>(fault: F) {
         holdS: z.int().min(1).meta({ description: 'Seconds in a row both must hold to count as healthy.' }),
       })
       .meta({ description: 'What "healthy" means: goodput ≥ goodputRatio × offered and p99 ≤ p99Ms, every second for holdS.' }),
-    clients: z.array(population).min(1, 'needs at least one population').meta({ description: 'The open-loop client populations.' }),
+    clients: z.array(population).min(1, 'needs at least one population').meta({ description: 'The client populations: open loop (rate) or closed loop (users, thinkTime).' }),
     faults: z.array(fault).meta({ description: 'The timeline; at least one fault must be a trigger (recovery counts from the end of the last trigger).' }),
     damper: z
       .strictObject({
@@ -226,11 +274,18 @@ function common<F extends z.ZodType<FaultSpanDoc>>(fault: F) {
   };
 }
 
+/**
+ * The fields every scenario has, whatever its world, parsed (the file's
+ * `$schema` aside, as {@link parsed} leaves it): the type {@link common}'s
+ * fields and `network` infer. A world (see src/lab/world/worlds.ts) adds its
+ * own: what the system is made of, and which faults it knows. The path in
+ * `damper.config`, relative to the file in a file, is absolute once loaded
+ * (scenario-source.ts).
+ */
+export type ScenarioCommon = Omit<z.output<z.ZodObject<ReturnType<typeof common<z.ZodType<FaultSpanDoc>>> & { network: typeof network }>>, '$schema'>;
+
 /** What every scenario's timeline rule reads. */
-interface Timeline {
-  readonly durationS: number;
-  readonly faults: readonly FaultSpanDoc[];
-}
+type Timeline = Pick<ScenarioCommon, 'durationS' | 'faults'>;
 
 /** Checks every scenario's timeline: spans inside the run, after their start, and a trigger among them. */
 function timeline(s: Timeline, report: Report): void {

@@ -1,8 +1,7 @@
 import { z } from 'zod';
-import { type Delay } from '../scenario.js';
 import { exponentForHitRatio } from '../world/zipf.js';
 import { readRate as populationReadRate } from '../world/key-sets.js';
-import { backoff, delay, healthChecks, hotKey, origin, parsed, populationFields, refined, type Report, retryDelay, scenario, span, tagged, when } from './common.js';
+import { backoff, type Delay, delay, healthChecks, hotKey, origin, parsed, refined, type Report, scenario, span, tagged, when } from './common.js';
 
 /**
  * The service world's scenario file: a system shaped like the user's own,
@@ -10,37 +9,6 @@ import { backoff, delay, healthChecks, hotKey, origin, parsed, populationFields,
  * tiers, an optional balancer over `servers.count` servers, an optional
  * cache tier in front of an optional database, Zipf keys, and faults.
  */
-
-const THINK_NONE: Delay = { kind: 'constant', ms: 1 };
-
-/** A population: open loop (`rate`) or closed loop (`users`, `thinkTime`). */
-const population = refined(
-  populationFields
-    .extend({
-      rate: populationFields.shape.rate.exactOptional(),
-      users: z.int().min(1).max(1_000_000).exactOptional().meta({ description: 'Closed loop: this many users, each sending a call, waiting for its end (its retries included), thinking, and sending the next (give rate or users).' }),
-      thinkTime: delay.exactOptional().meta({ description: 'Closed loop: what a user waits between the end of one call and the next, drawn per call, whole ms, at least 1 (default 1 ms).' }),
-      keys: z
-        .strictObject({
-          count: z.int().min(1).max(10_000_000).meta({ description: 'Keys of this population’s own, named <name>:0 (the most read) … <name>:<count − 1>.' }),
-          exponent: z.number().min(0).max(5).default(1).meta({ description: 'Zipf’s exponent over them (0: uniform; default 1).' }),
-        })
-        .exactOptional()
-        .meta({ description: 'Keys this population reads and no other does (Discord’s push-notification settings beside its user objects), instead of the scenario’s keys (needs database).' }),
-    })
-    .meta({ description: 'A client population: open loop at `rate` (arrivals do not slow down when the system does), or closed loop with `users` and `thinkTime`.' }),
-  (p, report) => {
-    retryDelay.rule(p, report);
-    if (p.rate === undefined && p.users === undefined) report(['rate'], 'missing (or give users, for a closed-loop population)');
-    if (p.rate !== undefined && p.users !== undefined) report(['users'], 'give rate (open loop) or users (closed loop), not both');
-    if (p.thinkTime !== undefined && p.users === undefined) report(['thinkTime'], 'only for a closed-loop population (users)');
-    if (p.arrivals !== undefined && p.users !== undefined) report(['arrivals'], 'only for an open-loop population (rate): closed-loop users send when their last call ends');
-  },
-).transform(({ rate, users, thinkTime, ...p }) => ({
-  ...retryDelay.parsed(p),
-  rate: rate ?? 0,
-  ...(users === undefined ? {} : { closed: { users, thinkTime: thinkTime ?? THINK_NONE } }),
-}));
 
 /** One client tier's own settings, where they differ from the populations'. */
 const tierSettings = z
@@ -123,7 +91,6 @@ const fields = scenario(
   'service',
   'A world shaped like your own service: client populations (open or closed loop) → optional client tiers → an optional balancer → servers (workers or processor sharing) → an optional cache tier → an optional database.',
   {
-    clients: z.array(population).min(1, 'needs at least one population').meta({ description: 'The client populations: open loop (rate) or closed loop (users, thinkTime).' }),
     tiers: z
       .strictObject({
         count: z.int().min(1).max(5).meta({ description: 'Tiers of clients between the users and the servers, each retrying at the tier below per the population’s retries and backoff (naive).' }),

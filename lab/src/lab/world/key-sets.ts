@@ -1,5 +1,5 @@
 import { meanMs } from '../engine/delay.js';
-import { type Population } from '../scenario.js';
+import { type Population } from '../schema/common.js';
 import { type HotKey, ZipfKeys } from './zipf.js';
 
 /** A population as the key sets see it: its name, its read rate, and the keys of its own, if any. */

@@ -1,7 +1,7 @@
 import { type VirtualClock } from 'damper';
 import { type RetryCounts } from '../judge/lab-counters.js';
 import { retryDelayMs } from '../engine/retry-delay.js';
-import { type Backoff } from '../scenario.js';
+import { type Backoff } from '../schema/common.js';
 
 /** A call down a stack of client tiers: `onDone` is called once with how it ended. */
 export type Call<R> = (onDone: (result: R) => void) => void;

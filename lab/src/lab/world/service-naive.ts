@@ -1,8 +1,7 @@
 import { type Priority, type Timer, type VirtualClock } from 'damper';
 import { type RetryCounts } from '../judge/lab-counters.js';
-import { type Population } from '../scenario.js';
 import { type Call, naiveTiers } from './naive-tiers.js';
-import { type HealthShape } from '../schema/common.js';
+import { type HealthShape, type Population } from '../schema/common.js';
 import { NaiveBalancer, type Served, SERVED } from './naive-balancer.js';
 import { type Answer, answer, failure, ServiceFailure, TIMED_OUT } from './service-answers.js';
 import { type Server } from './service-server.js';

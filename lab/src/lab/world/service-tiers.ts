@@ -1,4 +1,4 @@
-import { type Backoff, type Population } from '../scenario.js';
+import { type Backoff, type Population } from '../schema/common.js';
 import { type ServiceScenario } from '../schema/service.js';
 
 /**

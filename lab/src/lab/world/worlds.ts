@@ -1,6 +1,7 @@
 import { type RunOptions } from '../engine/clients.js';
 import { type VariantName, type VariantRun } from '../judge/results.js';
-import { type Json, parseJson, type ScenarioCommon, type TriggerAxis } from '../scenario.js';
+import { type Json, parseJson, type TriggerAxis } from '../scenario.js';
+import { type ScenarioCommon } from '../schema/common.js';
 import { scenarioSchema } from '../schema/index.js';
 import { check } from '../schema/problems.js';
 import { service, type ServiceScenario } from './service.js';
