@@ -153,7 +153,7 @@ describe('a service scenario file: every problem names its field', () => {
     bad((d) => ((d.faults as Record<string, unknown>[])[0] = { kind: 'load-ramp', profile: [[0, 1], [40, 2]], startS: 120, endS: 150, label: 'x' }), /faults\[0\]\.profile\[1\]\[0\]: must be ≤ the fault’s span \(30 s\), got 40/);
     bad((d) => ((d.faults as Record<string, unknown>[])[0]!.trigger = false), /co\.json: faults: needs a trigger/);
     bad((d) => (d.tiers = { count: 2, attemptTimeoutMs: 400, each: [{ retries: 1 }] }), /co\.json: tiers\.each: needs one entry per tier \(count 2\), got 1/);
-    bad((d) => (d.tiers = { count: 2, attemptTimeoutMs: 400, each: [{ retries: 1 }, { retry: 1 }] }), /co\.json: tiers\.each\[1\]\.retry: unknown field \(known: retries, backoff, attemptTimeoutMs, timerTickMs\)/);
+    bad((d) => (d.tiers = { count: 2, attemptTimeoutMs: 400, each: [{ retries: 1 }, { retry: 1 }] }), /co\.json: tiers\.each\[1\]\.retry: unknown field \(known: retries, backoff, attemptTimeoutMs, timerTickMs, servers\)/);
   });
 
   test('named hot keys beside the Zipf tail', () => {
@@ -323,6 +323,62 @@ describe('client tiers: each its own retries and attempt timeout, or the populat
     assert.deepEqual(tierSettings(tiers, 1, population), { retries: 2, backoff: { kind: 'none' }, attemptTimeoutMs: undefined, timerTickMs: undefined });
     assert.deepEqual(tierSettings(tiers, 2, population), { retries: 2, backoff: { kind: 'fixed', delayMs: 5 }, attemptTimeoutMs: 100, timerTickMs: undefined });
     assert.deepEqual(tierSettings({ count: 2, attemptTimeoutMs: 100 }, 0, population), { retries: 2, backoff: { kind: 'none' }, attemptTimeoutMs: undefined, timerTickMs: undefined });
+  });
+});
+
+/**
+ * Users at 50 calls/s → their own client (tier 0) → an API (tier 1) on one
+ * server of its own → the profile service (the scenario's servers: 100
+ * workers, 100 ms a call). No retries, 2 s patience, 30 s. `api` is the
+ * API's server.
+ */
+const withApi = (api: Record<string, unknown>) =>
+  small({ kind: 'load-spike', factor: 1 }, (d) => {
+    d.durationS = 30;
+    d.baseline = { fromS: 5, toS: 10 };
+    d.faults = [{ kind: 'load-spike', factor: 1, startS: 10, endS: 20, label: 'none' }];
+    d.clients = [{ name: 'users', rate: 50, timeoutMs: 2000 }];
+    d.tiers = { count: 2, attemptTimeoutMs: 2000, each: [{ retries: 0 }, { retries: 0, servers: api }] };
+    d.servers = { workers: 100, maxQueue: 1000, service: { kind: 'constant', ms: 100 } };
+    for (const part of ['database', 'cache', 'keys']) delete d[part];
+  });
+const apiRuns = {
+  // A thread per call: each holds its worker for its 1 ms and the profile service's 100 ms, so 4 workers carry about 40 calls/s.
+  threads: runIsolated(withApi({ workers: 4, maxQueue: 1000, service: { kind: 'constant', ms: 1 } }), 1),
+  // A Node server: one core, any number of calls in flight; waiting on the profile service costs the core nothing.
+  node: runIsolated(withApi({ workers: 10_000, maxQueue: 1000, cores: 1, service: { kind: 'constant', ms: 1 } }), 1),
+};
+
+describe('a client tier on servers of its own (tiers.each[t].servers): the API in front of the profile service', () => {
+  const served = async (run: Promise<ScenarioRun>, v: 'naive' | 'damper'): Promise<number> => {
+    const { series } = (await run).variants[v];
+    return mean(series.goodput, 5, 25) / mean(series.offered, 5, 25);
+  };
+
+  test('a worker is held while its tier calls below: 4 threads carry about 40 of 50 calls/s; a Node server on one core carries them all', async () => {
+    const naiveThreads = await served(apiRuns.threads, 'naive');
+    assert.ok(naiveThreads < 0.5, `naive: the API's queue grows until the users give up: ${naiveThreads}`);
+    const damperThreads = await served(apiRuns.threads, 'damper');
+    assert.ok(damperThreads > 0.7 && damperThreads < 0.85, `damper: the API's admission sheds what its threads cannot carry, and serves the rest in time: ${damperThreads}`);
+    for (const v of ['naive', 'damper'] as const) assert.ok((await served(apiRuns.node, v)) > 0.99, `${v}: the Node API serves everything`);
+  });
+
+  test('damper: the API server’s limiter is instrumented beside the servers’ (tier=1, server=0)', async () => {
+    const shed = (await apiRuns.threads).variants.damper.characteristics['damper.limiter.shed_ratio'] ?? {};
+    assert.ok(Object.keys(shed).some((name) => name.includes('tier=1') && name.includes('server=0')), Object.keys(shed).join(', '));
+  });
+
+  test('the best possible counts the API’s own capacity; tier 0 is the users’ client and takes no servers', async () => {
+    const threads = serviceBound(withApi({ workers: 4, maxQueue: 1000, service: { kind: 'constant', ms: 1 } }));
+    assert.equal(Math.round(threads(15, 50) * 10) / 10, 39.6, 'four threads, each held 1 ms + the 100 ms it waits on the profile service');
+    const node = serviceBound(withApi({ workers: 10_000, maxQueue: 1000, cores: 1, service: { kind: 'constant', ms: 1 } }));
+    assert.equal(node(15, 50), 1000, 'one core at 1 ms a call: waiting holds no core');
+    const { damper } = (await apiRuns.threads).variants;
+    assert.ok(damper.summary.trigger.bestGoodputRatio < 0.8 && damper.summary.trigger.efficiency > 0.85, JSON.stringify(damper.summary.trigger));
+    assert.throws(
+      () => small({ kind: 'load-spike', factor: 1 }, (d) => (d.tiers = { count: 2, attemptTimeoutMs: 100, each: [{ servers: { workers: 1, maxQueue: 1, service: { kind: 'constant', ms: 1 } } }, {}] })),
+      (e: unknown) => e instanceof ScenarioError && /tiers\.each\[0\]\.servers: tier 0 is the users’ own client/.test(e.message),
+    );
   });
 });
 

@@ -30,6 +30,8 @@ export const STREAMS = {
   cacheLatency: 0x7e3d_52b1,
   /** The service world's renders of a loaded value (`servers.missService`), when random. */
   renderTime: 0x3c6e_f372,
+  /** The service times of the servers client tiers run on (`tiers.each[t].servers`), when random: apart from the servers', which stay the same. */
+  tierServiceTime: 0x9e37_79b9,
 } as const;
 
 /** The source `stream` of the run seeded `seed`. */

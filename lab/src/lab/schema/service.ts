@@ -10,6 +10,33 @@ import { backoff, type Delay, delay, healthChecks, hotKey, origin, parsed, refin
  * cache tier in front of an optional database, Zipf keys, and faults.
  */
 
+/** What every pool of servers has: the servers' (the innermost tier's upstreams) and a client tier's own. */
+const poolFields = {
+  count: z.int().min(1).max(100).default(1).meta({ description: 'Servers, all alike (default 1).' }),
+  workers: z.int().min(1).max(100_000).meta({ description: 'Requests in service at once per server (threads).' }),
+  maxQueue: z.int().min(0).max(10_000_000).meta({ description: 'Requests waiting for a worker beyond which a server refuses at once.' }),
+  cores: z.number().min(0.01).max(1024).exactOptional().meta({ description: 'Processor sharing: the requests in service share this many cores; absent, each worker serves alone.' }),
+  service: delay.meta({ description: 'The work a request costs an idle server, ms, drawn per request.' }),
+};
+const slowdownPerInFlight = z.number().min(0).max(100).default(0).meta({ description: 'Each request a server holds (in service and queued) adds this share to every service time started.' });
+const admissionLimit = z.int().min(1).max(1_000_000).exactOptional();
+
+/**
+ * The servers a client tier runs on (the API in front of the profile
+ * service): a call to the tier waits for one of them, holds a worker while
+ * the tier makes its attempts at the tier below, then costs its own work.
+ */
+const tierServers = z
+  .strictObject({
+    ...poolFields,
+    slowdownPerInFlight,
+    admissionLimit: admissionLimit.meta({ description: 'damper: requests the lab’s ConcurrencyLimiter admits per server of this tier at once (default: workers).' }),
+  })
+  .meta({
+    description:
+      'The servers this tier runs on, a pool of its own (an API in front of the service the scenario’s servers are): a call to this tier waits for a worker of one of them (naive: round robin; damper: the tier above balances over them, each behind its own Admission), holds it while this tier makes its attempts at the tier below, then costs `service` of work (on the worker, or on the shared cores: a Node server is one core and many workers). Not for tier 0, the users’ own client. Faults reach the scenario’s servers only.',
+  });
+
 /** One client tier's own settings, where they differ from the populations'. */
 const tierSettings = z
   .strictObject({
@@ -22,8 +49,9 @@ const tierSettings = z
       .max(60_000)
       .exactOptional()
       .meta({ description: 'naive: this tier’s client checks its timeouts on a tick this long (undici: about 500 ms), so an attempt timeout fires at the first tick after it is due, up to a tick late (default: on time). damper’s timers are exact.' }),
+    servers: tierServers.exactOptional(),
   })
-  .meta({ description: 'A client tier’s own retries, backoff and attempt timeout, where they differ from the defaults.' });
+  .meta({ description: 'A client tier’s own retries, backoff and attempt timeout, and the servers it runs on, where they differ from the defaults.' });
 
 const serverList = z.array(z.int().min(0)).min(1, 'needs at least one server').exactOptional().meta({ description: 'The servers, by index from 0; default: every server.' });
 const nodeList = z.array(z.int().min(0)).min(1, 'needs at least one node').exactOptional().meta({ description: 'The cache nodes, by index from 0; default: every node (the whole tier).' });
@@ -107,19 +135,15 @@ const fields = scenario(
       .meta({ description: 'A balancer over the servers with health checks; without one, requests go to the servers round robin.' }),
     servers: z
       .strictObject({
-        count: z.int().min(1).max(100).default(1).meta({ description: 'Servers, all alike (default 1).' }),
-        workers: z.int().min(1).max(100_000).meta({ description: 'Requests in service at once per server (threads).' }),
-        maxQueue: z.int().min(0).max(10_000_000).meta({ description: 'Requests waiting for a worker beyond which a server refuses at once.' }),
-        cores: z.number().min(0.01).max(1024).exactOptional().meta({ description: 'Processor sharing: the requests in service share this many cores; absent, each worker serves alone.' }),
-        service: delay.meta({ description: 'The work a request costs an idle server, ms, drawn per request.' }),
+        ...poolFields,
         missService: delay
           .exactOptional()
           .meta({
             description:
               'More work when a value is loaded from the database, ms, drawn per load (rendering a page from its row): on the server’s workers or cores, after the query. naive pays it for every read that queried; damper’s Cache once per load, shared by the reads that waited for it. Needs database; with a cache of scope tier, its nodes.',
           }),
-        slowdownPerInFlight: z.number().min(0).max(100).default(0).meta({ description: 'Each request a server holds (in service and queued) adds this share to every service time started.' }),
-        admissionLimit: z.int().min(1).max(1_000_000).exactOptional().meta({ description: 'damper: requests the lab’s ConcurrencyLimiter admits per server at once (default: workers); a configuration module’s admission(i) replaces it.' }),
+        slowdownPerInFlight,
+        admissionLimit: admissionLimit.meta({ description: 'damper: requests the lab’s ConcurrencyLimiter admits per server at once (default: workers); a configuration module’s admission(i) replaces it.' }),
         databaseConnections: z
           .int()
           .min(1)
@@ -303,6 +327,7 @@ export const serviceSchema = refined(fields, (s, report) => {
   if (s.balancer !== undefined && s.servers.count < 2) report(['balancer'], 'a balancer needs at least two servers');
   keysRule(s, report);
   if (s.tiers?.each !== undefined && s.tiers.each.length !== s.tiers.count) report(['tiers', 'each'], `needs one entry per tier (count ${s.tiers.count}), got ${s.tiers.each.length}`);
+  if (s.tiers?.each?.[0]?.servers !== undefined) report(['tiers', 'each', 0, 'servers'], 'tier 0 is the users’ own client, on their devices: give servers to a tier it calls (tiers.each[1] on)');
   const names = new Set<string>();
   s.clients.forEach((c, i) => {
     if (names.has(c.name)) report(['clients', i, 'name'], `"${c.name}" is used twice`);

@@ -14,11 +14,19 @@ import { type Watch } from '../judge/damper-gauges.js';
 /** An attempt's way to `server`: the attempt's signal travels with it, as a connection does. */
 export type ToServer<S, A> = (server: S, signal: AbortSignal) => Promise<A>;
 
-/** A user's call down the tiers, given how an attempt reaches a server, its deadline (an instant) and priority. */
-export type TiersCall<S, A> = (toServer: ToServer<S, A>, deadline: number | undefined, priority: Priority | undefined) => Promise<A>;
+/** A user's call for `key` down the tiers, given how an attempt reaches a server, its deadline (an instant) and priority. */
+export type TiersCall<S, A> = (toServer: ToServer<S, A>, key: string, deadline: number | undefined, priority: Priority | undefined) => Promise<A>;
+
+/**
+ * A server a client tier runs on, behind its admission: takes an attempt
+ * at the tier (its key, priority and signal) and, once a worker serves it,
+ * makes the tier's call below on the scope's signal (`below`), then does
+ * its own work and answers.
+ */
+export type Host<A> = (key: string, priority: Priority | undefined, signal: AbortSignal, below: (signal: AbortSignal) => Promise<A>) => Promise<A>;
 
 /** The shape of damper's client tiers, from the scenario. */
-export interface DamperTiersShape<S> {
+export interface DamperTiersShape<S, A> {
   /** Client tiers (1: the users' own client calls the servers). */
   readonly layers: number;
   /** The servers the innermost tier balances over, as the balancer's targets. */
@@ -27,6 +35,8 @@ export interface DamperTiersShape<S> {
   readonly options: (tier: number) => Omit<DependencyOptions<unknown>, 'upstreams' | 'clock' | 'balancer'>;
   /** The lab's own options of the innermost tier's balancer over the servers. */
   readonly balancer?: NonNullable<DependencyOptions<S>['balancer']>;
+  /** The servers tier t runs on, when it has its own (never tier 0: the users' client); the tier above balances over them. */
+  readonly hosts?: (tier: number) => readonly Host<A>[] | undefined;
 }
 
 /** A call's options with only the fields given, set one by one rather than spread from `{}`s: every simulated request makes one. */
@@ -42,29 +52,36 @@ function callOptions(deadline: number | undefined, priority: Priority | undefine
  * Client tiers 0 (the outermost) … `layers - 1`, each a `Dependency`: tier
  * t's one upstream is tier t + 1, whose call it makes inside its attempt
  * with the attempt's deadline and signal (what damper/http sends in a header
- * and the next tier's admission reads back); the innermost's upstreams are
- * the servers. Each tier's `Retry` is instrumented through `watch`, as
- * `tier=t`.
+ * and the next tier's admission reads back), or, when tier t + 1 runs on
+ * servers of its own, those servers (each attempt admitted at one of them,
+ * which makes tier t + 1's call); the innermost's upstreams are the
+ * servers. Each tier's `Retry` is instrumented through `watch`, as `tier=t`.
  */
-export function damperTiers<S, A>(clock: VirtualClock, shape: DamperTiersShape<S>, settings: DamperSettings, watch?: Watch): { readonly call: TiersCall<S, A>; close(): void } {
+export function damperTiers<S, A>(clock: VirtualClock, shape: DamperTiersShape<S, A>, settings: DamperSettings, watch?: Watch): { readonly call: TiersCall<S, A>; close(): void } {
   const dependencies: Dependency<unknown>[] = [];
   const innermost = shape.layers - 1;
   const lab: Omit<DependencyOptions<S>, 'upstreams' | 'clock'> = { ...shape.options(innermost), ...(shape.balancer === undefined ? {} : { balancer: shape.balancer }) };
   const servers = new Dependency<S>(dependencyOptions(settings, innermost, lab, { clock, upstreams: shape.servers.map((target, i) => ({ id: `server${i}`, target })) }));
   dependencies.push(servers as Dependency<unknown>);
-  type Down = (toServer: ToServer<S, A>, deadline: number | undefined, priority: Priority | undefined, signal: AbortSignal | undefined) => Promise<A>;
-  let down: Down = (toServer, deadline, priority, signal) => servers.call((upstream, s) => toServer(upstream.target, s), callOptions(deadline, priority, signal));
+  type Down = (toServer: ToServer<S, A>, key: string, deadline: number | undefined, priority: Priority | undefined, signal: AbortSignal | undefined) => Promise<A>;
+  let down: Down = (toServer, _key, deadline, priority, signal) => servers.call((upstream, s) => toServer(upstream.target, s), callOptions(deadline, priority, signal));
   for (let t = innermost - 1; t >= 0; t--) {
-    const tier = new Dependency<null>(dependencyOptions<null>(settings, t, shape.options(t), { clock, upstreams: [{ id: `tier${t + 1}`, target: null }] }));
+    const hosts = shape.hosts?.(t + 1);
+    const upstreams = hosts === undefined ? [{ id: `tier${t + 1}`, target: -1 }] : hosts.map((_, i) => ({ id: `tier${t + 1}-server${i}`, target: i }));
+    const tier = new Dependency<number>(dependencyOptions<number>(settings, t, shape.options(t), { clock, upstreams }));
     dependencies.push(tier as Dependency<unknown>);
     const below = down;
     // The tier below gets the deadline of this tier's attempt (its timeout, the call's deadline) and stops when the attempt is abandoned.
-    down = (toServer, deadline, priority, signal) => tier.call((_, s) => below(toServer, deadlineOf(s), priority, s), callOptions(deadline, priority, signal));
+    down =
+      hosts === undefined
+        ? (toServer, key, deadline, priority, signal) => tier.call((_, s) => below(toServer, key, deadlineOf(s), priority, s), callOptions(deadline, priority, signal))
+        : (toServer, key, deadline, priority, signal) =>
+            tier.call((upstream, s) => hosts[upstream.target]!(key, priority, s, (served) => below(toServer, key, deadlineOf(served), priority, served)), callOptions(deadline, priority, signal));
   }
   dependencies.reverse().forEach((d, t) => watch?.(d.retry, { tier: t }));
   const top = down;
   return {
-    call: (toServer, deadline, priority) => top(toServer, deadline, priority, undefined),
+    call: (toServer, key, deadline, priority) => top(toServer, key, deadline, priority, undefined),
     close: () => dependencies.forEach((d) => d.close()),
   };
 }
@@ -75,7 +92,7 @@ export function damperTiers<S, A>(clock: VirtualClock, shape: DamperTiersShape<S
  * drop the work when `scope.signal` has aborted (its caller gone or its
  * deadline passed) before it starts it.
  */
-export type Serve<A> = (key: string, scope: RequestScope, answer: (value: A) => void, fail: (error: unknown) => void) => void;
+export type Serve<A, C = undefined> = (key: string, scope: RequestScope, answer: (value: A) => void, fail: (error: unknown) => void, context: C) => void;
 
 /**
  * A simulated server behind damper's `Admission` (the lab's options under
@@ -83,20 +100,21 @@ export type Serve<A> = (key: string, scope: RequestScope, answer: (value: A) => 
  * attempt's deadline is read from its signal (damper/http sends it as the
  * time left), its abort is the caller going away. A refusal rejects with
  * what `refused` makes of it (the server's 503 or 504). `onAdmission` is
- * told of the admission made (to instrument its limiter).
+ * told of the admission made (to instrument its limiter). `context` is
+ * handed to `serve` as the attempt brought it (a tier's call below).
  */
-export function admittedServer<A>(
+export function admittedServer<A, C = undefined>(
   clock: VirtualClock,
   settings: DamperSettings,
   index: number,
   lab: Omit<AdmissionOptions, 'clock'>,
-  serve: Serve<A>,
+  serve: Serve<A, C>,
   refused: (refusal: Refusal) => unknown,
   onAdmission?: (admission: Admission) => void,
-): (key: string, priority: Priority | undefined, signal: AbortSignal) => Promise<A> {
+): (key: string, priority: Priority | undefined, signal: AbortSignal, context: C) => Promise<A> {
   const admission = new Admission(admissionOptions(settings, index, lab, { clock }));
   onAdmission?.(admission);
-  return (key, priority, signal) =>
+  return (key, priority, signal, context) =>
     new Promise<A>((resolve, reject) => {
       // The caller stops waiting (its attempt's timeout, the deadline): the attempt ends; the server learns it through the signal.
       const stop = onAbort(signal, () => reject(signal.reason));
@@ -111,6 +129,7 @@ export function admittedServer<A>(
                 scope,
                 (value) => (over(), stop(), resolve(value)),
                 (error) => (over(), stop(), reject(error)),
+                context,
               ),
             ),
           refuse: (refusal) => (stop(), reject(refused(refusal))),

@@ -1,6 +1,6 @@
 import { classify } from 'damper';
 import { type Source } from './origin-waits.js';
-import { type Outcome } from './service-server.js';
+import { type BelowOutcome, type Outcome } from './service-server.js';
 
 /**
  * How a user's call (or one attempt of it) ended in the service world, and
@@ -68,4 +68,22 @@ export function answerOf(error: unknown): Answer {
   // By the error's code: a refusal by any copy of damper (the client's balancer, a limiter) is a shed.
   if (classify(error) === 'shed') return answer('shed', 'cache');
   return answer('error', 'cache');
+}
+
+/**
+ * A call's answer as a client tier's server hands it on to its own caller:
+ * a value, an invalid one (a 200 whose body is wrong), an overload (the 503
+ * of a shed or a refusal below), or an error (a 500, a timeout).
+ */
+export function belowOutcome(a: Answer): BelowOutcome {
+  switch (a.outcome) {
+    case 'ok':
+    case 'invalid':
+    case 'shed':
+      return a.outcome;
+    case 'refused':
+      return 'shed';
+    default:
+      return 'error';
+  }
 }

@@ -14,12 +14,39 @@ import { ringThroughput } from './hash-ring.js';
 export function serviceBound(scenario: ServiceScenario): (t: number, offered: number) => number {
   const patience = Math.min(...scenario.clients.map((c) => c.timeoutMs));
   const keys = scenario.database === undefined || scenario.cache === undefined ? undefined : new KeySets(scenario.clients, scenario.keys);
+  const tiers = tierServersBound(scenario);
   return (t, offered) => {
     const state = serviceState(scenario, activeAt(scenario, t), t);
     const servers = state.servers.reduce((sum, s) => sum + (s.hung ? 0 : patientThroughput(scenario, s.keep, s.slowdown, patience)), 0);
     const data = scenario.cache?.nodes === undefined ? dataBound(scenario, keys, t, offered, state.databaseSlowdown) : nodesBound(scenario, keys!, t, offered, state, patience);
-    return Math.min(servers, data);
+    return Math.min(servers, data, tiers);
   };
+}
+
+/**
+ * What the servers the client tiers run on let through (`tiers.each[t].servers`),
+ * the least of them. A worker of tier t is held for its own work and at
+ * least for the work of every pool below it (the servers' included), since
+ * it waits for its call below; a core only for its own work. So a pool
+ * carries at most `count × workers × 1000 ÷ (own + below)` calls/s, and with
+ * cores `count × cores × 1000 ÷ own`, mean service times of idle servers. An
+ * upper bound: it ignores queues, hops, and the faults' slowdowns below
+ * (which hold the workers longer still).
+ */
+function tierServersBound(scenario: ServiceScenario): number {
+  const each = scenario.tiers?.each ?? [];
+  let below = meanService(scenario.servers);
+  let bound = Infinity;
+  for (let t = each.length - 1; t >= 0; t--) {
+    const pool = each[t]!.servers;
+    if (pool === undefined) continue;
+    const own = meanService(pool);
+    const threads = (pool.count * pool.workers * 1000) / (own + below);
+    const cores = pool.cores === undefined ? Infinity : (pool.count * pool.cores * 1000) / own;
+    bound = Math.min(bound, threads, cores);
+    below += own;
+  }
+  return bound;
 }
 
 /**
@@ -36,9 +63,9 @@ export function serviceBound(scenario: ServiceScenario): (t: number, offered: nu
  */
 function patientThroughput(scenario: ServiceScenario, keep: number, slowdown: number, patience: number): number {
   const { slowdownPerInFlight: k } = scenario.servers;
-  const mean = meanService(scenario);
+  const mean = meanService(scenario.servers);
   if (mean * slowdown > patience) return 0;
-  const full = serverThroughput(scenario, keep, slowdown, mean);
+  const full = serverThroughput(scenario.servers, keep, slowdown, mean);
   if (k === 0) return full;
   const fit = Math.floor((patience / (mean * slowdown) - 1) / k);
   const { workers, cores } = scenario.servers;
@@ -102,12 +129,12 @@ function nodesBound(scenario: ServiceScenario, keys: KeySets, t: number, offered
 export function serviceOriginCapacity(scenario: ServiceScenario, t: number): number {
   const state = serviceState(scenario, activeAt(scenario, t), t);
   if (scenario.database !== undefined) return scenario.database.capacityQps / state.databaseSlowdown;
-  return state.servers.reduce((sum, s) => sum + (s.hung ? 0 : serverThroughput(scenario, s.keep, s.slowdown)), 0);
+  return state.servers.reduce((sum, s) => sum + (s.hung ? 0 : serverThroughput(scenario.servers, s.keep, s.slowdown)), 0);
 }
 
 /** The healthy throughput of every server together, requests/s: each at its best number held (all workers, or as many as cores), nothing queued. */
 export function serverCapacityQps(scenario: ServiceScenario): number {
-  return scenario.servers.count * serverThroughput(scenario, 1, 1);
+  return scenario.servers.count * serverThroughput(scenario.servers, 1, 1);
 }
 
 /**
@@ -117,14 +144,17 @@ export function serverCapacityQps(scenario: ServiceScenario): number {
  * cores kept when fewer (`min(workers, cores)` requests in service get all
  * the cores: more only share them).
  */
-export function serverThroughput(scenario: ServiceScenario, keep: number, slowdown: number, mean = meanService(scenario)): number {
-  const { workers, cores, slowdownPerInFlight: k } = scenario.servers;
+export function serverThroughput(pool: Pool, keep: number, slowdown: number, mean = meanService(pool)): number {
+  const { workers, cores, slowdownPerInFlight: k } = pool;
   const threads = Math.max(1, Math.round(workers * keep));
   const n = cores === undefined ? threads : Math.min(threads, cores * keep);
   return (n * 1000) / (mean * (1 + k * n) * slowdown);
 }
 
-/** The servers' mean service time on an idle server, ms (at least 1: service times are whole ms). */
-export function meanService(scenario: ServiceScenario): number {
-  return Math.max(1, meanMs(scenario.servers.service));
+/** A pool's mean service time on an idle server, ms (at least 1: service times are whole ms). */
+export function meanService(pool: Pool): number {
+  return Math.max(1, meanMs(pool.service));
 }
+
+/** A pool of servers: the scenario's, or the ones a client tier runs on. */
+type Pool = Pick<ServiceScenario['servers'], 'workers' | 'cores' | 'slowdownPerInFlight' | 'service'>;

@@ -1,12 +1,12 @@
-import { ConcurrencyLimiter, type DependencyOptions, onAbort, type Priority, type VirtualClock } from 'damper';
+import { ConcurrencyLimiter, type DependencyOptions, onAbort, type Priority, type Refusal, type VirtualClock } from 'damper';
 import { type DamperSettings } from '../damper-config.js';
 import { type Watch } from '../judge/damper-gauges.js';
-import { admittedServer, damperTiers } from './damper-tiers.js';
+import { admittedServer, damperTiers, type Host } from './damper-tiers.js';
 import { type HealthShape } from '../schema/common.js';
-import { type Answer, answer, failure, shedFailure } from './service-answers.js';
-import { type Server } from './service-server.js';
+import { type Answer, answer, answerOf, belowOutcome, failure, shedFailure } from './service-answers.js';
+import { type Job, type Server } from './service-server.js';
 import type { ServiceScenario } from './service.js';
-import { tierSettings } from './service-tiers.js';
+import { type ServiceTiers, tierSettings } from './service-tiers.js';
 
 /** A user's request through damper's side of the service world: its key, priority and deadline (an instant). */
 export type DamperSend = (key: string, priority: Priority, deadline: number) => Promise<Answer>;
@@ -28,12 +28,27 @@ export type DamperSend = (key: string, priority: Priority, deadline: number) => 
  *   checks on the scenario's `balancer` (interval, timeout, fall and rise:
  *   a hung server fails them, a slow one passes) when it has one.
  *
+ * A tier with servers of its own (`tiers.each[t].servers`, `hosts[t]`)
+ * runs on them, each behind an `Admission` with the lab's options (a
+ * configuration module's `admission(i)` is the scenario's servers'): the
+ * tier above balances over them, and a worker is held while the tier makes
+ * its calls below.
+ *
  * An invalid value is an answer (a 200 whose body is wrong), not a failure.
- * Each tier's `Retry` (`tier=t`) and each server's limiter (`server=i`) are
- * instrumented through `watch`. `arrived` is told of each attempt that
- * reaches a server, before its admission: admitted or shed, it is load.
+ * Each tier's `Retry` (`tier=t`) and each server's limiter (`server=i`; a
+ * tier's server's `tier=t, server=i`) are instrumented through `watch`.
+ * `arrived` is told of each attempt that reaches a server, before its
+ * admission: admitted or shed, it is load.
  */
-export function damperService(clock: VirtualClock, servers: readonly Server[], scenario: ServiceScenario, settings: DamperSettings, watch: Watch, arrived?: () => void): { send: DamperSend; close(): void } {
+export function damperService(
+  clock: VirtualClock,
+  servers: readonly Server[],
+  scenario: ServiceScenario,
+  settings: DamperSettings,
+  watch: Watch,
+  arrived?: () => void,
+  hosts: readonly (readonly Server[] | undefined)[] = [],
+): { send: DamperSend; close(): void } {
   const { workers, maxQueue, admissionLimit } = scenario.servers;
   const admitted = servers.map((server, i) =>
     admittedServer<Answer>(
@@ -46,9 +61,9 @@ export function damperService(clock: VirtualClock, servers: readonly Server[], s
           key,
           priority: scope.priority ?? 'normal',
           abandoned: () => scope.signal.aborted,
-          done: (outcome, source) => (outcome === 'ok' || outcome === 'invalid' ? ok(answer(outcome, source)) : fail(failure(answer(outcome, source)))),
+          done: settle(ok, fail),
         }),
-      (refusal) => (refusal.reason === 'shed' ? shedFailure(refusal.retryAfter) : failure(answer('dropped', 'cache'))),
+      refused,
       (admission) => watch(admission.limiter, { server: i }),
     ),
   );
@@ -62,15 +77,66 @@ export function damperService(clock: VirtualClock, servers: readonly Server[], s
     const attemptTimeout = own[0]!.attemptTimeoutMs;
     return { retry: { maxAttempts: 1 + Math.max(...own.map((s) => s.retries)), ...(attemptTimeout === undefined ? {} : { attemptTimeout }) } };
   };
-  const chain = damperTiers<number, Answer>(clock, { layers, servers: servers.map((_, i) => i), options, ...(balancer === undefined ? {} : { balancer }) }, settings, watch);
+  const own = hosts.map((pool, t) => (pool === undefined ? undefined : tierHosts(clock, pool, tiers!, t, watch)));
+  const chain = damperTiers<number, Answer>(clock, { layers, servers: servers.map((_, i) => i), options, hosts: (t) => own[t], ...(balancer === undefined ? {} : { balancer }) }, settings, watch);
   return {
     send: (key, priority, deadline) =>
-      chain.call((i, signal) => {
-        arrived?.();
-        return admitted[i]!(key, priority, signal);
-      }, deadline, priority),
+      chain.call(
+        (i, signal) => {
+          arrived?.();
+          return admitted[i]!(key, priority, signal, undefined);
+        },
+        key,
+        deadline,
+        priority,
+      ),
     close: () => chain.close(),
   };
+}
+
+/** A server's outcome, settled as damper's guards read it: a value or an invalid one answers, anything else fails with its status. */
+function settle(ok: (a: Answer) => void, fail: (error: unknown) => void): NonNullable<Job['done']> {
+  return (outcome, source) => (outcome === 'ok' || outcome === 'invalid' ? ok(answer(outcome, source)) : fail(failure(answer(outcome, source))));
+}
+
+/** An admission's refusal, as the server answers it: a 503 with `Retry-After` when shed, a 504 past the deadline. */
+function refused(refusal: Refusal): unknown {
+  return refusal.reason === 'shed' ? shedFailure(refusal.retryAfter) : failure(answer('dropped', 'cache'));
+}
+
+/**
+ * The servers tier `t` runs on, each behind an `Admission` (the lab's
+ * options: the tier's `admissionLimit`, else its workers, and its queue):
+ * an admitted attempt waits for a worker, which makes the tier's call below
+ * on the attempt's scope and holds the worker until it ends.
+ */
+function tierHosts(clock: VirtualClock, pool: readonly Server[], tiers: ServiceTiers, t: number, watch: Watch): readonly Host<Answer>[] {
+  const shape = tiers.each![t]!.servers!;
+  return pool.map((server, i) =>
+    admittedServer<Answer, (signal: AbortSignal) => Promise<Answer>>(
+      clock,
+      {},
+      i,
+      { limiter: new ConcurrencyLimiter({ clock, limit: shape.admissionLimit ?? shape.workers, maxQueue: shape.maxQueue }) },
+      (key, scope, ok, fail, below) =>
+        server.submit({
+          key,
+          priority: scope.priority ?? 'normal',
+          abandoned: () => scope.signal.aborted,
+          below: (then) =>
+            below(scope.signal).then(
+              (a) => then(belowOutcome(a), a.source),
+              (error: unknown) => {
+                const a = answerOf(error);
+                then(belowOutcome(a), a.source);
+              },
+            ),
+          done: settle(ok, fail),
+        }),
+      refused,
+      (admission) => watch(admission.limiter, { tier: t, server: i }),
+    ),
+  );
 }
 
 /** The balancer's liveness checks on the scenario's health shape: a hung server never answers one. */

@@ -3,7 +3,7 @@ import { type RetryCounts } from '../judge/lab-counters.js';
 import { type Call, naiveTiers } from './naive-tiers.js';
 import { type HealthShape, type Population } from '../schema/common.js';
 import { NaiveBalancer, type Served, SERVED } from './naive-balancer.js';
-import { type Answer, answer, failure, ServiceFailure, TIMED_OUT } from './service-answers.js';
+import { type Answer, answer, belowOutcome, failure, ServiceFailure, TIMED_OUT } from './service-answers.js';
 import { type Server } from './service-server.js';
 import { type ServiceTiers, tickedDelay, tierSettings } from './service-tiers.js';
 
@@ -57,9 +57,12 @@ export function naiveFront(clock: VirtualClock, servers: readonly Server[], bala
  * ({@link naiveTiers}) per its settings (`tierSettings`: its own, else the
  * population's `retries` and `backoff`); a tier with an attempt timeout (the
  * innermost, at least) gives up on an attempt then, and leaves it running
- * below. `counts` counts each tier's first attempts and retries.
+ * below. A tier with servers of its own (`hosts[t]`, which picks one round
+ * robin) runs there: a call to it waits for a worker of one of them, which
+ * it holds while the tier makes its attempts below. `counts` counts each
+ * tier's first attempts and retries.
  */
-export function naiveCall(clock: VirtualClock, front: Front, tiers: ServiceTiers | undefined, jitter: () => number, counts: readonly RetryCounts[]) {
+export function naiveCall(clock: VirtualClock, front: Front, tiers: ServiceTiers | undefined, jitter: () => number, counts: readonly RetryCounts[], hosts: readonly ((() => Server) | undefined)[] = []) {
   const ok = (a: Answer): boolean => a.outcome === 'ok';
   // Each population's tier settings, worked out at its first call rather than at every one.
   const settings = new Map<Population, ReturnType<typeof tierSettings>[]>();
@@ -73,7 +76,9 @@ export function naiveCall(clock: VirtualClock, front: Front, tiers: ServiceTiers
     for (let t = tiers.count - 1; t >= 0; t--) {
       const { retries, backoff, attemptTimeoutMs, timerTickMs } = own[t]!;
       const attempt = attemptTimeoutMs === undefined ? below : timed(clock, below, attemptTimeoutMs, timerTickMs);
-      below = naiveTiers(clock, { layers: 1, retries, backoff }, jitter, attempt, ok, counts.slice(t, t + 1));
+      const retrying = naiveTiers(clock, { layers: 1, retries, backoff }, jitter, attempt, ok, counts.slice(t, t + 1));
+      const host = hosts[t];
+      below = host === undefined ? retrying : (onDone) => host().submit({ key, priority: population.priority, done: (outcome, source) => onDone(answer(outcome, source)), below: (then) => retrying((a) => then(belowOutcome(a), a.source)) });
     }
     return below;
   };

@@ -11,8 +11,11 @@ export type ServerShape = Pick<ServiceScenario['servers'], 'workers' | 'maxQueue
 /** How a request ended at the server and behind it. */
 export type Outcome = 'ok' | 'invalid' | 'error' | 'shed' | 'refused' | 'dropped';
 
+/** How a request's call behind the server ended: its data read (the cache and database), or a tier's call to the tier below. */
+export type BelowOutcome = 'ok' | 'invalid' | 'error' | 'shed';
+
 /** What a request's data read (the cache and database behind the server) ends with, and where its value came from. */
-export type DataRead = (key: string, priority: Priority, then: (outcome: 'ok' | 'invalid' | 'error' | 'shed', source: Source) => void) => void;
+export type DataRead = (key: string, priority: Priority, then: (outcome: BelowOutcome, source: Source) => void) => void;
 
 /** One request held by a server. */
 export interface Job {
@@ -22,13 +25,20 @@ export interface Job {
   done: ((outcome: Outcome, source: Source) => void) | undefined;
   /** Whether nobody waits for this job any more: a damper request carries its signal, a naive one nobody's word. */
   readonly abandoned?: () => boolean;
+  /**
+   * On a client tier's servers: the tier's calls to the tier below, made
+   * once a worker has taken the job (and holding it), in place of the
+   * server's data read.
+   */
+  readonly below?: (then: (outcome: BelowOutcome, source: Source) => void) => void;
 }
 
 /**
  * A server, the same for both variants: `workers` requests in service, a
  * FIFO queue of at most `maxQueue` behind them (beyond it, refused at once).
  * A request first reads its data (the cache, the database; a worker waits,
- * no core does), then costs `service × (1 + slowdownPerInFlight × held) ×
+ * no core does), or on a client tier's servers makes the tier's calls below
+ * (`Job.below`), then costs `service × (1 + slowdownPerInFlight × held) ×
  * slowdown` ms of work, on its worker alone or on the shared `cores`
  * (processor sharing, {@link Cpu}). It serves a job whose caller left like
  * any other unless the job says it was abandoned (damper's requests carry
@@ -139,8 +149,10 @@ export class Server {
     this.busy++;
     this.serving.add(job);
     const epoch = this.epoch;
-    if (this.read === undefined) this.work(job, 'cache', epoch);
-    else this.read(job.key, job.priority, (outcome, source) => (outcome === 'ok' ? this.work(job, source, epoch) : this.finish(job, outcome, source, epoch)));
+    if (job.below === undefined && this.read === undefined) return this.work(job, 'cache', epoch);
+    const then = (outcome: BelowOutcome, source: Source): void => (outcome === 'ok' ? this.work(job, source, epoch) : this.finish(job, outcome, source, epoch));
+    if (job.below !== undefined) job.below(then);
+    else this.read!(job.key, job.priority, then);
   }
 
   private work(job: Job, source: Source, epoch: number): void {

@@ -22,7 +22,7 @@ import { serverCapacityQps } from './service-best.js';
 import { serviceState, type ServiceState } from './service-faults.js';
 import { cacheNodes, damperCacheNodes, naiveCacheNodes } from './service-cache-nodes.js';
 import { type CacheCluster } from './cache-nodes.js';
-import { naiveCall, naiveFront } from './service-naive.js';
+import { naiveCall, naiveFront, roundRobin } from './service-naive.js';
 import { Server } from './service-server.js';
 import { TrafficCut } from './traffic-cut.js';
 import { markSource } from './origin-waits.js';
@@ -30,7 +30,8 @@ import { markSource } from './origin-waits.js';
 /**
  * The service world (issue 12, part 2): a system a user shapes to their own
  * architecture from parts, without code. Client populations (open loop, or
- * closed loop with think time) → optional client tiers (each retrying) → an
+ * closed loop with think time) → optional client tiers (each retrying, each
+ * on servers of its own if the scenario gives them) → an
  * optional balancer → `servers.count` servers (workers and a queue, or
  * processor sharing; a service-time distribution; a slowdown with the work
  * held) → an optional cache tier → an optional database, keys read by Zipf's
@@ -226,14 +227,15 @@ function reply(req: ClientRequest, replies: Replies, a: Answer, originIsServer: 
 
 /** How a variant sends a user's request into the system: naive's callbacks, or damper's guards and balancer (each observed). */
 function requestPath(clock: VirtualClock, scenario: ServiceScenario, observed: Observed, servers: readonly Server[], settings: DamperSettings, seed: number, probeKey: string, arrived: (() => void) | undefined) {
+  const hosts = tierServers(clock, scenario, seed);
   if (observed.variant === 'naive') {
     const { front, close } = naiveFront(clock, servers, scenario.balancer, probeKey);
     // The client tiers retry (without them the users do, which no tier sees); naive's servers have no limiter to shed with.
     const counts = Array.from({ length: scenario.tiers?.count ?? 0 }, (_, t) => observed.counters.retry(`tier=${t}`));
-    const call = naiveCall(clock, front, scenario.tiers, stream(seed, STREAMS.retryJitter), counts);
+    const call = naiveCall(clock, front, scenario.tiers, stream(seed, STREAMS.retryJitter), counts, hosts.map((pool) => (pool === undefined ? undefined : roundRobin(pool))));
     return { send: (req: ClientRequest, done: (a: Answer) => void) => call(req.population, req.key)(done), close };
   }
-  const { send, close } = damperService(clock, servers, scenario, settings, observed.gauges.watch, arrived);
+  const { send, close } = damperService(clock, servers, scenario, settings, observed.gauges.watch, arrived, hosts);
   return {
     send: (req: ClientRequest, done: (a: Answer) => void): void => {
       const { population: p } = req;
@@ -241,6 +243,12 @@ function requestPath(clock: VirtualClock, scenario: ServiceScenario, observed: O
     },
     close,
   };
+}
+
+/** The servers each client tier runs on (`tiers.each[t].servers`), per tier; undefined for a tier that costs nothing. */
+function tierServers(clock: VirtualClock, scenario: ServiceScenario, seed: number): (readonly Server[] | undefined)[] {
+  const serviceTimes = stream(seed, STREAMS.tierServiceTime);
+  return (scenario.tiers?.each ?? []).map(({ servers: shape }) => (shape === undefined ? undefined : Array.from({ length: shape.count }, () => new Server(clock, shape, serviceTimes, undefined))));
 }
 
 /**
