@@ -153,7 +153,7 @@ describe('a service scenario file: every problem names its field', () => {
     bad((d) => ((d.faults as Record<string, unknown>[])[0] = { kind: 'load-ramp', profile: [[0, 1], [40, 2]], startS: 120, endS: 150, label: 'x' }), /faults\[0\]\.profile\[1\]\[0\]: must be ≤ the fault’s span \(30 s\), got 40/);
     bad((d) => ((d.faults as Record<string, unknown>[])[0]!.trigger = false), /co\.json: faults: needs a trigger/);
     bad((d) => (d.tiers = { count: 2, attemptTimeoutMs: 400, each: [{ retries: 1 }] }), /co\.json: tiers\.each: needs one entry per tier \(count 2\), got 1/);
-    bad((d) => (d.tiers = { count: 2, attemptTimeoutMs: 400, each: [{ retries: 1 }, { retry: 1 }] }), /co\.json: tiers\.each\[1\]\.retry: unknown field \(known: retries, backoff, attemptTimeoutMs, timerTickMs, servers\)/);
+    bad((d) => (d.tiers = { count: 2, attemptTimeoutMs: 400, each: [{ retries: 1 }, { retry: 1 }] }), /co\.json: tiers\.each\[1\]\.retry: unknown field \(known: retries, backoff, attemptTimeoutMs, timerTickMs, hedgeAfterMs, servers\)/);
   });
 
   test('named hot keys beside the Zipf tail', () => {
@@ -319,10 +319,10 @@ describe('client tiers: each its own retries and attempt timeout, or the populat
   test('tierSettings: a tier’s own, else the population’s; a timeout for the innermost only by default', () => {
     const population = { retries: 2, backoff: { kind: 'none' } as const };
     const tiers = { count: 3, attemptTimeoutMs: 100, each: [{ retries: 3, attemptTimeoutMs: 900 }, {}, { backoff: { kind: 'fixed', delayMs: 5 } as const }] };
-    assert.deepEqual(tierSettings(tiers, 0, population), { retries: 3, backoff: { kind: 'none' }, attemptTimeoutMs: 900, timerTickMs: undefined });
-    assert.deepEqual(tierSettings(tiers, 1, population), { retries: 2, backoff: { kind: 'none' }, attemptTimeoutMs: undefined, timerTickMs: undefined });
-    assert.deepEqual(tierSettings(tiers, 2, population), { retries: 2, backoff: { kind: 'fixed', delayMs: 5 }, attemptTimeoutMs: 100, timerTickMs: undefined });
-    assert.deepEqual(tierSettings({ count: 2, attemptTimeoutMs: 100 }, 0, population), { retries: 2, backoff: { kind: 'none' }, attemptTimeoutMs: undefined, timerTickMs: undefined });
+    assert.deepEqual(tierSettings(tiers, 0, population), { retries: 3, backoff: { kind: 'none' }, attemptTimeoutMs: 900, timerTickMs: undefined, hedgeAfterMs: undefined });
+    assert.deepEqual(tierSettings(tiers, 1, population), { retries: 2, backoff: { kind: 'none' }, attemptTimeoutMs: undefined, timerTickMs: undefined, hedgeAfterMs: undefined });
+    assert.deepEqual(tierSettings(tiers, 2, population), { retries: 2, backoff: { kind: 'fixed', delayMs: 5 }, attemptTimeoutMs: 100, timerTickMs: undefined, hedgeAfterMs: undefined });
+    assert.deepEqual(tierSettings({ count: 2, attemptTimeoutMs: 100 }, 0, population), { retries: 2, backoff: { kind: 'none' }, attemptTimeoutMs: undefined, timerTickMs: undefined, hedgeAfterMs: undefined });
   });
 });
 
@@ -379,6 +379,46 @@ describe('a client tier on servers of its own (tiers.each[t].servers): the API i
       () => small({ kind: 'load-spike', factor: 1 }, (d) => (d.tiers = { count: 2, attemptTimeoutMs: 100, each: [{ servers: { workers: 1, maxQueue: 1, service: { kind: 'constant', ms: 1 } } }, {}] })),
       (e: unknown) => e instanceof ScenarioError && /tiers\.each\[0\]\.servers: tier 0 is the users’ own client/.test(e.message),
     );
+  });
+});
+
+/**
+ * Users at 50 calls/s through one client tier to two servers of 8 workers
+ * at 10 ms; from 10 s to 30 s server 1 is 20 times slower (200 ms). No
+ * retries; `hedgeAfterMs` on the tier, or none.
+ */
+const hedging = (hedgeAfterMs?: number) =>
+  small({ kind: 'slowdown', factor: 20, servers: [1] }, (d) => {
+    d.durationS = 40;
+    d.baseline = { fromS: 5, toS: 10 };
+    (d.faults as Record<string, unknown>[])[0] = { kind: 'slowdown', factor: 20, servers: [1], startS: 10, endS: 30, label: 'server 1 slow' };
+    d.clients = [{ name: 'users', rate: 50, timeoutMs: 2000 }];
+    d.tiers = { count: 1, attemptTimeoutMs: 1000, each: [{ retries: 0, ...(hedgeAfterMs === undefined ? {} : { hedgeAfterMs }) }] };
+    d.servers = { count: 2, workers: 8, maxQueue: 1000, service: { kind: 'constant', ms: 10 } };
+    for (const part of ['database', 'cache', 'keys']) delete d[part];
+  });
+const hedgeRuns = { none: runIsolated(hedging(), 1), after30: runIsolated(hedging(30), 1) };
+
+describe('a tier that hedges (tiers.each[t].hedgeAfterMs): one more attempt when the first is slow', () => {
+  /** Attempts at the servers per call, and the mean of each second's p99, while server 1 is slow. */
+  const during = async (run: Promise<ScenarioRun>, v: 'naive' | 'damper') => {
+    const { series } = (await run).variants[v];
+    return { attempts: mean(series.originQps, 12, 28) / mean(series.offered, 12, 28), p99: mean(series.p99Ms.map((x) => x ?? 0), 12, 28) };
+  };
+
+  test('naive hedges every slow attempt with no budget, onto whichever server is next: more load on the slow one, and a worse tail', async () => {
+    const none = await during(hedgeRuns.none, 'naive');
+    const hedged = await during(hedgeRuns.after30, 'naive');
+    assert.ok(Math.abs(none.attempts - 1) < 0.05, `no hedging: one attempt per call (${none.attempts})`);
+    assert.ok(hedged.attempts > 1.4 && hedged.attempts < 1.7, `about every call that met the slow server hedged once: ${hedged.attempts} attempts per call`);
+    assert.ok(hedged.p99 > none.p99, `round robin sends half the hedges to the slow server too: p99 ${hedged.p99} ms against ${none.p99} ms`);
+  });
+
+  test('damper hedges from its retry budget, to the other server only: the tail falls, the extra load is bounded', async () => {
+    const none = await during(hedgeRuns.none, 'damper');
+    const hedged = await during(hedgeRuns.after30, 'damper');
+    assert.ok(hedged.p99 < none.p99 / 2, `p99 ${hedged.p99} ms against ${none.p99} ms`);
+    assert.ok(hedged.attempts < (await during(hedgeRuns.after30, 'naive')).attempts, `fewer extra attempts than naive's: ${hedged.attempts} per call`);
   });
 });
 

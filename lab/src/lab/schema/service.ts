@@ -49,9 +49,18 @@ const tierSettings = z
       .max(60_000)
       .exactOptional()
       .meta({ description: 'naive: this tier’s client checks its timeouts on a tick this long (undici: about 500 ms), so an attempt timeout fires at the first tick after it is due, up to a tick late (default: on time). damper’s timers are exact.' }),
+    hedgeAfterMs: z
+      .int()
+      .min(1)
+      .max(600_000)
+      .exactOptional()
+      .meta({
+        description:
+          'This tier hedges: when an attempt has not answered after this long, ms, it sends one more (naive: always, with no budget; damper: its Dependency’s hedge, drawn from its retry budget, only to another upstream than the one it waits on). The first good answer wins (default: no hedging).',
+      }),
     servers: tierServers.exactOptional(),
   })
-  .meta({ description: 'A client tier’s own retries, backoff and attempt timeout, and the servers it runs on, where they differ from the defaults.' });
+  .meta({ description: 'A client tier’s own retries, backoff, attempt timeout and hedging, and the servers it runs on, where they differ from the defaults.' });
 
 const serverList = z.array(z.int().min(0)).min(1, 'needs at least one server').exactOptional().meta({ description: 'The servers, by index from 0; default: every server.' });
 const nodeList = z.array(z.int().min(0)).min(1, 'needs at least one node').exactOptional().meta({ description: 'The cache nodes, by index from 0; default: every node (the whole tier).' });

@@ -74,11 +74,15 @@ export function damperService(
     if (tiers === undefined) return { retry: { maxAttempts: 1 } };
     // A tier's own retries, else the most any population makes (one Dependency serves them all); its own attempt timeout, else the innermost's.
     const own = scenario.clients.map((p) => tierSettings(tiers, t, p));
-    const attemptTimeout = own[0]!.attemptTimeoutMs;
-    return { retry: { maxAttempts: 1 + Math.max(...own.map((s) => s.retries)), ...(attemptTimeout === undefined ? {} : { attemptTimeout }) } };
+    const { attemptTimeoutMs: attemptTimeout, hedgeAfterMs } = own[0]!;
+    return {
+      retry: { maxAttempts: 1 + Math.max(...own.map((s) => s.retries)), ...(attemptTimeout === undefined ? {} : { attemptTimeout }) },
+      // The tier hedges as the scenario says, as the library hedges: from the retry budget, to another upstream only.
+      ...(hedgeAfterMs === undefined ? {} : { hedge: { after: hedgeAfterMs } }),
+    };
   };
-  const own = hosts.map((pool, t) => (pool === undefined ? undefined : tierHosts(clock, pool, tiers!, t, watch)));
-  const chain = damperTiers<number, Answer>(clock, { layers, servers: servers.map((_, i) => i), options, hosts: (t) => own[t], ...(balancer === undefined ? {} : { balancer }) }, settings, watch);
+  const ownHosts = hosts.map((pool, t) => (pool === undefined ? undefined : tierHosts(clock, pool, tiers!, t, watch)));
+  const chain = damperTiers<number, Answer>(clock, { layers, servers: servers.map((_, i) => i), options, hosts: (t) => ownHosts[t], ...(balancer === undefined ? {} : { balancer }) }, settings, watch);
   return {
     send: (key, priority, deadline) =>
       chain.call(

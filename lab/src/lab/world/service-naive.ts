@@ -74,13 +74,45 @@ export function naiveCall(clock: VirtualClock, front: Front, tiers: ServiceTiers
     // From the innermost out: each tier's attempt is a call of the tier below.
     let below = once;
     for (let t = tiers.count - 1; t >= 0; t--) {
-      const { retries, backoff, attemptTimeoutMs, timerTickMs } = own[t]!;
-      const attempt = attemptTimeoutMs === undefined ? below : timed(clock, below, attemptTimeoutMs, timerTickMs);
+      const { retries, backoff, attemptTimeoutMs, timerTickMs, hedgeAfterMs } = own[t]!;
+      const timedOut = attemptTimeoutMs === undefined ? below : timed(clock, below, attemptTimeoutMs, timerTickMs);
+      const attempt = hedgeAfterMs === undefined ? timedOut : hedged(clock, timedOut, hedgeAfterMs, timerTickMs, counts[t]);
       const retrying = naiveTiers(clock, { layers: 1, retries, backoff }, jitter, attempt, ok, counts.slice(t, t + 1));
       const host = hosts[t];
       below = host === undefined ? retrying : (onDone) => host().submit({ key, priority: population.priority, done: (outcome, source) => onDone(answer(outcome, source)), below: (then) => retrying((a) => then(belowOutcome(a), a.source)) });
     }
     return below;
+  };
+}
+
+/**
+ * `call`, and one more copy of it when no answer came within `afterMs` (on
+ * the tier's tick, if it has one): the first good answer wins; a failure
+ * while the other copy runs waits for it; both failing, the last failure is
+ * the answer. A hedge is an extra attempt with no budget (naive), counted
+ * among the tier's retries; the losing copy runs on below, unheard.
+ */
+function hedged(clock: VirtualClock, call: Call<Answer>, afterMs: number, tickMs: number | undefined, counted: RetryCounts | undefined): Call<Answer> {
+  return (onDone) => {
+    let timer: Timer | undefined;
+    let settled = false;
+    let running = 1;
+    const end = (a: Answer): void => {
+      if (settled) return;
+      running--;
+      if (a.outcome !== 'ok' && running > 0) return;
+      settled = true;
+      timer?.cancel();
+      onDone(a);
+    };
+    call(end);
+    if (settled || running === 0) return;
+    timer = clock.setTimer(() => {
+      timer = undefined;
+      running++;
+      if (counted !== undefined) counted.retries++;
+      call(end);
+    }, tickedDelay(clock.now(), afterMs, tickMs));
   };
 }
 

@@ -17,7 +17,7 @@ export type ServiceTiers = NonNullable<ServiceScenario['tiers']>;
 export type TierSettings = NonNullable<ServiceTiers['each']>[number];
 
 /**
- * Tier `t`'s retries, backoff and timeout per attempt for a call of
+ * Tier `t`'s retries, backoff, timeout per attempt and hedge delay for a call of
  * `population` (outermost first): its own where `each` gives them, else the
  * population's retries and backoff, and a timeout for the innermost only.
  */
@@ -25,13 +25,14 @@ export function tierSettings(
   tiers: ServiceTiers,
   t: number,
   population: Pick<Population, 'retries' | 'backoff'>,
-): { readonly retries: number; readonly backoff: Backoff; readonly attemptTimeoutMs: number | undefined; readonly timerTickMs: number | undefined } {
+): { readonly retries: number; readonly backoff: Backoff; readonly attemptTimeoutMs: number | undefined; readonly timerTickMs: number | undefined; readonly hedgeAfterMs: number | undefined } {
   const own = tiers.each?.[t];
   return {
     retries: own?.retries ?? population.retries,
     backoff: own?.backoff ?? population.backoff,
     attemptTimeoutMs: own?.attemptTimeoutMs ?? (t === tiers.count - 1 ? tiers.attemptTimeoutMs : undefined),
     timerTickMs: own?.timerTickMs,
+    hedgeAfterMs: own?.hedgeAfterMs,
   };
 }
 
