@@ -112,7 +112,20 @@ const tiered = (each?: readonly Record<string, unknown>[]) =>
     (d.servers as Record<string, unknown>).maxQueue = 10_000_000;
     for (const part of ['database', 'cache', 'keys']) delete d[part];
   });
+/** `tiered`, its 50 calls/s split over two populations with their own retries at each tier: an app (3, then 1) and a web page (none). */
+const perPopulation = () => {
+  const s = tiered();
+  const [users] = s.clients;
+  return {
+    ...s,
+    clients: [
+      { ...users!, name: 'app', rate: 25, tiers: [{ retries: 3 }, { retries: 1 }] },
+      { ...users!, name: 'web', rate: 25, tiers: [{ retries: 0 }, { retries: 0 }] },
+    ],
+  };
+};
 const tieredRuns = {
+  perPopulation: runIsolated(perPopulation(), 1),
   population: runIsolated(tiered(), 1),
   own: runIsolated(tiered([{ retries: 3 }, { retries: 1 }]), 1),
   outerTimeout: runIsolated(tiered([{ retries: 3, attemptTimeoutMs: 50 }, { retries: 1 }]), 1),
@@ -295,6 +308,20 @@ describe('client tiers: each its own retries and attempt timeout, or the populat
     const own = await atServer(tieredRuns.own);
     assert.ok(Math.abs(population / (9 * 50) - 1) < 0.1, `3 × 3 attempts per call: ${population}/s at 50 calls/s`);
     assert.ok(Math.abs(own / (8 * 50) - 1) < 0.1, `4 × 2 attempts per call: ${own}/s at 50 calls/s`);
+  });
+
+  test('naive: each population its own retries at each tier (clients[i].tiers): 4 × 2 attempts for the app’s calls, 1 for the web page’s', async () => {
+    const attempts = await atServer(tieredRuns.perPopulation);
+    assert.ok(Math.abs(attempts / (25 * 8 + 25 * 1) - 1) < 0.1, `${attempts}/s at 25 + 25 calls/s`);
+    const tiers = { count: 2, attemptTimeoutMs: 100, each: [{ retries: 2 }, {}] };
+    const app = { retries: 5, backoff: { kind: 'none' } as const, tiers: [{}, { backoff: { kind: 'fixed', delayMs: 7 } as const }] };
+    assert.equal(tierSettings(tiers, 0, app).retries, 2, 'a field the population leaves out: the tier’s own');
+    assert.equal(tierSettings(tiers, 1, app).retries, 5, 'neither gives it: the population’s');
+    assert.deepEqual(tierSettings(tiers, 1, app).backoff, { kind: 'fixed', delayMs: 7 }, 'the population’s for this tier first');
+    assert.throws(
+      () => checkScenario({ ...perPopulation(), clients: [{ ...perPopulation().clients[0]!, tiers: [{ retries: 1 }] }] } as unknown as Record<string, unknown>, 'pp.json'),
+      /pp\.json: clients\[0\]\.tiers: needs one entry per tier \(tiers\.count 2\), got 1/,
+    );
   });
 
   test('naive: an outer tier that times its attempts out fails the call sooner, and leaves the tier below at work', async () => {

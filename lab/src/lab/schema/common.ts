@@ -142,6 +142,20 @@ const population = refined(
         })
         .exactOptional()
         .meta({ description: 'Keys this population reads and no other does (Discord’s push-notification settings beside its user objects), instead of the scenario’s keys (needs database).' }),
+      tiers: z
+        .array(
+          z
+            .strictObject({
+              retries: z.int().min(0).max(10).exactOptional().meta({ description: 'Retries the tier makes at the tier below for this population’s calls.' }),
+              backoff: backoff.exactOptional().meta({ description: 'naive: the wait before each of them.' }),
+            })
+            .meta({ description: 'This population’s own retries and backoff at one client tier.' }),
+        )
+        .exactOptional()
+        .meta({
+          description:
+            'With client tiers: this population’s own retries and backoff at each tier, outermost first, one entry per tier (a mobile app that retries 3 times beside a web page that retries none, through the same API); a field left out falls back to tiers.each, then to the population’s retries and backoff. damper’s tier makes the most attempts any population’s settings give.',
+        }),
     })
     .meta({ description: 'A client population: open loop at `rate` (arrivals do not slow down when the system does), or closed loop with `users` and `thinkTime`.' }),
   (p, report) => {

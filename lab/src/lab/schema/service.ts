@@ -336,6 +336,11 @@ export const serviceSchema = refined(fields, (s, report) => {
   if (s.balancer !== undefined && s.servers.count < 2) report(['balancer'], 'a balancer needs at least two servers');
   keysRule(s, report);
   if (s.tiers?.each !== undefined && s.tiers.each.length !== s.tiers.count) report(['tiers', 'each'], `needs one entry per tier (count ${s.tiers.count}), got ${s.tiers.each.length}`);
+  s.clients.forEach((c, i) => {
+    if (c.tiers === undefined) return;
+    if (s.tiers === undefined) report(['clients', i, 'tiers'], 'only with client tiers (tiers)');
+    else if (c.tiers.length !== s.tiers.count) report(['clients', i, 'tiers'], `needs one entry per tier (tiers.count ${s.tiers.count}), got ${c.tiers.length}`);
+  });
   if (s.tiers?.each?.[0]?.servers !== undefined) report(['tiers', 'each', 0, 'servers'], 'tier 0 is the users’ own client, on their devices: give servers to a tier it calls (tiers.each[1] on)');
   const names = new Set<string>();
   s.clients.forEach((c, i) => {

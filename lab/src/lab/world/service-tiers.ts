@@ -7,7 +7,9 @@ import { type ServiceScenario } from '../schema/service.js';
  * failed attempt. By default every tier retries per the calling population's
  * `retries` and `backoff` and only the innermost times its attempts out;
  * `each` gives a tier its own (an API that retries 3 times in front of a
- * service that retries once, each with its own timeout).
+ * service that retries once, each with its own timeout), and a population
+ * its own retries and backoff at each tier (`clients[i].tiers`: an app that
+ * retries beside a web page that does not).
  */
 
 /** The client tiers of a service scenario (`tiers`), as its schema infers them. */
@@ -18,18 +20,20 @@ export type TierSettings = NonNullable<ServiceTiers['each']>[number];
 
 /**
  * Tier `t`'s retries, backoff, timeout per attempt and hedge delay for a call of
- * `population` (outermost first): its own where `each` gives them, else the
- * population's retries and backoff, and a timeout for the innermost only.
+ * `population` (outermost first): the retries and backoff the population
+ * gives for this tier (`clients[i].tiers[t]`), else the tier's own where
+ * `each` gives them, else the population's; a timeout for the innermost only.
  */
 export function tierSettings(
   tiers: ServiceTiers,
   t: number,
-  population: Pick<Population, 'retries' | 'backoff'>,
+  population: Pick<Population, 'retries' | 'backoff' | 'tiers'>,
 ): { readonly retries: number; readonly backoff: Backoff; readonly attemptTimeoutMs: number | undefined; readonly timerTickMs: number | undefined; readonly hedgeAfterMs: number | undefined } {
   const own = tiers.each?.[t];
+  const caller = population.tiers?.[t];
   return {
-    retries: own?.retries ?? population.retries,
-    backoff: own?.backoff ?? population.backoff,
+    retries: caller?.retries ?? own?.retries ?? population.retries,
+    backoff: caller?.backoff ?? own?.backoff ?? population.backoff,
     attemptTimeoutMs: own?.attemptTimeoutMs ?? (t === tiers.count - 1 ? tiers.attemptTimeoutMs : undefined),
     timerTickMs: own?.timerTickMs,
     hedgeAfterMs: own?.hedgeAfterMs,
