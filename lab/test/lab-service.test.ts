@@ -146,7 +146,7 @@ describe('a service scenario file: every problem names its field', () => {
   test('fields, tags and ranges', () => {
     bad((d) => ((d.servers as Record<string, unknown>).workers = 0), /co\.json: servers\.workers: must be ≥ 1, got 0/);
     bad((d) => ((d.servers as Record<string, unknown>).servise = {}), /co\.json: servers\.servise: unknown field \(did you mean service\?\)/);
-    bad((d) => ((d.faults as Record<string, unknown>[])[0]!.kind = 'meteor'), /faults\[0\]\.kind: unknown fault kind "meteor" \(known: capacity-drop, slowdown, hang, degrade-servers, invalid-value, load-spike, load-ramp, degrade-cache, hang-cache, kill-cache, eject-cache, cut-traffic, cache-flush\)/);
+    bad((d) => ((d.faults as Record<string, unknown>[])[0]!.kind = 'meteor'), /faults\[0\]\.kind: unknown fault kind "meteor" \(known: capacity-drop, slowdown, hang, degrade-servers, invalid-value, load-spike, load-ramp, degrade-cache, hang-cache, kill-cache, eject-cache, cut-traffic, restart, cache-flush\)/);
     bad((d) => ((d.keys as Record<string, unknown>).exponent = -1), /co\.json: keys\.exponent: must be ≥ 0, got -1/);
   });
 
@@ -446,6 +446,33 @@ describe('a tier that hedges (tiers.each[t].hedgeAfterMs): one more attempt when
     const hedged = await during(hedgeRuns.after30, 'damper');
     assert.ok(hedged.p99 < none.p99 / 2, `p99 ${hedged.p99} ms against ${none.p99} ms`);
     assert.ok(hedged.attempts < (await during(hedgeRuns.after30, 'naive')).attempts, `fewer extra attempts than naive's: ${hedged.attempts} per call`);
+  });
+});
+
+/** `small` with two servers, each its own page cache (scope server), restarted by the operators at 20 s (`when`, if given). */
+const restarted = (when?: string) =>
+  small({ kind: 'load-spike', factor: 1 }, (d) => {
+    d.faults = [
+      { kind: 'restart', servers: [0], startS: 20, endS: 21, label: 'web0 restarted', ...(when === undefined ? {} : { when }) },
+      { kind: 'load-spike', factor: 1, startS: 40, endS: 45, label: 'nothing' },
+    ];
+    (d.servers as Record<string, unknown>).count = 2;
+    (d.cache as Record<string, unknown>).scope = 'server';
+  });
+const restartRuns = { always: runIsolated(restarted(), 1), ifUnhealthy: runIsolated(restarted('unhealthy'), 1) };
+
+describe('an operator restarts a server (restart)', () => {
+  test('a new process: its own page cache is empty, so its reads go to the database until it is warm again; the other server is untouched', async () => {
+    const { series } = (await restartRuns.always).variants.naive;
+    const before = mean(series.originQps, 10, 20);
+    assert.ok(series.originQps[20]! > 2 * before, `the restarted server's misses reach the database at once: ${series.originQps[20]}/s against ${before}/s before`);
+    assert.equal((await restartRuns.always).variants.naive.skippedFaults.length, 0);
+  });
+
+  test('with when: "unhealthy" the operators leave a healthy service alone', async () => {
+    const { naive, damper } = (await restartRuns.ifUnhealthy).variants;
+    assert.deepEqual([naive.skippedFaults, damper.skippedFaults], [[0], [0]]);
+    assert.ok(naive.series.originQps[20]! < 1.5 * mean(naive.series.originQps, 10, 20), 'no restart, no burst of misses');
   });
 });
 

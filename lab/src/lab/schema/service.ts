@@ -121,6 +121,12 @@ export const serviceFaultSchema = tagged('kind', 'fault kind', [
     },
     true,
   ),
+  serviceFault(
+    'restart',
+    'Operators restart servers at startS (by hand, or a deploy): each a new process: every open connection reset, its workers and queue free, its own cache (cache.scope: server) empty, and damper’s warmed as cache.warm says; endS only ends its span on the timeline. An operator’s action by default.',
+    { servers: serverList, when },
+    true,
+  ),
   serviceFault('cache-flush', 'At startS the cache tier loses every entry (a restart, a flush, a failover to a cold replica); endS only ends its span on the timeline.', {}),
 ]);
 

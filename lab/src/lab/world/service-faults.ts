@@ -65,6 +65,7 @@ export function serviceState(scenario: ServiceScenario, active: Iterable<Service
       case 'cache-flush':
       case 'eject-cache':
       case 'cut-traffic':
+      case 'restart':
         // Events, not states: the world acts on their start (and the invalid value's fix, the replacements' joining, at their end).
         break;
     }

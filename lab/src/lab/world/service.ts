@@ -290,6 +290,11 @@ export async function runService(scenario: ServiceScenario, variant: VariantName
     if (db !== undefined) db.slowdown = state.databaseSlowdown;
     clients.load = state.load;
   };
+  // A new process in server i's place (a hang's end, an operator's restart): before the fault is applied, so what the old one held is reset, never answered.
+  const restart = (i: number): void => {
+    servers[i]!.restart();
+    data?.restart?.(i);
+  };
   const door = new TrafficCut(stream(seed, STREAMS.admission));
   const clients: Clients<ServiceFault> = new Clients<ServiceFault>(
     { clock, recorder, scenario, seed, network, retriedBy: scenario.tiers === undefined ? 'clients' : 'world', characteristics: observed.variant === 'naive' ? observed.counters : observed.gauges },
@@ -307,11 +312,8 @@ export async function runService(scenario: ServiceScenario, variant: VariantName
         } else if (fault.kind === 'cache-flush' && starts) data!.flush();
         else if (fault.kind === 'eject-cache') for (const n of fault.nodes) ejection(nodes!, n, starts);
         else if (fault.kind === 'cut-traffic') door.cut(t, starts ? undefined : fault.rampS * 1000);
-        else if (fault.kind === 'hang' && fault.then === 'restart' && !starts) {
-          // Before the hang's end is applied: what the old process held is reset, never answered.
-          servers[fault.server]!.restart();
-          data?.restart?.(fault.server);
-        }
+        else if (fault.kind === 'hang' && fault.then === 'restart' && !starts) restart(fault.server);
+        else if (fault.kind === 'restart' && starts) for (const i of fault.servers ?? servers.keys()) restart(i);
         apply(t);
       },
       ...(keys === undefined ? {} : { keys: (population) => keys.pickerOf(population.name) }),
