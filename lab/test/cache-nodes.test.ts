@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { CacheCluster, CacheNodeError } from '../src/lab/world/cache-nodes.js';
+import { CommandPool, PooledBackend } from '../src/lab/world/command-pool.js';
 import { HashRing } from '../src/lab/world/hash-ring.js';
 import { Cache, sleep, VirtualClock } from 'damper';
 import { type BackendUnderTest, sharedBackendContract } from 'damper/testing';
@@ -82,6 +83,37 @@ describe('the simulated cluster as a SharedBackend', () => {
       const c = new CacheCluster(clock, 3, shape);
       return { stores: [c, c], pass: (ms) => clock.advance(ms), settle: (call) => settle(clock, call), close: async () => {} };
     });
+  });
+
+  // The same rules through each server's pool of connections (`nodes.connections`): a pool changes when a command runs, never what it does.
+  describe('the shared-backend contract, through a pool of one connection per client', () => {
+    sharedBackendContract(test, async (): Promise<BackendUnderTest> => {
+      const clock = new VirtualClock({ seed: 1 });
+      const c = new CacheCluster(clock, 3, shape);
+      const stores = [new PooledBackend(c, new CommandPool(1)), new PooledBackend(c, new CommandPool(1))] as const;
+      return { stores, pass: (ms) => clock.advance(ms), settle: (call) => settle(clock, call), close: async () => {} };
+    });
+  });
+
+  test('a pool of connections: a command waits for a free one, and holds it until its node answers', async () => {
+    const clock = new VirtualClock({ seed: 1 });
+    const c = new CacheCluster(clock, 1, { capacityOps: 100_000, latencyMs: 5, maxQueue: 100 });
+    const two = new PooledBackend(c, new CommandPool(2));
+    const t0 = clock.now();
+    await settle(clock, Promise.all(Array.from({ length: 10 }, () => two.read('k'))));
+    assert.ok(clock.now() - t0 >= 25, `10 reads of 5 ms over 2 connections: 5 rounds, ${clock.now() - t0} ms`);
+    const pool = new CommandPool(1);
+    const one = new PooledBackend(c, pool);
+    c.nodes[0]!.hang();
+    // A caller that gives up (its own timeout) leaves its command on the connection: the next one waits behind it.
+    void one.read('k').catch(() => {});
+    const next = one.read('j');
+    await clock.advance(100);
+    assert.equal(pool.queued, 1, 'the second command waits for the connection the first still holds');
+    c.nodes[0]!.resume();
+    await settle(clock, next);
+    assert.equal(pool.queued, 0);
+    assert.throws(() => new CommandPool(0), /at least one connection/);
   });
 
   test('each call costs its node capacity: a degraded node queues and slows down; a failed one refuses', async () => {

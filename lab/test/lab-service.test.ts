@@ -18,6 +18,7 @@ import { Recorder } from '../src/lab/judge/metrics.js';
 import { VirtualClock } from 'damper';
 import { type CacheShape, naiveCache, naiveQuery } from '../src/lab/world/service-data.js';
 import { KeySets } from '../src/lab/world/key-sets.js';
+import { testScenario } from './support/scenario-doc.js';
 
 const ROOT = new URL('../../', import.meta.url);
 const fixture = (path: string): Record<string, unknown> => JSON.parse(readFileSync(new URL(path, ROOT), 'utf8')) as Record<string, unknown>;
@@ -29,25 +30,21 @@ const fixture = (path: string): Record<string, unknown> => JSON.parse(readFileSy
  * from 20 s to 40 s.
  */
 function small(fault: Record<string, unknown>, change: (d: Record<string, unknown>) => void = () => {}): ServiceScenario {
-  const doc: Record<string, unknown> = {
-    name: 'small',
-    title: 't',
-    description: 'd',
-    source: 's',
-    scaling: 's',
-    world: 'service',
-    durationS: 60,
-    baseline: { fromS: 5, toS: 20 },
-    objective: { p99Ms: 500, goodputRatio: 0.95, holdS: 5 },
-    clients: [{ name: 'users', rate: 200, timeoutMs: 1000 }],
-    servers: { workers: 4, maxQueue: 1000, service: { kind: 'constant', ms: 10 } },
-    database: { capacityQps: 100, workers: 2, maxQueue: 1000 },
-    cache: { ttlS: 20, staleForS: 60 },
-    keys: { count: 200, exponent: 1 },
-    faults: [{ startS: 20, endS: 40, label: 'the fault', ...fault }],
-  };
-  change(doc);
-  return checkScenario(doc, 'small.json') as ServiceScenario;
+  return testScenario(
+    'small',
+    {
+      durationS: 60,
+      baseline: { fromS: 5, toS: 20 },
+      objective: { p99Ms: 500, goodputRatio: 0.95, holdS: 5 },
+      clients: [{ name: 'users', rate: 200, timeoutMs: 1000 }],
+      servers: { workers: 4, maxQueue: 1000, service: { kind: 'constant', ms: 10 } },
+      database: { capacityQps: 100, workers: 2, maxQueue: 1000 },
+      cache: { ttlS: 20, staleForS: 60 },
+      keys: { count: 200, exponent: 1 },
+      faults: [{ startS: 20, endS: 40, label: 'the fault', ...fault }],
+    },
+    change,
+  );
 }
 
 /** The mean of `series` over seconds [from, to). */
@@ -473,6 +470,38 @@ describe('an operator restarts a server (restart)', () => {
     const { naive, damper } = (await restartRuns.ifUnhealthy).variants;
     assert.deepEqual([naive.skippedFaults, damper.skippedFaults], [[0], [0]]);
     assert.ok(naive.series.originQps[20]! < 1.5 * mean(naive.series.originQps, 10, 20), 'no restart, no burst of misses');
+  });
+});
+
+/** `small` on two nodes 20 times slower from 20 s to 40 s (20 ms round trips), each server's client with a pool of `connections` to them, or none. */
+const pooledNodes = (connections?: number, workers = 4) =>
+  small({ kind: 'slowdown', target: 'cache', factor: 20 }, (d) => {
+    (d.servers as Record<string, unknown>).workers = workers;
+    const cache = d.cache as Record<string, unknown>;
+    cache.nodes = { count: 2, capacityOps: 5000, ...(connections === undefined ? {} : { connections }) };
+    cache.processEntries = 50;
+  });
+const poolRuns = { none: runIsolated(pooledNodes(), 1), one: runIsolated(pooledNodes(1), 1) };
+
+describe('a server’s pool of connections to the cache nodes (cache.nodes.connections)', () => {
+  test('commands queue for a connection, so a slow node costs more than its round trip: both variants serve less during the slowdown than with no pool', async () => {
+    const none = await poolRuns.none;
+    const one = await poolRuns.one;
+    for (const v of ['naive', 'damper'] as const) {
+      const [without, within] = [none.variants[v].summary.trigger.goodputRatio, one.variants[v].summary.trigger.goodputRatio];
+      assert.ok(within < without, `${v}: ${within} with a pool of one, ${without} without`);
+    }
+    assert.ok(one.variants.damper.summary.trigger.goodputRatio > one.variants.naive.summary.trigger.goodputRatio);
+  });
+
+  test('the best possible reads the pools: servers × connections × 1000 ÷ the round trip', () => {
+    // Servers of 100 workers (10,000 calls/s), so the nodes and the database are what bound.
+    const slow = serviceBound(pooledNodes(1, 100));
+    const fast = serviceBound(pooledNodes(undefined, 100));
+    // 77 % of reads are in the server's memory; the rest need a node: 46/s of 200, under one connection's 50 a second at 20 ms.
+    assert.equal(slow(30, 200), fast(30, 200));
+    // At 1,000 calls/s, about 230 need a node: one connection carries 50, the database 100 more.
+    assert.ok(slow(30, 1000) < fast(30, 1000) - 50, `${slow(30, 1000)} against ${fast(30, 1000)}`);
   });
 });
 

@@ -4,8 +4,8 @@ import { runIsolated } from '../src/lab/engine/parallel.js';
 import { Recorder } from '../src/lab/judge/metrics.js';
 import { type ScenarioRun, VARIANTS } from '../src/lab/judge/results.js';
 import { describeVariant } from '../src/lab/judge/verdict.js';
-import { checkScenario } from '../src/lab/world/worlds.js';
 import { type ServiceScenario } from '../src/lab/world/service.js';
+import { testScenario } from './support/scenario-doc.js';
 
 /**
  * A verdict that does not flap (issue 28, item 6). A request counts in the
@@ -65,22 +65,18 @@ describe('a request counts in the second it was sent', () => {
  * correct verdict is "stayed healthy throughout", for both variants.
  */
 function slowLowRate(change: (d: Record<string, unknown>) => void = () => {}): ServiceScenario {
-  const doc: Record<string, unknown> = {
-    name: 'slow-low-rate',
-    title: 't',
-    description: 'd',
-    source: 's',
-    scaling: 's',
-    world: 'service',
-    durationS: 90,
-    baseline: { fromS: 5, toS: 30 },
-    objective: { p99Ms: 5000, goodputRatio: 0.95, holdS: 10 },
-    clients: [{ name: 'users', rate: 40, timeoutMs: 10_000 }],
-    servers: { workers: 1000, maxQueue: 1000, service: { kind: 'lognormal', medianMs: 1700, sigma: 0.2 } },
-    faults: [{ kind: 'slowdown', factor: 1.3, startS: 30, endS: 50, label: 'a mild slowdown' }],
-  };
-  change(doc);
-  return checkScenario(doc, 'slow-low-rate.json') as ServiceScenario;
+  return testScenario(
+    'slow-low-rate',
+    {
+      durationS: 90,
+      baseline: { fromS: 5, toS: 30 },
+      objective: { p99Ms: 5000, goodputRatio: 0.95, holdS: 10 },
+      clients: [{ name: 'users', rate: 40, timeoutMs: 10_000 }],
+      servers: { workers: 1000, maxQueue: 1000, service: { kind: 'lognormal', medianMs: 1700, sigma: 0.2 } },
+      faults: [{ kind: 'slowdown', factor: 1.3, startS: 30, endS: 50, label: 'a mild slowdown' }],
+    },
+    change,
+  );
 }
 
 /** `slowLowRate` with bursts: every 10 s, three times the arrivals for one second, straddling a second's end. */

@@ -1,5 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { SCENARIO_DIR } from '../../src/lab/lab.js';
+import { type ServiceScenario } from '../../src/lab/world/service.js';
+import { checkScenario } from '../../src/lab/world/worlds.js';
 
 /**
  * A shipped scenario file as written, not parsed: the document a test breaks
@@ -8,4 +10,15 @@ import { SCENARIO_DIR } from '../../src/lab/lab.js';
  */
 export function scenarioDoc(name: string): Record<string, unknown> {
   return JSON.parse(readFileSync(`${SCENARIO_DIR}${name}.json`, 'utf8')) as Record<string, unknown>;
+}
+
+/**
+ * A service scenario a test writes: its prose fields filled in, `fields`
+ * (durations, objective, parts, faults) as given, then `change` applied to
+ * the document, checked as a file named `<name>.json` would be.
+ */
+export function testScenario(name: string, fields: Record<string, unknown>, change: (d: Record<string, unknown>) => void = () => {}): ServiceScenario {
+  const doc: Record<string, unknown> = { name, title: 't', description: 'd', source: 's', scaling: 's', world: 'service', ...fields };
+  change(doc);
+  return checkScenario(doc, `${name}.json`) as ServiceScenario;
 }

@@ -194,6 +194,15 @@ const fields = scenario(
             latency: delay.default(ONE_MS).meta({ description: 'Each call’s round trip once served, drawn per call (default: 1 ms).' }),
             maxQueue: z.int().min(0).max(10_000_000).default(10_000).meta({ description: 'Calls waiting at a node beyond which the client refuses at once (its connection’s queue; default 10,000).' }),
             vnodes: z.int().min(1).max(10_000).default(160).meta({ description: 'Points per node on the hash ring (default 160).' }),
+            connections: z
+              .int()
+              .min(1)
+              .max(100_000)
+              .exactOptional()
+              .meta({
+                description:
+                  'Connections each server’s client keeps to the cache tier, in both variants (node-redis’s isolation pool, a memcached client’s poolSize): a command waits for a free one and holds it until its node answers, even when its caller gave up (default: no pool and no limit, as ioredis pipelines every command over one connection per node). A subscription has a connection of its own.',
+              }),
           })
           .exactOptional()
           .meta({ description: 'The cache tier as its own component: nodes with a capacity and a round trip, shared by every server. Without it, the tier answers in no time with no limit.' }),

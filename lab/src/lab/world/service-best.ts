@@ -109,7 +109,8 @@ function cachedShare(scenario: ServiceScenario, keys: KeySets, t: number, capaci
  * The rest of the cached keys' reads need a node ({@link ringThroughput}:
  * `capacityOps × keep` each, none while stopped or killed, none when its
  * round trip alone (mean latency × slow) outlasts the users' patience,
- * out of the ring while ejected); what the nodes cannot answer, and the
+ * out of the ring while ejected; and no more than the servers' pools of
+ * connections to them carry, {@link poolsThroughput}); what the nodes cannot answer, and the
  * reads of keys no tier holds (after a flush), the database can, up to its
  * capacity. A flush empties the nodes, not the servers' memory.
  */
@@ -121,8 +122,24 @@ function nodesBound(scenario: ServiceScenario, keys: KeySets, t: number, offered
   const onNodes = Math.max(0, cachedShare(scenario, keys, t, capacity) - inProcess);
   const ejected = new Set(activeAt(scenario, t).flatMap((f) => (f.kind === 'eject-cache' ? f.nodes : [])));
   const capacities = state.cacheNodes.map((n, i) => (ejected.has(i) ? null : n.hung || n.down || meanMs(nodes.latency) * n.slow > patience ? 0 : nodes.capacityOps * n.keep));
-  const byNodes = ringThroughput(capacities, offered * onNodes);
+  const byNodes = Math.min(ringThroughput(capacities, offered * onNodes), poolsThroughput(scenario, state, ejected));
   return offered * inProcess + byNodes + Math.min(offered * (1 - inProcess) - byNodes, capacity);
+}
+
+/**
+ * What the servers' pools of connections to the nodes let through
+ * (`nodes.connections`): each connection held for a round trip per command,
+ * the mean over the nodes in the ring (× their slowdown), so at most
+ * `servers × connections × 1000 ÷ round trip` reads a second reach them. No
+ * pool, no limit.
+ */
+function poolsThroughput(scenario: ServiceScenario, state: ServiceState, ejected: ReadonlySet<number>): number {
+  const nodes = scenario.cache!.nodes!;
+  if (nodes.connections === undefined) return Infinity;
+  const inRing = state.cacheNodes.filter((_, i) => !ejected.has(i));
+  if (inRing.length === 0) return Infinity;
+  const roundTrip = Math.max(1e-9, meanMs(nodes.latency)) * (inRing.reduce((sum, n) => sum + n.slow, 0) / inRing.length);
+  return (scenario.servers.count * nodes.connections * 1000) / roundTrip;
 }
 
 /** The origin's capacity at `t` (s): the database's (÷ its slowdown), or without one the servers' together. */

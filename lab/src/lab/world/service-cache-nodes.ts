@@ -1,7 +1,8 @@
-import { Cache, type CacheOptions, type VirtualClock } from 'damper';
+import { Cache, type CacheOptions, type SharedBackend, type VirtualClock } from 'damper';
 import { sampleMs } from '../engine/delay.js';
 import { type Network } from '../engine/network.js';
 import { CacheCluster } from './cache-nodes.js';
+import { CommandPool, PooledBackend } from './command-pool.js';
 import { QueryError, type Row } from './database.js';
 import { type CacheShape, type DatabaseAccess, damperRead, type DataTier, naiveQuery, type QueryCounts } from './service-data.js';
 import { NaiveBreaker } from './naive-breaker.js';
@@ -42,7 +43,9 @@ const FAILED = Symbol('cache call failed');
  * its own query. With `naive.breaker`, each server's breaker counts those
  * failures and, open, sends every read to the database without calling
  * the nodes (Discord 2019, naive-breaker.ts); with `naive.queryRetries`,
- * a failed query is tried again at once (service-data.ts). With
+ * a failed query is tried again at once (service-data.ts); with
+ * `nodes.connections`, each server's commands wait for one of its pool's
+ * connections (command-pool.ts). With
  * `naive.deleteOnError`, an invalid value read is a miss, and a failed
  * query or an invalid value deletes the key (`DEL`). `counts(i)` counts
  * server `i`'s reads and queries.
@@ -50,8 +53,10 @@ const FAILED = Symbol('cache call failed');
 export function naiveCacheNodes(clock: VirtualClock, db: DatabaseAccess, cluster: CacheCluster, shape: CacheShape, counts: (server: number) => QueryCounts): DataTier {
   const ttlMs = shape.ttlS * 1000;
   const { commandTimeoutMs: timeoutMs, breaker: breakerShape, queryRetries } = shape.naive;
-  const get = (key: string): Promise<string | undefined | typeof FAILED> => {
-    const call = cluster.get(key).catch((): typeof FAILED => FAILED);
+  const size = shape.nodes!.connections;
+  // Through the server's pool of connections, when it has one: the command timeout runs over the wait too, as a client's does.
+  const get = (pool: CommandPool | undefined, key: string): Promise<string | undefined | typeof FAILED> => {
+    const call = (pool === undefined ? cluster.get(key) : pool.run(() => cluster.get(key))).catch((): typeof FAILED => FAILED);
     if (timeoutMs === undefined) return call;
     return new Promise((resolve) => {
       const timer = clock.setTimer(() => resolve(FAILED), timeoutMs);
@@ -66,22 +71,24 @@ export function naiveCacheNodes(clock: VirtualClock, db: DatabaseAccess, cluster
     const count = counts(server);
     const way = db.server(server);
     const breaker = breakerShape === undefined ? undefined : new NaiveBreaker(breakerShape);
+    const pool = size === undefined ? undefined : new CommandPool(size);
+    const command = <T>(call: () => Promise<T>): Promise<T> => (pool === undefined ? call() : pool.run(call));
     const load = (key: string, fill: boolean, then: Parameters<DataRead>[2]): void => {
       naiveQuery(clock, way, key, shape.loadTimeoutMs, queryRetries, count, (outcome) => {
         if (fixer && (outcome instanceof QueryError || !outcome.valid)) {
           // Facebook 2010's fixer: a failure reads as a bad value, and the key is deleted.
-          cluster.remove(key).catch(() => {});
+          command(() => cluster.remove(key)).catch(() => {});
           return then('error', 'origin');
         }
         if (outcome instanceof QueryError) return then('error', 'origin');
-        if (fill) cluster.set(key, textOf(outcome), ttlMs).catch(() => {});
+        if (fill) command(() => cluster.set(key, textOf(outcome), ttlMs)).catch(() => {});
         then(outcome.valid ? 'ok' : 'invalid', 'origin');
       });
     };
     return (key, _priority, then) => {
       count.cache.requests++;
       if (breaker?.isOpen(clock.now()) === true) return load(key, false, then);
-      void get(key).then((text) => {
+      void get(pool, key).then((text) => {
         if (text === FAILED) {
           breaker?.failure(clock.now());
           return load(key, false, then);
@@ -114,9 +121,12 @@ export function naiveCacheNodes(clock: VirtualClock, db: DatabaseAccess, cluster
  * those an LRU of that size would hold (steady-state.ts's `held`). `options(i, shared)` must keep `shared`'s
  * store and namespace.
  */
-export function damperCacheNodes(clock: VirtualClock, db: DatabaseAccess, cluster: CacheCluster, shape: CacheShape, servers: number, options: (server: number, shared: { readonly store: CacheCluster; readonly namespace: string }) => CacheOptions<Row>): DataTier & { readonly caches: readonly Cache<Row>[] } {
+export function damperCacheNodes(clock: VirtualClock, db: DatabaseAccess, cluster: CacheCluster, shape: CacheShape, servers: number, options: (server: number, shared: { readonly store: SharedBackend; readonly namespace: string }) => CacheOptions<Row>): DataTier & { readonly caches: readonly Cache<Row>[] } {
   const namespace = 'lab';
-  const caches = Array.from({ length: servers }, (_, i) => new Cache<Row>(options(i, { store: cluster, namespace })));
+  const size = shape.nodes!.connections;
+  // Each server's client to the nodes, through a pool of its own when the scenario gives one.
+  const store = (): SharedBackend => (size === undefined ? cluster : new PooledBackend(cluster, new CommandPool(size)));
+  const caches = Array.from({ length: servers }, (_, i) => new Cache<Row>(options(i, { store: store(), namespace })));
   const reads = caches.map((cache, i) => damperRead(clock, cache, db.server(i)));
   return {
     caches,
