@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
@@ -25,7 +25,8 @@ import { type SweepCell, type SweepResult } from '../src/lab/sweep/sweep.js';
  */
 
 const main = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
-const damper = (...args: string[]) => spawnSync(process.execPath, [main, ...args], { encoding: 'utf8' });
+// A command that hangs (Node's recursive mkdir under /proc did) is killed and fails its test, not the suite.
+const damper = (...args: string[]) => spawnSync(process.execPath, [main, ...args], { encoding: 'utf8', timeout: 120_000 });
 const COMMANDS = [labCommand, sweepCommand, checkCommand, validateCommand, schemaCommand];
 const dir = mkdtempSync(join(tmpdir(), 'damper-cli-'));
 
@@ -151,6 +152,8 @@ describe('--out is proven writable before any run: a long sweep must not lose it
       for (const [out, why] of [
         [join(blocker, 'out'), 'a part of the path is a file, not a folder'],
         [blocker, 'it is a file, not a folder'],
+        // Node's own recursive mkdir loops for ever here (issue 29): refused like any other path.
+        ...(existsSync('/proc/self') ? ([['/proc/damper-out/x', 'no such file or folder']] as const) : []),
       ] as const) {
         const started = Date.now();
         const r = damper(...args, '--out', out);
@@ -160,6 +163,28 @@ describe('--out is proven writable before any run: a long sweep must not lose it
       }
     });
   }
+});
+
+describe('know before you wait: a run past --max-calls is refused before it starts (issue 29, part 3)', () => {
+  test('a typo in a range (--load 1..10000 for 1..1.5) is refused at once, saying what it would have cost', () => {
+    const started = Date.now();
+    const r = damper('lab', 'sweep', 'retry-storm', '--load', '1..10000', '--trigger', '30..45', '--out', join(dir, 'typo'));
+    assert.equal(r.status, 2, r.stderr);
+    assert.match(r.stderr, /^damper: this grid would simulate [\d.]+ billion calls \(25 cells × 2 variants; the largest cell, at 10,000×, 45, [\d.]+ billion\), past the limit of 1\.00 billion: narrow it, or raise the limit with --max-calls N\n$/);
+    assert.ok(Date.now() - started < 10_000, 'before any cell ran');
+  });
+
+  test('lab and lab check too; --max-calls raises the limit, and is checked', () => {
+    const run = damper('lab', 'retry-storm', '--max-calls', '1000', '--out', join(dir, 'small-limit'));
+    assert.equal(run.status, 2, run.stderr);
+    assert.match(run.stderr, /^damper: this run would simulate 312,000 calls \(1 scenario × 2 variants; retry-storm: 312,000\), past the limit of 1,000: /);
+    const check = damper('lab', 'check', 'retry-storm', '--max-calls', '1000', '--out', join(dir, 'small-limit'));
+    assert.equal(check.status, 2, check.stderr);
+    assert.match(check.stderr, /^damper: this grid would simulate [\d,]+ calls \(4 cells × 1 variant; the largest cell, at 1\.5×, 45, [\d,]+\), past the limit of 1,000: /);
+    const bad = damper('lab', 'retry-storm', '--max-calls', 'lots');
+    assert.equal(bad.status, 2);
+    assert.match(bad.stderr, /^damper: --max-calls must be a whole number of calls, at least 1 \(e\.g\. 500000000 or 5e8\), got "lots"$/m);
+  });
 });
 
 describe('a scenario file that cannot be read says why', () => {

@@ -51,6 +51,14 @@ export function parseSteps(raw: string | undefined): number {
   return n;
 }
 
+/** `--max-calls N`: the simulated calls a run may send (a whole number, 1e9 allowed); default `fallback`. */
+export function parseMaxCalls(raw: string | undefined, fallback: number): number {
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (raw.trim() === '' || !Number.isSafeInteger(n) || n < 1) throw new UsageError(`--max-calls must be a whole number of calls, at least 1 (e.g. 500000000 or 5e8), got "${raw}"`);
+  return n;
+}
+
 export function parseSeed(raw: string | undefined): number {
   if (raw === undefined) return 1;
   const n = Number(raw);

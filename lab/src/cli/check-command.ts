@@ -24,6 +24,7 @@ export const checkCommand: Command = {
     ['out', GRID_OPTIONS.out],
     ['seed', GRID_OPTIONS.seed],
     ['serial', GRID_OPTIONS.serial],
+    ['max-calls', GRID_OPTIONS['max-calls']],
   ],
   examples: [
     ['damper lab check retry-storm', 'the default grid around retry-storm’s own point, with the lab’s own settings'],

@@ -4,7 +4,8 @@ import { renderReport } from '../lab/report/report.js';
 import { resultsJson, VARIANTS, type VariantName } from '../lab/judge/results.js';
 import { seriesCsv, seriesFile } from '../lab/report/series-csv.js';
 import { stopwatch } from './stopwatch.js';
-import { damperConfigOf, parseSeed } from './args.js';
+import { damperConfigOf, parseMaxCalls, parseSeed } from './args.js';
+import { DEFAULT_MAX_CALLS, maxCallsHelp } from '../lab/run-cost.js';
 import { type Command } from './command.js';
 import { DEFAULT_OUT, writableDir, writeFiles } from './out-dir.js';
 import { formatSummary, progressBar } from './terminal.js';
@@ -23,15 +24,24 @@ export const labCommand: Command = {
     ['json', 'also prints results.json on standard output'],
     ['series', 'also writes each run’s per-second series to DIR/series/SCENARIO.VARIANT.csv'],
     ['damper-config', 'the damper variant’s configuration module, over the scenarios’ own damper.config'],
+    ['max-calls', maxCallsHelp('every scenario and variant')],
   ],
   examples: [
     ['damper lab', 'replays every shipped scenario into lab-out/'],
     ['damper lab facebook-2010 --seed 7 --out fb', 'one scenario on another seed, into fb/'],
   ],
-  run: (scenarios, values) => lab(scenarios, { seed: parseSeed(values.seed), out: values.out ?? DEFAULT_OUT, json: values.json === true, series: values.series === true, ...damperConfigOf(values['damper-config']) }),
+  run: (scenarios, values) =>
+    lab(scenarios, {
+      seed: parseSeed(values.seed),
+      out: values.out ?? DEFAULT_OUT,
+      json: values.json === true,
+      series: values.series === true,
+      maxCalls: parseMaxCalls(values['max-calls'], DEFAULT_MAX_CALLS),
+      ...damperConfigOf(values['damper-config']),
+    }),
 };
 
-async function lab(scenarios: readonly string[], args: { seed: number; out: string; json: boolean; series: boolean; damperConfig?: string }): Promise<number> {
+async function lab(scenarios: readonly string[], args: { seed: number; out: string; json: boolean; series: boolean; maxCalls: number; damperConfig?: string }): Promise<number> {
   const dir = await writableDir(args.out);
   const elapsed = stopwatch();
   const bar = progressBar(process.stderr);
@@ -39,6 +49,7 @@ async function lab(scenarios: readonly string[], args: { seed: number; out: stri
   const wall = new Map<string, { from: number; to: number }>();
   const run = await runLab(scenarios, {
     seed: args.seed,
+    maxCalls: args.maxCalls,
     ...(args.damperConfig === undefined ? {} : { damperConfig: args.damperConfig }),
     onProgress: ({ scenario, variant, fraction }) => {
       const id = `${scenario}/${variant}`;

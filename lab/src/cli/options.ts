@@ -20,6 +20,7 @@ export const OPTIONS = {
   steps: { type: 'string', value: 'N' },
   operators: { type: 'boolean' },
   serial: { type: 'boolean' },
+  'max-calls': { type: 'string', value: 'N' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' },
 } as const;

@@ -5,9 +5,10 @@ import { sourceWithDamperConfig, type ScenarioSource } from '../lab/scenario-sou
 import { MAX_STEPS, runSweep, type SweepGrid, sweepJson, type SweepResult } from '../lab/sweep/sweep.js';
 import { axisTick } from '../lab/sweep/sweep-axis.js';
 import { renderSweepReport } from '../lab/sweep/sweep-report.js';
+import { DEFAULT_MAX_CALLS, formatCalls, maxCallsHelp } from '../lab/run-cost.js';
 import { VARIANTS, type VariantName } from '../lab/judge/results.js';
 import { stopwatch } from './stopwatch.js';
-import { damperConfigOf, oneScenario, parseSeed, parseSteps, sweepAxes } from './args.js';
+import { damperConfigOf, oneScenario, parseMaxCalls, parseSeed, parseSteps, sweepAxes } from './args.js';
 import { type Command } from './command.js';
 import { type OptionName, type OptionValues } from './options.js';
 import { DEFAULT_OUT, writableDir, writeFiles } from './out-dir.js';
@@ -19,6 +20,7 @@ export const GRID_OPTIONS = {
   out: 'the folder for sweep.html and sweep.json (default lab-out), made and proven writable before the run',
   serial: 'runs the cells one after another in this thread (the same results), not in a worker thread per core',
   'damper-config': 'the damper variant’s configuration module, over the scenario’s own damper.config',
+  'max-calls': maxCallsHelp('every cell and variant'),
 } as const satisfies Partial<Record<OptionName, string>>;
 
 /** `damper lab sweep SCENARIO AXIS AXIS`. */
@@ -41,6 +43,7 @@ export const sweepCommand: Command = {
     ['serial', GRID_OPTIONS.serial],
     ['json', 'also prints sweep.json on standard output'],
     ['damper-config', GRID_OPTIONS['damper-config']],
+    ['max-calls', GRID_OPTIONS['max-calls']],
   ],
   examples: [
     ['damper lab sweep facebook-2010 --load 0.25..1.25 --trigger 0.5..60', 'load across, how long the invalid value is held up: 5 × 5 cells'],
@@ -60,11 +63,13 @@ export interface GridRun {
   readonly serial: boolean;
   /** `--damper-config`: over the scenario's own `damper.config`. */
   readonly damperConfig?: string;
+  /** `--max-calls`: past it the grid is refused before it runs. */
+  readonly maxCalls: number;
 }
 
 /** The options a grid runs with, read and checked. */
 export function gridRun(values: OptionValues): GridRun {
-  return { seed: parseSeed(values.seed), out: values.out ?? DEFAULT_OUT, serial: values.serial === true, ...damperConfigOf(values['damper-config']) };
+  return { seed: parseSeed(values.seed), out: values.out ?? DEFAULT_OUT, serial: values.serial === true, maxCalls: parseMaxCalls(values['max-calls'], DEFAULT_MAX_CALLS), ...damperConfigOf(values['damper-config']) };
 }
 
 /** The scenario as a sweep reads it, with `--damper-config` laid over its own. */
@@ -84,9 +89,10 @@ export async function sweepGrid(
   const bar = progressBar(process.stderr);
   const cells = grid.steps * grid.steps;
   const workers = run.serial ? 1 : Math.min(labThreads(), cells);
-  bar.update(0, `sweep: ${cells} cells on ${workers} ${workers === 1 ? 'thread' : 'threads'}`);
   const result = await runSweep(source, grid, {
     seed: run.seed,
+    maxCalls: run.maxCalls,
+    onPlan: (plan) => bar.update(0, `sweep: ${plan.cells} cells, ${formatCalls(plan.calls)} simulated calls, on ${workers} ${workers === 1 ? 'thread' : 'threads'}`),
     runner: run.serial ? 'serial' : 'threads',
     operators: run.operators,
     variants: run.variants,

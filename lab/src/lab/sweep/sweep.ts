@@ -3,7 +3,8 @@ import { runSummariesIsolated } from '../engine/parallel.js';
 import { VARIANTS, type VariantName, type VariantSummary } from '../judge/results.js';
 import { triggerEndS } from '../scenario.js';
 import { type ScenarioSource } from '../scenario-source.js';
-import { type AxisRange, axisTitle, cellScenarioAt, type SweepAxis, sweepAxis } from './sweep-axis.js';
+import { type AxisRange, axisTick, axisTitle, cellScenarioAt, type SweepAxis, sweepAxis } from './sweep-axis.js';
+import { checkCost, DEFAULT_MAX_CALLS, formatCalls, simulatedCalls } from '../run-cost.js';
 
 /**
  * `damper lab sweep`: the vulnerable region. One scenario is replayed over a
@@ -81,6 +82,10 @@ export interface SweepOptions {
   readonly variants?: readonly VariantName[];
   /** Called as each cell finishes (in any order with threads), with how many are done. */
   readonly onCell?: (cell: SweepCell, done: number, total: number) => void;
+  /** The users' calls every cell and variant may send together (run-cost.ts); past it the sweep is refused before any cell runs. Default {@link DEFAULT_MAX_CALLS}. */
+  readonly maxCalls?: number;
+  /** Called once the grid is known and within its limit, before any cell runs: the cells and the calls they will send. */
+  readonly onPlan?: (plan: { readonly cells: number; readonly calls: number }) => void;
 }
 
 export const MAX_STEPS = 12;
@@ -135,6 +140,13 @@ export async function runSweep(source: ScenarioSource, grid: SweepGrid, options:
   const specs = up.values.flatMap((u) =>
     across.values.map((a) => ({ across: a, up: u, scenario: cellScenarioAt(source, [[across, a], [up, u]], operators ? 'kept' : 'removed') })),
   );
+  // What it will cost, before any cell runs: a typo in a range (1..10000 for 1..1.5) is refused at once.
+  const costs = specs.map((spec) => simulatedCalls(spec.scenario) * variants.length);
+  const calls = costs.reduce((a, b) => a + b, 0);
+  const largest = specs[costs.indexOf(Math.max(...costs))]!;
+  const where = `${axisTick(across, largest.across)}, ${axisTick(up, largest.up)}`;
+  checkCost('this grid', calls, options.maxCalls ?? DEFAULT_MAX_CALLS, `${specs.length} cells × ${variants.length} ${variants.length === 1 ? 'variant' : 'variants'}; the largest cell, at ${where}, ${formatCalls(Math.max(...costs))}`);
+  options.onPlan?.({ cells: specs.length, calls });
   let done = 0;
   const runCell = async (spec: (typeof specs)[number]): Promise<SweepCell> => {
     const summaries = options.runner === 'serial' ? await runSummaries(spec.scenario, options.seed, variants) : await runSummariesIsolated(spec.scenario, options.seed, variants);
