@@ -170,17 +170,17 @@ describe('know before you wait: a run past --max-calls is refused before it star
     const started = Date.now();
     const r = damper('lab', 'sweep', 'retry-storm', '--load', '1..10000', '--trigger', '30..45', '--out', join(dir, 'typo'));
     assert.equal(r.status, 2, r.stderr);
-    assert.match(r.stderr, /^damper: this grid would simulate [\d.]+ billion calls \(25 cells × 2 variants; the largest cell, at 10,000×, 45, [\d.]+ billion\), past the limit of 1\.00 billion: narrow it, or raise the limit with --max-calls N\n$/);
+    assert.match(r.stderr, /^damper: this grid would simulate [\d.]+ billion calls \(25 cells × 2 variants; the largest, the cell at 10,000×, 45: [\d.]+ billion\), past the limit of 1\.00 billion: narrow it, or raise the limit with --max-calls N\n$/);
     assert.ok(Date.now() - started < 10_000, 'before any cell ran');
   });
 
   test('lab and lab check too; --max-calls raises the limit, and is checked', () => {
     const run = damper('lab', 'retry-storm', '--max-calls', '1000', '--out', join(dir, 'small-limit'));
     assert.equal(run.status, 2, run.stderr);
-    assert.match(run.stderr, /^damper: this run would simulate 312,000 calls \(1 scenario × 2 variants; retry-storm: 312,000\), past the limit of 1,000: /);
+    assert.match(run.stderr, /^damper: this run would simulate 312,000 calls \(1 scenario × 2 variants; the largest, retry-storm: 312,000\), past the limit of 1,000: /);
     const check = damper('lab', 'check', 'retry-storm', '--max-calls', '1000', '--out', join(dir, 'small-limit'));
     assert.equal(check.status, 2, check.stderr);
-    assert.match(check.stderr, /^damper: this grid would simulate [\d,]+ calls \(4 cells × 1 variant; the largest cell, at 1\.5×, 45, [\d,]+\), past the limit of 1,000: /);
+    assert.match(check.stderr, /^damper: this grid would simulate [\d,]+ calls \(4 cells × 1 variant; the largest, the cell at 1\.5×, 45: [\d,]+\), past the limit of 1,000: /);
     const bad = damper('lab', 'retry-storm', '--max-calls', 'lots');
     assert.equal(bad.status, 2);
     assert.match(bad.stderr, /^damper: --max-calls must be a whole number of calls, at least 1 \(e\.g\. 500000000 or 5e8\), got "lots"$/m);

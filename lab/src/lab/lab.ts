@@ -8,7 +8,7 @@ import { originCapacity } from './judge/best-possible.js';
 import { judge, verdict } from './judge/verdict.js';
 import { realTimeError, withDamperConfig } from './damper-config.js';
 import { type ScenarioSource, scenarioSource } from './scenario-source.js';
-import { checkCost, DEFAULT_MAX_CALLS, formatCalls, simulatedCalls } from './run-cost.js';
+import { checkCalls, DEFAULT_MAX_CALLS } from './run-cost.js';
 import { fileProblem } from './file-problem.js';
 import { RealTimeInSimulationError } from 'damper';
 import { type Scenario, worldOf } from './world/worlds.js';
@@ -118,9 +118,7 @@ export async function runLab(refs: readonly string[], options: { seed: number; o
   const config = options.damperConfig;
   const scenarios = config === undefined ? loaded : loaded.map((s) => withDamperConfig(s, config));
   // Known before any simulation: a rate or load far past what the machine can simulate is refused at once.
-  const costs = scenarios.map((s) => simulatedCalls(s) * VARIANTS.length);
-  const largest = scenarios[costs.indexOf(Math.max(...costs))]!;
-  checkCost('this run', costs.reduce((a, b) => a + b, 0), options.maxCalls ?? DEFAULT_MAX_CALLS, `${scenarios.length} ${scenarios.length === 1 ? 'scenario' : 'scenarios'} × ${VARIANTS.length} variants; ${largest.name}: ${formatCalls(Math.max(...costs))}`);
+  checkCalls('this run', scenarios.map((scenario) => ({ name: scenario.name, scenario })), ['scenario', 'scenarios'], VARIANTS.length, options.maxCalls ?? DEFAULT_MAX_CALLS);
   const runs: ScenarioRun[] = [];
   const parts = scenarios.length * VARIANTS.length;
   for (const [i, scenario] of scenarios.entries()) {

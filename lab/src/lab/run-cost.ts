@@ -61,11 +61,17 @@ export function formatCalls(calls: number): string {
 }
 
 /**
- * Refuses `what` (e.g. "this sweep") when its `calls` pass `limit`, saying
- * what it would have cost and how to go on: `detail` names where the calls
- * come from, `option` the option that raises the limit.
+ * Refuses `what` ("this grid", "this run") when the calls of its `parts`,
+ * each run once per variant, pass `limit`, saying what it would have cost,
+ * where most of it comes from, and how to go on; else returns the calls.
+ * `unit` names a part, singular and plural (cell, cells).
  */
-export function checkCost(what: string, calls: number, limit: number, detail: string, option = '--max-calls'): void {
-  if (calls <= limit) return;
-  throw new RunTooLargeError(`${what} would simulate ${formatCalls(calls)} calls (${detail}), past the limit of ${formatCalls(limit)}: narrow it, or raise the limit with ${option} N`);
+export function checkCalls(what: string, parts: readonly { readonly name: string; readonly scenario: Scenario }[], unit: readonly [string, string], variants: number, limit: number): number {
+  const costs = parts.map((p) => simulatedCalls(p.scenario) * variants);
+  const calls = costs.reduce((a, b) => a + b, 0);
+  if (calls <= limit) return calls;
+  const most = Math.max(...costs);
+  const largest = parts[costs.indexOf(most)]!.name;
+  const detail = `${parts.length} ${parts.length === 1 ? unit[0] : unit[1]} × ${variants} ${variants === 1 ? 'variant' : 'variants'}; the largest, ${largest}: ${formatCalls(most)}`;
+  throw new RunTooLargeError(`${what} would simulate ${formatCalls(calls)} calls (${detail}), past the limit of ${formatCalls(limit)}: narrow it, or raise the limit with --max-calls N`);
 }

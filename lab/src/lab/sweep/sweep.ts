@@ -4,7 +4,7 @@ import { VARIANTS, type VariantName, type VariantSummary } from '../judge/result
 import { triggerEndS } from '../scenario.js';
 import { type ScenarioSource } from '../scenario-source.js';
 import { type AxisRange, axisTick, axisTitle, cellScenarioAt, type SweepAxis, sweepAxis } from './sweep-axis.js';
-import { checkCost, DEFAULT_MAX_CALLS, formatCalls, simulatedCalls } from '../run-cost.js';
+import { checkCalls, DEFAULT_MAX_CALLS } from '../run-cost.js';
 
 /**
  * `damper lab sweep`: the vulnerable region. One scenario is replayed over a
@@ -141,11 +141,8 @@ export async function runSweep(source: ScenarioSource, grid: SweepGrid, options:
     across.values.map((a) => ({ across: a, up: u, scenario: cellScenarioAt(source, [[across, a], [up, u]], operators ? 'kept' : 'removed') })),
   );
   // What it will cost, before any cell runs: a typo in a range (1..10000 for 1..1.5) is refused at once.
-  const costs = specs.map((spec) => simulatedCalls(spec.scenario) * variants.length);
-  const calls = costs.reduce((a, b) => a + b, 0);
-  const largest = specs[costs.indexOf(Math.max(...costs))]!;
-  const where = `${axisTick(across, largest.across)}, ${axisTick(up, largest.up)}`;
-  checkCost('this grid', calls, options.maxCalls ?? DEFAULT_MAX_CALLS, `${specs.length} cells × ${variants.length} ${variants.length === 1 ? 'variant' : 'variants'}; the largest cell, at ${where}, ${formatCalls(Math.max(...costs))}`);
+  const named = specs.map((spec) => ({ name: `the cell at ${axisTick(across, spec.across)}, ${axisTick(up, spec.up)}`, scenario: spec.scenario }));
+  const calls = checkCalls('this grid', named, ['cell', 'cells'], variants.length, options.maxCalls ?? DEFAULT_MAX_CALLS);
   options.onPlan?.({ cells: specs.length, calls });
   let done = 0;
   const runCell = async (spec: (typeof specs)[number]): Promise<SweepCell> => {
