@@ -9,7 +9,7 @@ import { checkCommand } from '../src/cli/check-command.js';
 import { findCommand } from '../src/cli/command.js';
 import { labCommand } from '../src/cli/lab-command.js';
 import { schemaCommand } from '../src/cli/schema-command.js';
-import { sweepCommand } from '../src/cli/sweep-command.js';
+import { sweepCommand, timeLeft } from '../src/cli/sweep-command.js';
 import { validateCommand } from '../src/cli/validate-command.js';
 import { formatSweepSummary } from '../src/cli/terminal.js';
 import { fileProblem } from '../src/lab/file-problem.js';
@@ -172,6 +172,13 @@ describe('know before you wait: a run past --max-calls is refused before it star
     assert.equal(r.status, 2, r.stderr);
     assert.match(r.stderr, /^damper: this grid would simulate [\d.]+ billion calls \(25 cells × 2 variants; the largest, the cell at 10,000×, 45: [\d.]+ billion\), past the limit of 1\.00 billion: narrow it, or raise the limit with --max-calls N\n$/);
     assert.ok(Date.now() - started < 10_000, 'before any cell ran');
+  });
+
+  test('the progress line says the time left, from the cells done so far', () => {
+    assert.equal(timeLeft(10_000, 2, 4), ', about 10 s left');
+    assert.equal(timeLeft(60_000, 1, 3), ', about 2 min 0 s left');
+    assert.equal(timeLeft(60_000, 0, 3), '', 'nothing done: no guess');
+    assert.equal(timeLeft(60_000, 3, 3), '', 'all done');
   });
 
   test('lab and lab check too; --max-calls raises the limit, and is checked', () => {

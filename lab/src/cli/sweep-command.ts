@@ -96,13 +96,25 @@ export async function sweepGrid(
     runner: run.serial ? 'serial' : 'threads',
     operators: run.operators,
     variants: run.variants,
-    onCell: (cell, done, total) => bar.update(done / total, `sweep: ${done}/${total} cells done (last: ${axisTick({ kind: grid.across.axis.kind }, cell.across)}, ${axisTick({ kind: grid.up.axis.kind }, cell.up)})`),
+    onCell: (cell, done, total) =>
+      bar.update(done / total, `sweep: ${done}/${total} cells done (last: ${axisTick({ kind: grid.across.axis.kind }, cell.across)}, ${axisTick({ kind: grid.up.axis.kind }, cell.up)})${timeLeft(elapsed(), done, total)}`),
   });
   bar.done();
   const wall = elapsed() / 1000;
   const json = sweepJson(result);
   await writeFiles(dir, { 'sweep.json': json, 'sweep.html': renderSweepReport(result) });
   return { result, dir, json, wall, workers };
+}
+
+/**
+ * The time a grid has left, read from the cells done so far (each cell's
+ * time so far, the same for the rest): a guess, said as one. Empty once
+ * every cell is done.
+ */
+export function timeLeft(elapsedMs: number, done: number, total: number): string {
+  if (done === 0 || done >= total) return '';
+  const s = Math.round(((elapsedMs / done) * (total - done)) / 1000);
+  return s < 60 ? `, about ${s} s left` : `, about ${Math.floor(s / 60)} min ${s % 60} s left`;
 }
 
 /** The cost line: cells, wall time, threads. */
