@@ -151,8 +151,6 @@ export class Clients<F extends FaultSpanDoc> implements World, Replies {
   private sentOutsideStep = false;
   private readonly characteristics: CharacteristicRecorder;
   private nextSample = 0;
-  /** Requests sent and not ended: after the horizon the run goes on until there are none. */
-  private inFlight = 0;
   /** The horizon, ms: after it nobody sends (no retry, no closed-loop user's next call), as a load generator stops. */
   private readonly horizon: number;
 
@@ -239,7 +237,7 @@ export class Clients<F extends FaultSpanDoc> implements World, Replies {
       world: this,
       durationMs: this.horizon,
       // Each request counts in the second it was sent: the last seconds are known once their requests have ended.
-      inFlight: () => this.inFlight > 0,
+      inFlight: () => this.recorder.settledBefore(this.recorder.seconds) < this.recorder.seconds,
       ...(onProgress === undefined ? {} : { onProgress }),
       ...(watch === undefined ? {} : { until: (t: number) => watch.decided(Math.floor(t / 1000)) }),
     });
@@ -281,7 +279,6 @@ export class Clients<F extends FaultSpanDoc> implements World, Replies {
     // A retry or a closed-loop user's next call due after the horizon is not sent: the load generator has stopped.
     if (start >= this.horizon) return;
     this.recorder.started(start);
-    this.inFlight++;
     const req: ClientRequest = { population, key, attempt, start, done: false, waitedForOrigin: false, servedStale: false, timeout: undefined };
     const ms = this.network.hopMs();
     if (ms === 0) this.world.send(req, this);
@@ -301,7 +298,6 @@ export class Clients<F extends FaultSpanDoc> implements World, Replies {
     if (req.done) return;
     req.done = true;
     req.timeout?.cancel();
-    this.inFlight--;
     this.recorder.ended(req.start, this.clock.now(), !ok ? 'bad' : req.waitedForOrigin ? 'good' : req.servedStale ? 'stale' : 'hit');
     if (this.inSpan(req)) {
       const c = this.counts[this.scenario.clients.indexOf(req.population)]!;
