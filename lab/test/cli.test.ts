@@ -181,6 +181,18 @@ describe('know before you wait: a run past --max-calls is refused before it star
     assert.equal(timeLeft(60_000, 3, 3), '', 'all done');
   });
 
+  test('a grid whose estimate passes --max-minutes is refused after a calibration of seconds, before any cell runs', () => {
+    const started = Date.now();
+    const r = damper('lab', 'check', 'retry-storm', '--max-minutes', '0.001', '--out', join(dir, 'estimate'));
+    assert.equal(r.status, 2, r.stderr);
+    assert.match(r.stderr, /damper: this grid would take about \d+ s here \([\d,]+ calls on \d threads?, at the cost of a call of its largest cell timed just now\), past the limit of 0\.001 min: narrow it, spread it over machines with --shard, or raise the limit with --max-minutes M\n$/);
+    assert.ok(!existsSync(join(dir, 'estimate', 'sweep.json')), 'no cell ran');
+    assert.ok(Date.now() - started < 60_000, 'in seconds');
+    const bad = damper('lab', 'sweep', 'retry-storm', '--load', '1..2', '--trigger', '30..45', '--max-minutes', 'soon');
+    assert.equal(bad.status, 2);
+    assert.match(bad.stderr, /^damper: --max-minutes must be a positive number of minutes \(e\.g\. 90\), got "soon"$/m);
+  });
+
   test('lab and lab check too; --max-calls raises the limit, and is checked', () => {
     const run = damper('lab', 'retry-storm', '--max-calls', '1000', '--out', join(dir, 'small-limit'));
     assert.equal(run.status, 2, run.stderr);

@@ -56,8 +56,21 @@ interface Owned {
   callbacks: Set<() => void> | (() => void) | undefined;
 }
 
-/** One entry per owned signal, the deadline included: a WeakMap entry costs ~1 µs, and a Retry attempt makes one such signal. */
-const owned = new WeakMap<AbortSignal, Owned>();
+/**
+ * Where an owned signal keeps its record: on the signal itself, under a
+ * symbol only this module holds. A Retry attempt with a time limit makes
+ * one such signal, and a WeakMap entry cost 0.7 µs on Node 24 and more to
+ * collect (its entries are ephemerons, walked on every GC), against 0.05 µs
+ * for a property; on Node 20 the property costs about 1 µs more than the
+ * entry, next to the 4 µs that Node 20 spends making the signal itself.
+ */
+const OWNED = Symbol('damper.owned');
+
+type OwnedSignal = AbortSignal & { [OWNED]?: Owned };
+
+function ownedRecord(signal: AbortSignal): Owned | undefined {
+  return (signal as OwnedSignal)[OWNED];
+}
 
 /**
  * Calls `callback` once when `signal` aborts, unless the returned function is
@@ -70,7 +83,7 @@ const owned = new WeakMap<AbortSignal, Owned>();
 export function onAbort(signal: AbortSignal, callback: () => void): () => void {
   if (typeof callback !== 'function') throw new ArgumentError('onAbort: callback must be a function');
   if (signal === NEVER_ABORTS) return UNWATCHED;
-  const record = owned.get(signal);
+  const record = ownedRecord(signal);
   if (record !== undefined) {
     const held = record.callbacks;
     if (held === undefined) record.callbacks = callback;
@@ -134,13 +147,13 @@ export function beforeAbort<T>(work: Promise<T>, signal: AbortSignal, recover: (
  */
 export function ownedSignal(controller: AbortController, at?: number): AbortSignal {
   const { signal } = controller;
-  owned.set(signal, { at, callbacks: undefined });
+  (signal as OwnedSignal)[OWNED] = { at, callbacks: undefined };
   return signal;
 }
 
 /** The instant given to {@link ownedSignal} for `signal`, if any. */
 export function ownedDeadline(signal: AbortSignal): number | undefined {
-  return owned.get(signal)?.at;
+  return ownedRecord(signal)?.at;
 }
 
 /** Aborts a controller whose signal came from {@link ownedSignal}: its listeners, then its {@link onAbort} callbacks in the order they subscribed. */
@@ -148,7 +161,7 @@ export function abortOwned(controller: AbortController, reason: unknown): void {
   const { signal } = controller;
   if (signal.aborted) return;
   controller.abort(reason);
-  const record = owned.get(signal);
+  const record = ownedRecord(signal);
   const callbacks = record?.callbacks;
   if (callbacks === undefined) return;
   if (typeof callbacks === 'function') {

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { MAX_STEPS } from '../lab/sweep/sweep.js';
 import { type AxisRange } from '../lab/sweep/sweep-axis.js';
+import { DEFAULT_MAX_MINUTES } from '../lab/run-cost.js';
 
 /**
  * The command line's own checks of its values (options.ts reads them): each
@@ -56,6 +57,13 @@ export function parseMaxCalls(raw: string | undefined, fallback: number): number
   if (raw === undefined) return fallback;
   const n = Number(raw);
   if (raw.trim() === '' || !Number.isSafeInteger(n) || n < 1) throw new UsageError(`--max-calls must be a whole number of calls, at least 1 (e.g. 500000000 or 5e8), got "${raw}"`);
+  return n;
+}
+
+export function parseMaxMinutes(raw: string | undefined): number {
+  if (raw === undefined) return DEFAULT_MAX_MINUTES;
+  const n = Number(raw);
+  if (raw.trim() === '' || !Number.isFinite(n) || n <= 0) throw new UsageError(`--max-minutes must be a positive number of minutes (e.g. 90), got "${raw}"`);
   return n;
 }
 

@@ -25,6 +25,7 @@ export const checkCommand: Command = {
     ['seed', GRID_OPTIONS.seed],
     ['serial', GRID_OPTIONS.serial],
     ['max-calls', GRID_OPTIONS['max-calls']],
+    ['max-minutes', GRID_OPTIONS['max-minutes']],
   ],
   examples: [
     ['damper lab check retry-storm', 'the default grid around retry-storm’s own point, with the lab’s own settings'],
@@ -37,8 +38,8 @@ async function check(ref: string, args: GridRun): Promise<number> {
   const source = await sweepSource(ref, args.damperConfig);
   // The plan before the run: a margin outside the grid is bad input, found in a second, not after the sweep.
   const plan = checkPlan(source);
-  const { result, dir, wall, workers } = await sweepGrid(source, plan.grid, { ...args, operators: false, variants: [CHECKED] });
+  const { result, dir, wall, workers, estimateS } = await sweepGrid(source, plan.grid, { ...args, operators: false, variants: [CHECKED] });
   const verdict = judgeCheck(result, plan.margins);
-  process.stdout.write(`${formatCheck(result, plan, verdict, source.scenario.damper?.config)}\n\n${costLine(result.cells.length, wall, workers)}\nwrote ${join(dir, 'sweep.html')} and ${join(dir, 'sweep.json')}\n`);
+  process.stdout.write(`${formatCheck(result, plan, verdict, source.scenario.damper?.config)}\n\n${costLine(result.cells.length, wall, workers, estimateS)}\nwrote ${join(dir, 'sweep.html')} and ${join(dir, 'sweep.json')}\n`);
   return verdict.safe ? 0 : 1;
 }

@@ -5,10 +5,10 @@ import { sourceWithDamperConfig, type ScenarioSource } from '../lab/scenario-sou
 import { MAX_STEPS, runSweep, type SweepGrid, sweepJson, type SweepResult } from '../lab/sweep/sweep.js';
 import { axisTick } from '../lab/sweep/sweep-axis.js';
 import { renderSweepReport } from '../lab/sweep/sweep-report.js';
-import { DEFAULT_MAX_CALLS, formatCalls, maxCallsHelp } from '../lab/run-cost.js';
+import { checkEstimate, DEFAULT_MAX_CALLS, DEFAULT_MAX_MINUTES, formatCalls, formatDuration, maxCallsHelp, runCalibration } from '../lab/run-cost.js';
 import { VARIANTS, type VariantName } from '../lab/judge/results.js';
 import { stopwatch } from './stopwatch.js';
-import { damperConfigOf, oneScenario, parseMaxCalls, parseSeed, parseSteps, sweepAxes } from './args.js';
+import { damperConfigOf, oneScenario, parseMaxCalls, parseMaxMinutes, parseSeed, parseSteps, sweepAxes } from './args.js';
 import { type Command } from './command.js';
 import { type OptionName, type OptionValues } from './options.js';
 import { DEFAULT_OUT, writableDir, writeFiles } from './out-dir.js';
@@ -21,6 +21,7 @@ export const GRID_OPTIONS = {
   serial: 'runs the cells one after another in this thread (the same results), not in a worker thread per core',
   'damper-config': 'the damper variant’s configuration module, over the scenario’s own damper.config',
   'max-calls': maxCallsHelp('every cell and variant'),
+  'max-minutes': `the wall time the grid may take here, estimated before it runs from a calibration (default ${DEFAULT_MAX_MINUTES}); past it the grid is refused`,
 } as const satisfies Partial<Record<OptionName, string>>;
 
 /** `damper lab sweep SCENARIO AXIS AXIS`. */
@@ -44,6 +45,7 @@ export const sweepCommand: Command = {
     ['json', 'also prints sweep.json on standard output'],
     ['damper-config', GRID_OPTIONS['damper-config']],
     ['max-calls', GRID_OPTIONS['max-calls']],
+    ['max-minutes', GRID_OPTIONS['max-minutes']],
   ],
   examples: [
     ['damper lab sweep facebook-2010 --load 0.25..1.25 --trigger 0.5..60', 'load across, how long the invalid value is held up: 5 × 5 cells'],
@@ -65,11 +67,13 @@ export interface GridRun {
   readonly damperConfig?: string;
   /** `--max-calls`: past it the grid is refused before it runs. */
   readonly maxCalls: number;
+  /** `--max-minutes`: an estimate past it is refused before the grid runs. */
+  readonly maxMinutes: number;
 }
 
 /** The options a grid runs with, read and checked. */
 export function gridRun(values: OptionValues): GridRun {
-  return { seed: parseSeed(values.seed), out: values.out ?? DEFAULT_OUT, serial: values.serial === true, maxCalls: parseMaxCalls(values['max-calls'], DEFAULT_MAX_CALLS), ...damperConfigOf(values['damper-config']) };
+  return { seed: parseSeed(values.seed), out: values.out ?? DEFAULT_OUT, serial: values.serial === true, maxCalls: parseMaxCalls(values['max-calls'], DEFAULT_MAX_CALLS), maxMinutes: parseMaxMinutes(values['max-minutes']), ...damperConfigOf(values['damper-config']) };
 }
 
 /** The scenario as a sweep reads it, with `--damper-config` laid over its own. */
@@ -83,16 +87,32 @@ export async function sweepGrid(
   source: ScenarioSource,
   grid: SweepGrid,
   run: GridRun & { readonly operators: boolean; readonly variants: readonly VariantName[] },
-): Promise<{ result: SweepResult; dir: string; json: string; wall: number; workers: number }> {
+): Promise<{ result: SweepResult; dir: string; json: string; wall: number; workers: number; estimateS: number }> {
   const dir = await writableDir(run.out);
   const elapsed = stopwatch();
   const bar = progressBar(process.stderr);
   const cells = grid.steps * grid.steps;
   const workers = run.serial ? 1 : Math.min(labThreads(), cells);
+  const threads = `${workers} ${workers === 1 ? 'thread' : 'threads'}`;
+  let estimateS = 0;
   const result = await runSweep(source, grid, {
     seed: run.seed,
     maxCalls: run.maxCalls,
-    onPlan: (plan) => bar.update(0, `sweep: ${plan.cells} cells, ${formatCalls(plan.calls)} simulated calls, on ${workers} ${workers === 1 ? 'thread' : 'threads'}`),
+    onPlan: async (plan) => {
+      const what = `sweep: ${plan.cells} cells, ${formatCalls(plan.calls)} simulated calls`;
+      bar.update(0, `${what}; timing a call here…`);
+      // Know before you wait: the largest cell's calls timed on this machine, each variant, then the grid at that cost.
+      let msPerCall = 0;
+      for (const variant of run.variants) {
+        await runCalibration(plan.largest, variant, run.seed);
+        const timed = stopwatch();
+        const calls = await runCalibration(plan.largest, variant, run.seed);
+        msPerCall += timed() / calls;
+      }
+      estimateS = ((plan.calls / run.variants.length) * msPerCall) / 1000 / workers;
+      checkEstimate('this grid', estimateS, `${formatCalls(plan.calls)} calls on ${threads}, at the cost of a call of its largest cell timed just now`, run.maxMinutes);
+      bar.update(0, `${what}, about ${formatDuration(estimateS)} on ${threads}`);
+    },
     runner: run.serial ? 'serial' : 'threads',
     operators: run.operators,
     variants: run.variants,
@@ -103,7 +123,7 @@ export async function sweepGrid(
   const wall = elapsed() / 1000;
   const json = sweepJson(result);
   await writeFiles(dir, { 'sweep.json': json, 'sweep.html': renderSweepReport(result) });
-  return { result, dir, json, wall, workers };
+  return { result, dir, json, wall, workers, estimateS };
 }
 
 /**
@@ -117,15 +137,15 @@ export function timeLeft(elapsedMs: number, done: number, total: number): string
   return s < 60 ? `, about ${s} s left` : `, about ${Math.floor(s / 60)} min ${s % 60} s left`;
 }
 
-/** The cost line: cells, wall time, threads. */
-export function costLine(cells: number, wall: number, workers: number): string {
-  return `${cells} cells in ${wall.toFixed(1)} s on ${workers} ${workers === 1 ? 'thread' : 'threads'} (${((wall * workers) / cells).toFixed(1)} s per cell per thread)`;
+/** The cost line: cells, wall time, threads, and what was estimated before. */
+export function costLine(cells: number, wall: number, workers: number, estimateS: number): string {
+  return `${cells} cells in ${wall.toFixed(1)} s on ${workers} ${workers === 1 ? 'thread' : 'threads'} (${((wall * workers) / cells).toFixed(1)} s per cell per thread; estimated ${formatDuration(estimateS)} before it ran)`;
 }
 
 async function sweep(ref: string, grid: SweepGrid, args: GridRun & { readonly operators: boolean; readonly json: boolean }): Promise<number> {
   const source = await sweepSource(ref, args.damperConfig);
-  const { result, dir, json, wall, workers } = await sweepGrid(source, grid, { ...args, variants: VARIANTS });
+  const { result, dir, json, wall, workers, estimateS } = await sweepGrid(source, grid, { ...args, variants: VARIANTS });
   if (args.json) process.stdout.write(json);
-  else process.stdout.write(`${formatSweepSummary(result)}\n\n${costLine(result.cells.length, wall, workers)}\nwrote ${join(dir, 'sweep.html')} and ${join(dir, 'sweep.json')}\n`);
+  else process.stdout.write(`${formatSweepSummary(result)}\n\n${costLine(result.cells.length, wall, workers, estimateS)}\nwrote ${join(dir, 'sweep.html')} and ${join(dir, 'sweep.json')}\n`);
   return 0;
 }

@@ -1,7 +1,9 @@
 import { DamperError } from 'damper';
 import { meanMs } from './engine/delay.js';
 import { activeAt, serviceState } from './world/service-faults.js';
-import { type Scenario } from './world/worlds.js';
+import { triggerEndS, triggerStartS } from './scenario.js';
+import { type Scenario, worldOf } from './world/worlds.js';
+import { type VariantName } from './judge/results.js';
 
 /**
  * What a run will cost, known before it starts (issue 29, part 3: know
@@ -74,4 +76,64 @@ export function checkCalls(what: string, parts: readonly { readonly name: string
   const largest = parts[costs.indexOf(most)]!.name;
   const detail = `${parts.length} ${parts.length === 1 ? unit[0] : unit[1]} × ${variants} ${variants === 1 ? 'variant' : 'variants'}; the largest, ${largest}: ${formatCalls(most)}`;
   throw new RunTooLargeError(`${what} would simulate ${formatCalls(calls)} calls (${detail}), past the limit of ${formatCalls(limit)}: narrow it, or raise the limit with --max-calls N`);
+}
+
+/**
+ * The calls a calibration times per variant: about half a second to two of
+ * one thread here, by what a call costs, so the estimate comes in seconds
+ * before a grid that may take an hour.
+ */
+export const CALIBRATION_CALLS = 10_000;
+
+/**
+ * What a calibration runs to time a call of `scenario` on this machine: its
+ * first seconds, enough for about {@link CALIBRATION_CALLS} calls (at least
+ * two), with its trigger moved into them, taking the same share of the
+ * slice as of the whole run (at least a second), so the calls timed mix a
+ * healthy system's and a triggered one's as the run does (a retry storm's
+ * call costs several of a healthy one's). The system starts in the steady
+ * state a run starts in; operator actions are dropped. A guess, said as one:
+ * a cell that gets stuck costs more per call than its trigger's share
+ * shows, and one a sweep ends at its verdict costs less.
+ */
+export function calibrationSlice(scenario: Scenario): Scenario {
+  const perSecond = Math.max(1, simulatedCalls(scenario) / scenario.durationS);
+  const seconds = Math.min(scenario.durationS, Math.max(2, Math.ceil(CALIBRATION_CALLS / perSecond)));
+  const from = triggerStartS(scenario);
+  const share = (triggerEndS(scenario) - from) / scenario.durationS;
+  const at = seconds - Math.min(seconds / 2, Math.max(1, share * seconds));
+  const faults = scenario.faults.filter((f) => f.trigger).map((f) => ({ ...f, startS: at + (f.startS - from) * (seconds / scenario.durationS), endS: seconds }));
+  return { ...scenario, durationS: seconds, baseline: { fromS: 0, toS: at }, faults } as Scenario;
+}
+
+/**
+ * Runs `variant` over {@link calibrationSlice} of `scenario`; returns the
+ * calls the slice sent. The caller times it, and runs it once before it
+ * times it: the first run of a thread pays for compiling the code (ten
+ * times a warm call's cost here), which a whole cell spreads thin.
+ */
+export async function runCalibration(scenario: Scenario, variant: VariantName, seed: number): Promise<number> {
+  const slice = calibrationSlice(scenario);
+  await worldOf(slice).run(slice, variant, seed, {});
+  return simulatedCalls(slice);
+}
+
+/** A time, as a reader takes it in: "40 s", "3 min 20 s", "2 h 5 min". */
+export function formatDuration(seconds: number): string {
+  const s = Math.round(seconds);
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`;
+  return `${Math.floor(s / 3600)} h ${Math.round((s % 3600) / 60)} min`;
+}
+
+/** The estimated wall time past which a grid is refused by default, minutes: a CI job's patience, not a machine's limit. */
+export const DEFAULT_MAX_MINUTES = 60;
+
+/**
+ * Refuses `what` when its estimated wall time passes `maxMinutes`, saying
+ * what it would take, from what, and how to go on.
+ */
+export function checkEstimate(what: string, estimateS: number, basis: string, maxMinutes: number): void {
+  if (estimateS <= maxMinutes * 60) return;
+  throw new RunTooLargeError(`${what} would take about ${formatDuration(estimateS)} here (${basis}), past the limit of ${maxMinutes} min: narrow it, spread it over machines with --shard, or raise the limit with --max-minutes M`);
 }

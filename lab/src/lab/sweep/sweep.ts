@@ -4,7 +4,8 @@ import { VARIANTS, type VariantName, type VariantSummary } from '../judge/result
 import { triggerEndS } from '../scenario.js';
 import { type ScenarioSource } from '../scenario-source.js';
 import { type AxisRange, axisTick, axisTitle, cellScenarioAt, type SweepAxis, sweepAxis } from './sweep-axis.js';
-import { checkCalls, DEFAULT_MAX_CALLS } from '../run-cost.js';
+import { checkCalls, DEFAULT_MAX_CALLS, simulatedCalls } from '../run-cost.js';
+import { type Scenario } from '../world/worlds.js';
 
 /**
  * `damper lab sweep`: the vulnerable region. One scenario is replayed over a
@@ -84,8 +85,21 @@ export interface SweepOptions {
   readonly onCell?: (cell: SweepCell, done: number, total: number) => void;
   /** The users' calls every cell and variant may send together (run-cost.ts); past it the sweep is refused before any cell runs. Default {@link DEFAULT_MAX_CALLS}. */
   readonly maxCalls?: number;
-  /** Called once the grid is known and within its limit, before any cell runs: the cells and the calls they will send. */
-  readonly onPlan?: (plan: { readonly cells: number; readonly calls: number }) => void;
+  /**
+   * Called once the grid is known and within its limit, before any cell
+   * runs (and awaited: it may time a calibration, or refuse by throwing):
+   * the cells, the calls they will send, and the cell that sends the most.
+   */
+  readonly onPlan?: (plan: SweepPlan) => void | Promise<void>;
+}
+
+/** What a sweep will run, known before it runs (see {@link SweepOptions.onPlan}). */
+export interface SweepPlan {
+  readonly cells: number;
+  /** The users' calls of every cell and variant together (run-cost.ts). */
+  readonly calls: number;
+  /** The cell whose users send the most calls: the one a calibration times. */
+  readonly largest: Scenario;
 }
 
 export const MAX_STEPS = 12;
@@ -143,7 +157,8 @@ export async function runSweep(source: ScenarioSource, grid: SweepGrid, options:
   // What it will cost, before any cell runs: a typo in a range (1..10000 for 1..1.5) is refused at once.
   const named = specs.map((spec) => ({ name: `the cell at ${axisTick(across, spec.across)}, ${axisTick(up, spec.up)}`, scenario: spec.scenario }));
   const calls = checkCalls('this grid', named, ['cell', 'cells'], variants.length, options.maxCalls ?? DEFAULT_MAX_CALLS);
-  options.onPlan?.({ cells: specs.length, calls });
+  const largest = specs.reduce((a, b) => (simulatedCalls(b.scenario) > simulatedCalls(a.scenario) ? b : a)).scenario;
+  await options.onPlan?.({ cells: specs.length, calls, largest });
   let done = 0;
   const runCell = async (spec: (typeof specs)[number]): Promise<SweepCell> => {
     const summaries = options.runner === 'serial' ? await runSummaries(spec.scenario, options.seed, variants) : await runSummariesIsolated(spec.scenario, options.seed, variants);
