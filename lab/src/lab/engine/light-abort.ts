@@ -41,11 +41,14 @@ interface Entry {
 const PlatformController = globalThis.AbortController;
 const platformAny = AbortSignal.any.bind(AbortSignal);
 
-/** Reported, not thrown at the dispatcher, as the platform's EventTarget does: a throwing listener does not stop the others. */
+/**
+ * Reported, not thrown at the dispatcher, as the platform's EventTarget does
+ * (a throwing listener does not stop the others): as an unhandled
+ * rejection, which ends the lab's process and fails a test run, as Node's
+ * uncaught exception would. No timer is set for it (principle 8).
+ */
 function report(error: unknown): void {
-  queueMicrotask(() => {
-    throw error;
-  });
+  void Promise.reject(error);
 }
 
 /** Aborts a light signal: its controller's `abort`, and nobody else's (a platform signal has no abort of its own either). */
