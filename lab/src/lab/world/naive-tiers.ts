@@ -3,8 +3,13 @@ import { type RetryCounts } from '../judge/lab-counters.js';
 import { retryDelayMs } from '../engine/retry-delay.js';
 import { type Backoff } from '../schema/common.js';
 
-/** A call down a stack of client tiers: `onDone` is called once with how it ended. */
-export type Call<R> = (onDone: (result: R) => void) => void;
+/**
+ * A call for `key` down a stack of client tiers: `onDone` is called once
+ * with how it ended. The key is an argument, not captured, so a stack is
+ * built once and serves every call (a stack of closures per call was a
+ * third of what a naive run allocated).
+ */
+export type Call<R> = (key: string, onDone: (result: R) => void) => void;
 
 /** A naive stack's shape: its tiers, and each tier's retries and the wait before each. */
 export interface NaiveTiersShape {
@@ -24,7 +29,7 @@ export interface NaiveTiersShape {
  * counts each tier's first attempts and retries (the tier's index in it).
  */
 export function naiveTiers<R>(clock: VirtualClock, shape: NaiveTiersShape, jitter: () => number, attempt: Call<R>, ok: (result: R) => boolean, counts?: readonly RetryCounts[]): Call<R> {
-  const tier = (depth: number, onDone: (result: R) => void): void => {
+  const tier = (depth: number, key: string, onDone: (result: R) => void): void => {
     let tries = 0;
     const counted = counts?.[depth];
     const once = (): void => {
@@ -39,10 +44,10 @@ export function naiveTiers<R>(clock: VirtualClock, shape: NaiveTiersShape, jitte
         if (delay > 0) clock.setTimer(once, delay);
         else once();
       };
-      if (depth === shape.layers - 1) attempt(next);
-      else tier(depth + 1, next);
+      if (depth === shape.layers - 1) attempt(key, next);
+      else tier(depth + 1, key, next);
     };
     once();
   };
-  return (onDone) => tier(0, onDone);
+  return (key, onDone) => tier(0, key, onDone);
 }

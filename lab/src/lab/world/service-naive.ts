@@ -64,24 +64,30 @@ export function naiveFront(clock: VirtualClock, servers: readonly Server[], bala
  */
 export function naiveCall(clock: VirtualClock, front: Front, tiers: ServiceTiers | undefined, jitter: () => number, counts: readonly RetryCounts[], hosts: readonly ((() => Server) | undefined)[] = []) {
   const ok = (a: Answer): boolean => a.outcome === 'ok';
-  // Each population's tier settings, worked out at its first call rather than at every one.
-  const settings = new Map<Population, ReturnType<typeof tierSettings>[]>();
-  return (population: Population, key: string): Call<Answer> => {
-    const once: Call<Answer> = (onDone) => front(key, population.priority, onDone);
+  // Each population's stack, built at its first call rather than at every one.
+  const stacks = new Map<Population, Call<Answer>>();
+  const stackOf = (population: Population): Call<Answer> => {
+    const once: Call<Answer> = (key, onDone) => front(key, population.priority, onDone);
     if (tiers === undefined) return once;
-    let own = settings.get(population);
-    if (own === undefined) settings.set(population, (own = Array.from({ length: tiers.count }, (_, t) => tierSettings(tiers, t, population))));
     // From the innermost out: each tier's attempt is a call of the tier below.
     let below = once;
     for (let t = tiers.count - 1; t >= 0; t--) {
-      const { retries, backoff, attemptTimeoutMs, timerTickMs, hedgeAfterMs } = own[t]!;
+      const { retries, backoff, attemptTimeoutMs, timerTickMs, hedgeAfterMs } = tierSettings(tiers, t, population);
       const timedOut = attemptTimeoutMs === undefined ? below : timed(clock, below, attemptTimeoutMs, timerTickMs);
       const attempt = hedgeAfterMs === undefined ? timedOut : hedged(clock, timedOut, hedgeAfterMs, timerTickMs, counts[t]);
       const retrying = naiveTiers(clock, { layers: 1, retries, backoff }, jitter, attempt, ok, counts.slice(t, t + 1));
       const host = hosts[t];
-      below = host === undefined ? retrying : (onDone) => host().submit({ key, priority: population.priority, done: (outcome, source) => onDone(answer(outcome, source)), below: (then) => retrying((a) => then(belowOutcome(a), a.source)) });
+      below =
+        host === undefined
+          ? retrying
+          : (key, onDone) => host().submit({ key, priority: population.priority, done: (outcome, source) => onDone(answer(outcome, source)), below: (then) => retrying(key, (a) => then(belowOutcome(a), a.source)) });
     }
     return below;
+  };
+  return (population: Population, key: string, onDone: (a: Answer) => void): void => {
+    let stack = stacks.get(population);
+    if (stack === undefined) stacks.set(population, (stack = stackOf(population)));
+    stack(key, onDone);
   };
 }
 
@@ -93,7 +99,7 @@ export function naiveCall(clock: VirtualClock, front: Front, tiers: ServiceTiers
  * among the tier's retries; the losing copy runs on below, unheard.
  */
 function hedged(clock: VirtualClock, call: Call<Answer>, afterMs: number, tickMs: number | undefined, counted: RetryCounts | undefined): Call<Answer> {
-  return (onDone) => {
+  return (key, onDone) => {
     let timer: Timer | undefined;
     let settled = false;
     let running = 1;
@@ -105,20 +111,20 @@ function hedged(clock: VirtualClock, call: Call<Answer>, afterMs: number, tickMs
       timer?.cancel();
       onDone(a);
     };
-    call(end);
+    call(key, end);
     if (settled || running === 0) return;
     timer = clock.setTimer(() => {
       timer = undefined;
       running++;
       if (counted !== undefined) counted.retries++;
-      call(end);
+      call(key, end);
     }, tickedDelay(clock.now(), afterMs, tickMs));
   };
 }
 
 /** `call`, given up on after `ms` (at the next tick of `tickMs`, if given): the caller hears a timeout then, and the call runs on below, unheard. */
 function timed(clock: VirtualClock, call: Call<Answer>, ms: number, tickMs: number | undefined): Call<Answer> {
-  return (onDone) => {
+  return (key, onDone) => {
     let timer: Timer | undefined;
     let settled = false;
     const finish = (a: Answer): void => {
@@ -127,7 +133,7 @@ function timed(clock: VirtualClock, call: Call<Answer>, ms: number, tickMs: numb
       timer?.cancel();
       onDone(a);
     };
-    call(finish);
+    call(key, finish);
     if (!settled) timer = clock.setTimer(() => finish(TIMED_OUT), tickedDelay(clock.now(), ms, tickMs));
   };
 }

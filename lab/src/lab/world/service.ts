@@ -233,7 +233,7 @@ function requestPath(clock: VirtualClock, scenario: ServiceScenario, observed: O
     // The client tiers retry (without them the users do, which no tier sees); naive's servers have no limiter to shed with.
     const counts = Array.from({ length: scenario.tiers?.count ?? 0 }, (_, t) => observed.counters.retry(`tier=${t}`));
     const call = naiveCall(clock, front, scenario.tiers, stream(seed, STREAMS.retryJitter), counts, hosts.map((pool) => (pool === undefined ? undefined : roundRobin(pool))));
-    return { send: (req: ClientRequest, done: (a: Answer) => void) => call(req.population, req.key)(done), close };
+    return { send: (req: ClientRequest, done: (a: Answer) => void) => call(req.population, req.key, done), close };
   }
   const { send, close } = damperService(clock, servers, scenario, settings, observed.gauges.watch, arrived, hosts);
   return {
