@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { MAX_STEPS } from '../lab/sweep/sweep.js';
+import { type Shard } from '../lab/sweep/shard.js';
 import { type AxisRange } from '../lab/sweep/sweep-axis.js';
 
 /**
@@ -57,6 +58,15 @@ export function parseMaxCalls(raw: string | undefined, fallback: number): number
   const n = Number(raw);
   if (raw.trim() === '' || !Number.isSafeInteger(n) || n < 1) throw new UsageError(`--max-calls must be a whole number of calls, at least 1 (e.g. 500000000 or 5e8), got "${raw}"`);
   return n;
+}
+
+/** `--shard I/N`: the I-th of N shares of a grid's cells, 1 ≤ I ≤ N; undefined when not given (the whole grid, no part written). */
+export function parseShard(raw: string | undefined): Shard | undefined {
+  if (raw === undefined) return undefined;
+  const m = /^(\d{1,6})\/(\d{1,6})$/.exec(raw);
+  const [index, count] = m === null ? [NaN, NaN] : [Number(m[1]), Number(m[2])];
+  if (!(count >= 1 && index >= 1 && index <= count)) throw new UsageError(`--shard must be I/N, this machine's share I of N, whole numbers with 1 ≤ I ≤ N (e.g. 2/4), got "${raw}"`);
+  return { index, count };
 }
 
 export function parseSeed(raw: string | undefined): number {

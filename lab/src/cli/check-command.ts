@@ -1,11 +1,13 @@
 import { join } from 'node:path';
-import { CHECKED, judgeCheck } from '../lab/sweep/check.js';
+import { judgeCheck } from '../lab/sweep/check.js';
 import { checkPlan, DEFAULT_SPAN } from '../lab/sweep/check-plan.js';
 import { factor } from '../lab/format.js';
 import { oneScenario } from './args.js';
 import { formatCheck } from './check-summary.js';
 import { type Command } from './command.js';
-import { costLine, GRID_OPTIONS, type GridRun, gridRun, sweepGrid, sweepSource } from './sweep-command.js';
+import { costLine, GRID_OPTIONS, type GridRun, gridRun, partLines, sweepGrid, sweepSource } from './sweep-command.js';
+import { type CheckOfPart } from '../lab/sweep/shard.js';
+import { type SweepResult } from '../lab/sweep/sweep.js';
 
 /**
  * `damper lab check SCENARIO`: the scenario's check grid (check-plan.ts),
@@ -25,6 +27,7 @@ export const checkCommand: Command = {
     ['seed', GRID_OPTIONS.seed],
     ['serial', GRID_OPTIONS.serial],
     ['max-calls', GRID_OPTIONS['max-calls']],
+    ['shard', GRID_OPTIONS.shard],
   ],
   examples: [
     ['damper lab check retry-storm', 'the default grid around retry-storm’s own point, with the lab’s own settings'],
@@ -37,8 +40,19 @@ async function check(ref: string, args: GridRun): Promise<number> {
   const source = await sweepSource(ref, args.damperConfig);
   // The plan before the run: a margin outside the grid is bad input, found in a second, not after the sweep.
   const plan = checkPlan(source);
-  const { result, dir, wall, workers } = await sweepGrid(source, plan.grid, { ...args, operators: false, variants: [CHECKED] });
-  const verdict = judgeCheck(result, plan.margins);
-  process.stdout.write(`${formatCheck(result, plan, verdict, source.scenario.damper?.config)}\n\n${costLine(result.cells.length, wall, workers)}\nwrote ${join(dir, 'sweep.html')} and ${join(dir, 'sweep.json')}\n`);
+  const config = source.scenario.damper?.config;
+  const checked: CheckOfPart = { margins: plan.margins, origin: plan.origin, ...(config === undefined ? {} : { config }) };
+  const outcome = await sweepGrid(source, plan.grid, { ...args, operators: false, check: checked });
+  if (outcome.kind === 'part') {
+    process.stdout.write(`${partLines(outcome)}\n`);
+    return 0;
+  }
+  return reportCheck(outcome.result, checked, `${costLine(outcome.result.cells.length, outcome.wall, outcome.workers)}\nwrote ${join(outcome.dir, 'sweep.html')} and ${join(outcome.dir, 'sweep.json')}`);
+}
+
+/** Judges a check's sweep (a run's or a merge's), prints its screen and `footer`, and returns the exit code: 0 safe, 1 not. */
+export function reportCheck(result: SweepResult, checked: CheckOfPart, footer: string): number {
+  const verdict = judgeCheck(result, checked.margins);
+  process.stdout.write(`${formatCheck(result, checked, verdict)}\n\n${footer}\n`);
   return verdict.safe ? 0 : 1;
 }

@@ -1,5 +1,5 @@
 import { type AxisReach, CHECKED, type CheckVerdict } from '../lab/sweep/check.js';
-import { type CheckPlan } from '../lab/sweep/check-plan.js';
+import { type CheckOfPart } from '../lab/sweep/shard.js';
 import { type SweepResult } from '../lab/sweep/sweep.js';
 import { axisAt, axisTick, axisWord, type SweepAxis } from '../lab/sweep/sweep-axis.js';
 import { formatGrid, formatGridHeading } from './terminal.js';
@@ -30,12 +30,13 @@ function range(axis: SweepAxis, [from, to]: readonly [number, number]): string {
   return from === to ? axisTick(axis, from) : `${axisTick(axis, from)}..${axisTick(axis, to)}`;
 }
 
-/** The whole screen; `config` is the configuration module in use, or undefined for the lab's own settings. */
-export function formatCheck(result: SweepResult, plan: CheckPlan, verdict: CheckVerdict, config: string | undefined): string {
+/** The whole screen; `checked.config` is the configuration module in use, or undefined for the lab's own settings. */
+export function formatCheck(result: SweepResult, checked: CheckOfPart, verdict: CheckVerdict): string {
   const { across, up } = result;
+  const { config } = checked;
   const lines = [
     ...formatGridHeading(result, 'lab check'),
-    `the ${CHECKED} variant with ${config === undefined ? 'the lab’s own settings' : `the configuration ${config}`}; ${plan.origin === 'declared' ? 'the grid and margins of the scenario’s check section' : 'the default grid (×0.5 to ×2.5 of its own load and trigger), no margin'}`,
+    `the ${CHECKED} variant with ${config === undefined ? 'the lab’s own settings' : `the configuration ${config}`}; ${checked.origin === 'declared' ? 'the grid and margins of the scenario’s check section' : 'the default grid (×0.5 to ×2.5 of its own load and trigger), no margin'}`,
     '',
     ...formatGrid(result, CHECKED),
     '',

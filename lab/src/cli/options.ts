@@ -21,6 +21,7 @@ export const OPTIONS = {
   operators: { type: 'boolean' },
   serial: { type: 'boolean' },
   'max-calls': { type: 'string', value: 'N' },
+  shard: { type: 'string', value: 'I/N' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' },
 } as const;

@@ -2,13 +2,13 @@ import { join } from 'node:path';
 import { loadScenarioSource } from '../lab/lab.js';
 import { labThreads } from '../lab/engine/parallel.js';
 import { sourceWithDamperConfig, type ScenarioSource } from '../lab/scenario-source.js';
-import { MAX_STEPS, runSweep, type SweepGrid, sweepJson, type SweepResult } from '../lab/sweep/sweep.js';
+import { gridVariants, MAX_STEPS, runSweepPart, type SweepGrid, sweepJson, type SweepResult } from '../lab/sweep/sweep.js';
+import { assemble, type CheckOfPart, partFileName, partJson, type Shard, type SweepPart } from '../lab/sweep/shard.js';
 import { axisTick } from '../lab/sweep/sweep-axis.js';
 import { renderSweepReport } from '../lab/sweep/sweep-report.js';
 import { DEFAULT_MAX_CALLS, formatCalls, maxCallsHelp } from '../lab/run-cost.js';
-import { VARIANTS, type VariantName } from '../lab/judge/results.js';
 import { stopwatch } from './stopwatch.js';
-import { damperConfigOf, oneScenario, parseMaxCalls, parseSeed, parseSteps, sweepAxes } from './args.js';
+import { damperConfigOf, oneScenario, parseMaxCalls, parseSeed, parseShard, parseSteps, sweepAxes } from './args.js';
 import { type Command } from './command.js';
 import { type OptionName, type OptionValues } from './options.js';
 import { DEFAULT_OUT, writableDir, writeFiles } from './out-dir.js';
@@ -21,6 +21,7 @@ export const GRID_OPTIONS = {
   serial: 'runs the cells one after another in this thread (the same results), not in a worker thread per core',
   'damper-config': 'the damper variant’s configuration module, over the scenario’s own damper.config',
   'max-calls': maxCallsHelp('every cell and variant'),
+  shard: 'runs the I-th of N shares of the cells (cell k goes to share k mod N + 1) and writes DIR/sweep.part-I-of-N.json; damper lab merge puts the N parts together',
 } as const satisfies Partial<Record<OptionName, string>>;
 
 /** `damper lab sweep SCENARIO AXIS AXIS`. */
@@ -44,6 +45,7 @@ export const sweepCommand: Command = {
     ['json', 'also prints sweep.json on standard output'],
     ['damper-config', GRID_OPTIONS['damper-config']],
     ['max-calls', GRID_OPTIONS['max-calls']],
+    ['shard', GRID_OPTIONS.shard],
   ],
   examples: [
     ['damper lab sweep facebook-2010 --load 0.25..1.25 --trigger 0.5..60', 'load across, how long the invalid value is held up: 5 × 5 cells'],
@@ -63,13 +65,23 @@ export interface GridRun {
   readonly serial: boolean;
   /** `--damper-config`: over the scenario's own `damper.config`. */
   readonly damperConfig?: string;
-  /** `--max-calls`: past it the grid is refused before it runs. */
+  /** `--max-calls`: past it the grid is refused before it runs (a shard's own cells). */
   readonly maxCalls: number;
+  /** `--shard I/N`: this share of the cells, written as a part; undefined: the whole grid. */
+  readonly shard?: Shard;
 }
 
 /** The options a grid runs with, read and checked. */
 export function gridRun(values: OptionValues): GridRun {
-  return { seed: parseSeed(values.seed), out: values.out ?? DEFAULT_OUT, serial: values.serial === true, maxCalls: parseMaxCalls(values['max-calls'], DEFAULT_MAX_CALLS), ...damperConfigOf(values['damper-config']) };
+  const shard = parseShard(values.shard);
+  return {
+    seed: parseSeed(values.seed),
+    out: values.out ?? DEFAULT_OUT,
+    serial: values.serial === true,
+    maxCalls: parseMaxCalls(values['max-calls'], DEFAULT_MAX_CALLS),
+    ...damperConfigOf(values['damper-config']),
+    ...(shard === undefined ? {} : { shard }),
+  };
 }
 
 /** The scenario as a sweep reads it, with `--damper-config` laid over its own. */
@@ -78,32 +90,66 @@ export async function sweepSource(ref: string, damperConfig: string | undefined)
   return damperConfig === undefined ? source : sourceWithDamperConfig(source, damperConfig);
 }
 
-/** Runs a grid with a progress bar; writes sweep.json and sweep.html into the folder proven writable first. */
-export async function sweepGrid(
-  source: ScenarioSource,
-  grid: SweepGrid,
-  run: GridRun & { readonly operators: boolean; readonly variants: readonly VariantName[] },
-): Promise<{ result: SweepResult; dir: string; json: string; wall: number; workers: number }> {
+/** What a grid run wrote: the whole sweep (sweep.json and sweep.html), or with `--shard` its part. */
+export type GridOutcome = { readonly dir: string; readonly wall: number; readonly workers: number } & (
+  | { readonly kind: 'whole'; readonly result: SweepResult; readonly json: string }
+  | { readonly kind: 'part'; readonly part: SweepPart; readonly file: string; readonly json: string }
+);
+
+/**
+ * Runs a grid (its variants: {@link gridVariants}) with a progress bar;
+ * writes sweep.json and sweep.html, or with `--shard` the part, into the
+ * folder proven writable first. `check`: what `lab check`'s part carries.
+ */
+export async function sweepGrid(source: ScenarioSource, grid: SweepGrid, run: GridRun & { readonly operators: boolean; readonly check?: CheckOfPart }): Promise<GridOutcome> {
   const dir = await writableDir(run.out);
   const elapsed = stopwatch();
   const bar = progressBar(process.stderr);
-  const cells = grid.steps * grid.steps;
-  const workers = run.serial ? 1 : Math.min(labThreads(), cells);
-  const result = await runSweep(source, grid, {
+  let workers = 1;
+  const found = await runSweepPart(source, grid, {
     seed: run.seed,
     maxCalls: run.maxCalls,
-    onPlan: (plan) => bar.update(0, `sweep: ${plan.cells} cells, ${formatCalls(plan.calls)} simulated calls, on ${workers} ${workers === 1 ? 'thread' : 'threads'}`),
+    onPlan: (plan) => {
+      workers = run.serial ? 1 : Math.max(1, Math.min(labThreads(), plan.cells));
+      bar.update(0, `${run.shard === undefined ? 'sweep' : `sweep, share ${run.shard.index}/${run.shard.count}`}: ${plan.cells} cells, ${formatCalls(plan.calls)} simulated calls, on ${workers} ${workers === 1 ? 'thread' : 'threads'}`);
+    },
     runner: run.serial ? 'serial' : 'threads',
     operators: run.operators,
-    variants: run.variants,
+    variants: gridVariants(source.scenario),
+    ...(run.shard === undefined ? {} : { shard: run.shard }),
     onCell: (cell, done, total) =>
       bar.update(done / total, `sweep: ${done}/${total} cells done (last: ${axisTick({ kind: grid.across.axis.kind }, cell.across)}, ${axisTick({ kind: grid.up.axis.kind }, cell.up)})${timeLeft(elapsed(), done, total)}`),
   });
   bar.done();
   const wall = elapsed() / 1000;
+  if (run.shard !== undefined) {
+    const part: SweepPart = run.check === undefined ? found : { ...found, check: run.check };
+    const json = partJson(part);
+    await writeFiles(dir, { [partFileName(run.shard)]: json });
+    return { kind: 'part', part, file: join(dir, partFileName(run.shard)), json, dir, wall, workers };
+  }
+  const result = assemble(found.sweep, found.cells.map((c) => c.cell));
+  return { kind: 'whole', result, ...(await writeSweep(dir, result)), dir, wall, workers };
+}
+
+/** Writes sweep.json and sweep.html, a whole run's or a merge's. */
+export async function writeSweep(dir: string, result: SweepResult): Promise<{ json: string }> {
   const json = sweepJson(result);
   await writeFiles(dir, { 'sweep.json': json, 'sweep.html': renderSweepReport(result) });
-  return { result, dir, json, wall, workers };
+  return { json };
+}
+
+/** What a shard's run prints: what it ran and wrote, and how the parts come together. */
+export function partLines(outcome: GridOutcome & { kind: 'part' }): string {
+  const { part } = outcome;
+  const total = part.sweep.across.values.length * part.sweep.up.values.length;
+  const { index, count } = part.shard;
+  return [
+    `damper lab ${part.check === undefined ? 'sweep' : 'check'} ${part.sweep.scenario}, seed ${part.sweep.seed}: share ${index} of ${count}, ${part.cells.length} of the grid's ${total} cells`,
+    costLine(part.cells.length, outcome.wall, outcome.workers),
+    `wrote ${outcome.file}`,
+    `once all ${count} parts are written: damper lab merge PARTS_OR_FOLDERS [--out DIR] writes sweep.json and sweep.html${part.check === undefined ? '' : ' and gives the check’s verdict'}`,
+  ].join('\n');
 }
 
 /**
@@ -119,13 +165,20 @@ export function timeLeft(elapsedMs: number, done: number, total: number): string
 
 /** The cost line: cells, wall time, threads. */
 export function costLine(cells: number, wall: number, workers: number): string {
-  return `${cells} cells in ${wall.toFixed(1)} s on ${workers} ${workers === 1 ? 'thread' : 'threads'} (${((wall * workers) / cells).toFixed(1)} s per cell per thread)`;
+  const per = cells === 0 ? '' : ` (${((wall * workers) / cells).toFixed(1)} s per cell per thread)`;
+  return `${cells} cells in ${wall.toFixed(1)} s on ${workers} ${workers === 1 ? 'thread' : 'threads'}${per}`;
 }
 
 async function sweep(ref: string, grid: SweepGrid, args: GridRun & { readonly operators: boolean; readonly json: boolean }): Promise<number> {
   const source = await sweepSource(ref, args.damperConfig);
-  const { result, dir, json, wall, workers } = await sweepGrid(source, grid, { ...args, variants: VARIANTS });
-  if (args.json) process.stdout.write(json);
-  else process.stdout.write(`${formatSweepSummary(result)}\n\n${costLine(result.cells.length, wall, workers)}\nwrote ${join(dir, 'sweep.html')} and ${join(dir, 'sweep.json')}\n`);
+  const outcome = await sweepGrid(source, grid, args);
+  if (args.json) process.stdout.write(outcome.json);
+  else if (outcome.kind === 'part') process.stdout.write(`${partLines(outcome)}\n`);
+  else process.stdout.write(`${sweepScreen(outcome.result, `${costLine(outcome.result.cells.length, outcome.wall, outcome.workers)}\nwrote ${join(outcome.dir, 'sweep.html')} and ${join(outcome.dir, 'sweep.json')}`)}\n`);
   return 0;
+}
+
+/** `lab sweep`'s screen, a run's or a merge's: the grids, the regions compared, then `footer`. */
+export function sweepScreen(result: SweepResult, footer: string): string {
+  return `${formatSweepSummary(result)}\n\n${footer}`;
 }

@@ -1,6 +1,6 @@
 import { millis, percent, times } from '../lab/format.js';
 import { type LabRun, VARIANTS, type VariantName } from '../lab/judge/results.js';
-import { type CellOutcome, cellAt, outcome, outcomeCounts, scenarioCell, summaryOf, type SweepResult, vulnerableCells } from '../lab/sweep/sweep.js';
+import { type CellOutcome, cellAt, outcome, outcomeCounts, scenarioCell, summaryOf, type SweepResult, type SweepVariant, vulnerableCells } from '../lab/sweep/sweep.js';
 import { axisAt, axisSpan, axisTick } from '../lab/sweep/sweep-axis.js';
 
 /**
@@ -78,7 +78,7 @@ const SYMBOLS: Record<CellOutcome, string> = { quick: 'Â·', slow: 'o', stuck: 'â
  * scenario's own setting in brackets), under a line with how many cells
  * were stuck.
  */
-export function formatGrid(result: SweepResult, v: VariantName): string[] {
+export function formatGrid(result: SweepResult, v: SweepVariant): string[] {
   const across = result.across.values;
   const up = result.up.values;
   const home = scenarioCell(result);
