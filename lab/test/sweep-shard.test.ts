@@ -78,13 +78,15 @@ describe('sharded and merged is the same sweep: byte-identical sweep.json and sw
     });
   }
 
-  test('with a configuration, the third variant (the lab’s own settings) travels in the parts too', async () => {
+  test('with a configuration, the third variant (the lab’s own settings) travels in the parts too, and threads give the same bytes', async () => {
     const configured = sourceWithDamperConfig(source, 'test/fixtures/careless.config.mjs');
     const options = { seed: 1, runner: 'serial', variants: SWEEP_VARIANTS } as const;
     const expected = await runSweep(configured, GRID, options);
     assert.deepEqual(Object.keys(expected.cells[0]!.variants), ['naive', 'damper', 'damper-lab']);
     const found = await Promise.all([1, 2].map(async (index) => ({ where: `part ${index}`, part: readPart(partJson(await runSweepPart(configured, GRID, { ...options, shard: { index, count: 2 } })), `part ${index}`) })));
     assert.equal(sweepJson(mergeParts(found).result), sweepJson(expected));
+    // In worker threads each cell's two runs (its own, and with the lab's settings) go to the pool side by side: the same bytes.
+    assert.equal(sweepJson(await runSweep(configured, GRID, { ...options, runner: 'threads' })), sweepJson(expected));
   });
 
   test('a merge copies a cell whole: a field it does not know passes through', async () => {
