@@ -97,11 +97,20 @@ function sha256(text: string | Buffer): string {
   return createHash('sha256').update(text).digest('hex');
 }
 
+/** A configuration module by its contents; one that cannot be read is left to the run, whose DamperConfigError names it and why. */
+function contentHash(file: string): string {
+  try {
+    return sha256(readFileSync(file));
+  } catch {
+    return `unread: ${file}`;
+  }
+}
+
 /** The identity of the grid of `sweep` whose cells are `scenarios` (every cell's, not only a shard's). */
 export function gridIdentity(sweep: SweepHeading, scenarios: readonly Scenario[]): string {
   const contents = new Map<string, string>();
   const byContent = (file: string): string => {
-    if (!contents.has(file)) contents.set(file, sha256(readFileSync(file)));
+    if (!contents.has(file)) contents.set(file, contentHash(file));
     return contents.get(file)!;
   };
   const cells = scenarios.map((s) => (s.damper?.config === undefined ? s : { ...s, damper: { config: byContent(s.damper.config) } }));
