@@ -11,15 +11,16 @@ import { assemble, gridIdentity, PART_FORMAT, shardCells, type Shard, type Sweep
 /**
  * `damper lab sweep`: the vulnerable region. One scenario is replayed over a
  * grid of two axes (sweep-axis.ts: offered load, the trigger's length or
- * size, any numeric field of the file), both variants per cell (the damper
- * variant only for `lab check`), same seed everywhere. A cell whose variant never becomes healthy
- * again after the trigger is *stuck*: the loop outlived its cause. The stuck
+ * size, any numeric field of the file), both variants per cell, same seed
+ * everywhere. A cell whose variant never becomes healthy again after the
+ * trigger is *stuck*: the loop outlived its cause. The stuck
  * cells are that variant's vulnerable region.
  *
  * Cells are independent, so they run in worker threads, one per core
  * (`runner: 'threads'`), or one after the other in this thread
  * (`runner: 'serial'`); a cell's result depends on its scenario and seed only,
- * so both give the same `SweepResult`, and the same `sweep.json` bytes.
+ * so both give the same `SweepResult`, and the same `sweep.json` bytes; so
+ * does a grid run in shares on several machines and merged (shard.ts).
  */
 
 /**
