@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { cover, judgeCheck } from '../src/lab/sweep/check.js';
 import { LATER_BY_S, worseThanNaive } from '../src/lab/sweep/worse.js';
 import { formatSweepSummary, worseLine } from '../src/cli/terminal.js';
+import { renderSweepReport } from '../src/lab/sweep/sweep-report.js';
 import { checkPlan, DEFAULT_SPAN } from '../src/lab/sweep/check-plan.js';
 import { loadScenarioSource } from '../src/lab/lab.js';
 import { ScenarioError } from '../src/lab/scenario.js';
@@ -132,10 +133,12 @@ describe('worse than nothing fails the check: damper stuck where naive recovers,
     assert.equal(judgeCheck(versus({ '2,0': [5, 10] }), [0, 0]).safe, true, 'within the tolerance');
   });
 
-  test('lab sweep prints the same line under its grids', () => {
+  test('lab sweep prints the same line under its grids, and sweep.html says it under the maps', () => {
     const result = versus({ '3,2': [0, null] });
     assert.match(formatSweepSummary(result), /\nWORSE THAN NAIVE: damper does worse than no damper in 1 of 12 cells: stuck where naive recovers at 2× × 30 \(naive 0 s\)$/);
     assert.doesNotMatch(formatSweepSummary(versus({})), /WORSE/);
+    assert.ok(renderSweepReport(result).includes('<p class="worse"><strong>Worse than naive:</strong> damper does worse than no damper in 1 of 12 cells: stuck where naive recovers at 2× × 30 (naive 0 s).</p>'));
+    assert.doesNotMatch(renderSweepReport(versus({})), /class="worse"/);
   });
 });
 

@@ -2,7 +2,7 @@ import { millis, percent, times } from '../lab/format.js';
 import { type LabRun, VARIANTS, type VariantName } from '../lab/judge/results.js';
 import { type CellOutcome, cellAt, outcome, outcomeCounts, scenarioCell, summaryOf, type SweepResult, type SweepVariant, vulnerableCells } from '../lab/sweep/sweep.js';
 import { axisAt, axisSpan, axisTick, axisWord } from '../lab/sweep/sweep-axis.js';
-import { LATER_BY_S, type WorseCell, worseThanNaive } from '../lab/sweep/worse.js';
+import { type WorseCell, worseSentence, worseThanNaive } from '../lab/sweep/worse.js';
 
 /**
  * What the `damper lab` command shows in a terminal: a progress bar while the
@@ -132,25 +132,13 @@ export function formatSweepSummary(result: SweepResult): string {
   return lines.join('\n');
 }
 
-/** "0.5× × 17.5": a cell by its two values. */
-function cellName(result: SweepResult, cell: { across: number; up: number }): string {
-  return `${axisTick(result.across, cell.across)} × ${axisTick(result.up, cell.up)}`;
-}
-
 /**
  * The one line that says the damper variant does worse than naive
  * (worse.ts: stuck where naive recovers, or recovered more than
- * {@link LATER_BY_S} s after it), naming the cells; undefined when it does not.
+ * LATER_BY_S seconds after it), naming the cells; undefined when it does not.
  */
 export function worseLine(result: SweepResult, worse: readonly WorseCell[]): string | undefined {
-  if (worse.length === 0) return undefined;
-  const stuck = worse.filter((w) => w.how === 'stuck');
-  const later = worse.filter((w) => w.how === 'later');
-  const parts = [
-    ...(stuck.length === 0 ? [] : [`stuck where naive recovers at ${stuck.map((w) => `${cellName(result, w.cell)} (naive ${w.naiveS} s)`).join(', ')}`]),
-    ...(later.length === 0 ? [] : [`recovered more than ${LATER_BY_S} s after naive at ${later.map((w) => `${cellName(result, w.cell)} (${w.variantS} s, naive ${w.naiveS} s)`).join(', ')}`]),
-  ];
-  return `WORSE THAN NAIVE: damper does worse than no damper in ${worse.length} of ${result.cells.length} cells: ${parts.join('; ')}`;
+  return worse.length === 0 ? undefined : `WORSE THAN NAIVE: ${worseSentence(result, worse)}`;
 }
 
 /**
@@ -164,7 +152,7 @@ export function formatCellTable(result: SweepResult, worse: readonly WorseCell[]
     return `${s.recoverySeconds === null ? 'stuck' : `${s.recoverySeconds} s`}, ${percent(s.goodputRatio)}`;
   };
   const header = [`${axisWord(result.across)} × ${axisWord(result.up)}`, ...result.variants];
-  const rows = result.cells.map((c) => [cellName(result, c), ...result.variants.map((v) => figures(v, c))]);
+  const rows = result.cells.map((c) => [`${axisTick(result.across, c.across)} × ${axisTick(result.up, c.up)}`, ...result.variants.map((v) => figures(v, c))]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]): string => `  ${cells.map((c, i) => c.padEnd(widths[i]!)).join('   ')}`.trimEnd();
   const marked = new Set(worse.map((w) => w.cell));

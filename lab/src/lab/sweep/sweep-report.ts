@@ -2,6 +2,7 @@ import { num, percent, times } from '../format.js';
 import { esc, jsonIsland, pageHead, siblingLink } from '../report/report.js';
 import { type CellOutcome, type CellSummary, cellAt, outcome, outcomeCounts, scenarioPoint, summaryOf, type SweepCell, type SweepResult, type SweepVariant } from './sweep.js';
 import { axisAt, axisSpan, axisTick, axisWord, type SweepAxis } from './sweep-axis.js';
+import { worseSentence, worseThanNaive } from './worse.js';
 
 /**
  * The sweep's `sweep.html`: one self-contained page with a heatmap per
@@ -188,6 +189,12 @@ function renderCounts(result: SweepResult): string {
   return `<table class="counts">\n<thead>${head}</thead>\n<tbody>\n${rows.join('\n')}\n</tbody>\n</table>`;
 }
 
+/** The cells where damper does worse than naive (worse.ts), in a sentence; nothing when there are none. */
+function renderWorse(result: SweepResult): string {
+  const worse = worseThanNaive(result);
+  return worse.length === 0 ? '' : `<p class="worse"><strong>Worse than naive:</strong> ${esc(worseSentence(result, worse))}.</p>\n`;
+}
+
 /** "both variants, …", or the three with the lab's own settings beside a configuration. */
 function variantsRun(variants: readonly SweepVariant[]): string {
   if (variants.length === 1) return `the ${variants[0]!} variant`;
@@ -220,7 +227,7 @@ ${siblingLink('report.html', 'the replay of the scenario’s own point over time
 ${result.variants.map((v) => renderHeatmap(result, v)).join('\n')}
 </section>
 ${renderLegend(result)}
-<section class="tables">
+${renderWorse(result)}<section class="tables">
 <h2>The numbers</h2>
 ${renderCounts(result)}
 ${result.variants.map((v) => renderTable(result, v)).join('\n')}
@@ -256,6 +263,7 @@ svg.heatmap .tick { font-size: 12px; fill: var(--muted); font-variant-numeric: t
 svg.heatmap .axis-title { font-size: 13px; fill: var(--text); }
 svg.heatmap .cell text { font-variant-numeric: tabular-nums; pointer-events: none; }
 .region { margin: 6px 0 0; }
+p.worse { margin: 14px 0 0; padding: 8px 14px; border-left: 4px solid #8e1b1b; background: #fbeaea; max-width: 100ch; }
 ul.legend { list-style: none; padding: 10px 14px; margin: 18px 0 0; background: var(--panel); font-size: 14px; max-width: 100ch; }
 ul.legend li { margin: 4px 0; }
 .ramp, .swatch { display: inline-block; width: 44px; height: 14px; vertical-align: -2px; margin-right: 8px; border: 1px solid rgba(0, 0, 0, 0.2); }

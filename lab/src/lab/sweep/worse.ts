@@ -1,3 +1,4 @@
+import { axisTick } from './sweep-axis.js';
 import { type SweepCell, type SweepResult, type SweepVariant } from './sweep.js';
 
 /**
@@ -50,4 +51,20 @@ export function worseThanNaive(result: SweepResult, variant: SweepVariant = 'dam
     else if (variantS - naiveS > LATER_BY_S) worse.push({ cell, how: 'later', naiveS, variantS });
   }
   return worse;
+}
+
+/** "0.5× × 17.5": a cell by its two values. */
+function cellName(result: SweepResult, cell: SweepCell): string {
+  return `${axisTick(result.across, cell.across)} × ${axisTick(result.up, cell.up)}`;
+}
+
+/** The worse cells in one sentence, for the terminal's line and the page: "damper does worse than no damper in 2 of 4 cells: stuck where naive recovers at …". */
+export function worseSentence(result: SweepResult, worse: readonly WorseCell[]): string {
+  const stuck = worse.filter((w) => w.how === 'stuck');
+  const later = worse.filter((w) => w.how === 'later');
+  const parts = [
+    ...(stuck.length === 0 ? [] : [`stuck where naive recovers at ${stuck.map((w) => `${cellName(result, w.cell)} (naive ${w.naiveS} s)`).join(', ')}`]),
+    ...(later.length === 0 ? [] : [`recovered more than ${LATER_BY_S} s after naive at ${later.map((w) => `${cellName(result, w.cell)} (${w.variantS} s, naive ${w.naiveS} s)`).join(', ')}`]),
+  ];
+  return `damper does worse than no damper in ${worse.length} of ${result.cells.length} cells: ${parts.join('; ')}`;
 }
