@@ -6,6 +6,9 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { cover, judgeCheck } from '../src/lab/sweep/check.js';
+import { LATER_BY_S, worseThanNaive } from '../src/lab/sweep/worse.js';
+import { formatSweepSummary, worseLine } from '../src/cli/terminal.js';
+import { renderSweepReport } from '../src/lab/sweep/sweep-report.js';
 import { checkPlan, DEFAULT_SPAN } from '../src/lab/sweep/check-plan.js';
 import { loadScenarioSource } from '../src/lab/lab.js';
 import { ScenarioError } from '../src/lab/scenario.js';
@@ -92,6 +95,53 @@ describe('the margin: no stuck cell from the scenario’s point to point + margi
   });
 });
 
+describe('worse than nothing fails the check: damper stuck where naive recovers, or recovered more than 5 s after it', () => {
+  const at = (s: number | null): CellSummary => ({ recovered: s !== null, recoverySeconds: s, amplification: 1, goodputRatio: s === null ? 0.3 : 1 });
+  /** The fixture's grid, naive and damper given per cell (across index, up index) as recovery seconds; the rest recover at 0 s under both. */
+  function versus(figures: Record<string, readonly [number | null, number | null]>): SweepResult {
+    const base = fixture();
+    const cells = base.cells.map((c, k) => {
+      const [naive, damper] = figures[`${k % 4},${Math.floor(k / 4)}`] ?? [0, 0];
+      return { ...c, variants: { naive: at(naive), damper: at(damper) } };
+    });
+    return { ...base, variants: ['naive', 'damper'], cells };
+  }
+
+  test('the rule, cell by cell', () => {
+    assert.equal(LATER_BY_S, 5);
+    const result = versus({ '0,0': [0, null], '1,0': [3, 3 + LATER_BY_S + 1], '2,0': [3, 3 + LATER_BY_S], '3,0': [null, null], '0,1': [20, 2], '1,2': [null, 40] });
+    assert.deepEqual(
+      worseThanNaive(result).map((w) => [w.cell.across, w.cell.up, w.how, w.naiveS, w.variantS]),
+      [
+        [0.5, 10, 'stuck', 0, null],
+        [1, 10, 'later', 3, 9],
+      ],
+      'stuck where naive recovers, and 6 s later; not 5 s later, not where naive is stuck too, not sooner',
+    );
+    assert.deepEqual(worseThanNaive({ ...result, variants: ['damper'] }), [], 'a sweep without naive compares nothing');
+  });
+
+  test('a check whose margin box is clear still fails, in one line naming the cells', () => {
+    const result = versus({ '3,2': [0, null], '2,0': [5, 12] });
+    const verdict = judgeCheck(result, [0, 0]);
+    assert.deepEqual(verdict.stuck, []);
+    assert.equal(verdict.safe, false);
+    assert.equal(
+      worseLine(result, verdict.worse),
+      'WORSE THAN NAIVE: damper does worse than no damper in 2 of 12 cells: stuck where naive recovers at 2× × 30 (naive 0 s); recovered more than 5 s after naive at 1.5× × 10 (12 s, naive 5 s)',
+    );
+    assert.equal(judgeCheck(versus({ '2,0': [5, 10] }), [0, 0]).safe, true, 'within the tolerance');
+  });
+
+  test('lab sweep prints the same line under its grids, and sweep.html says it under the maps', () => {
+    const result = versus({ '3,2': [0, null] });
+    assert.match(formatSweepSummary(result), /\nWORSE THAN NAIVE: damper does worse than no damper in 1 of 12 cells: stuck where naive recovers at 2× × 30 \(naive 0 s\)$/);
+    assert.doesNotMatch(formatSweepSummary(versus({})), /WORSE/);
+    assert.ok(renderSweepReport(result).includes('<p class="worse"><strong>Worse than naive:</strong> damper does worse than no damper in 1 of 12 cells: stuck where naive recovers at 2× × 30 (naive 0 s).</p>'));
+    assert.doesNotMatch(renderSweepReport(versus({})), /class="worse"/);
+  });
+});
+
 describe('the plan: the scenario’s check section, or a default grid around its own point', () => {
   const storm = JSON.parse(readFileSync('scenarios/retry-storm.json', 'utf8')) as Record<string, unknown>;
   const source = (doc: Record<string, unknown>) => scenarioSource(JSON.stringify(doc), 'mine.json', join(process.cwd(), 'mine.json'));
@@ -151,6 +201,16 @@ describe('damper lab check command: exit 0 safe, 1 not, 2 bad input', () => {
     return file;
   };
 
+  const careless = 'test/fixtures/careless.config.mjs';
+  /** `lab check ARGS…` in a process of its own, so that two run at once on the two cores. */
+  const run = (...args: string[]) =>
+    new Promise<{ status: number | null; stdout: string }>((resolve) => {
+      const child = spawn(process.execPath, [main, 'lab', 'check', ...args], { stdio: ['ignore', 'pipe', 'ignore'] });
+      let stdout = '';
+      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+      child.on('close', (status) => resolve({ status, stdout }));
+    });
+
   test('bad input exits 2 with one line, before any simulation', () => {
     const blocker = join(dir, 'a-file');
     writeFileSync(blocker, '');
@@ -181,16 +241,18 @@ describe('damper lab check command: exit 0 safe, 1 not, 2 bad input', () => {
     assert.match(r.stderr, /check\.axes\[0\]: the grid 0\.5×\.\.1\.2× must hold/);
   });
 
-  test('safe at its own point: exit 0, the damper grid and the distances on one screen, sweep.json and sweep.html written', () => {
+  test('safe at its own point: exit 0, the damper grid, every cell beside naive and the distances on one screen, sweep.json and sweep.html written', () => {
     const out = join(dir, 'safe-out');
     const r = cli('check', small('half-load', 200), '--out', out);
     assert.equal(r.status, 0, r.stderr + r.stdout);
     assert.match(r.stdout, /^damper: 0 of 4 cells stuck/m);
     assert.match(r.stdout, /^ {2}load: no stuck cell up to 1\.1×; none down to 0\.9×; this scenario: 1×, no margin asked$/m);
     assert.match(r.stdout, /^SAFE: none of the 2 cells/m);
-    assert.doesNotMatch(r.stdout, /naive/, 'the damper variant only');
+    assert.match(r.stdout, /^ {2}load × trigger held \(s\) {3}naive {6,}damper$/m, 'naive beside damper, no third column without a configuration');
+    assert.match(r.stdout, /^ {2}0\.9× × 20 {2,}(\d+ s|stuck), [\d.<>]+% {2,}\d+ s, [\d.<>]+%$/m);
+    assert.doesNotMatch(r.stdout, /WORSE/);
     const json = JSON.parse(readFileSync(join(out, 'sweep.json'), 'utf8')) as SweepResult;
-    assert.deepEqual(json.variants, ['damper']);
+    assert.deepEqual(json.variants, ['naive', 'damper']);
     assert.ok(existsSync(join(out, 'sweep.html')));
   });
 
@@ -201,16 +263,31 @@ describe('damper lab check command: exit 0 safe, 1 not, 2 bad input', () => {
     assert.match(r.stdout, /^NOT SAFE: 2 of the 2 cells .* stuck: 0\.9× × 30, 1\.1× × 30$/m);
   });
 
+  // Issue 29, part 4: a configuration worse than no damper at all fails the check even when the scenario's own point is clear.
+  test('a configuration stuck where naive recovers exits 1 in one line; a careless but not worse one exits 0', async () => {
+    // retry-storm at 50 users/s (a quarter of its own), a 5 s slowdown at 30 s, healthy meaning 10 s in a row (not 30),
+    // the run ended at 60 s: a stuck cell is decided at 50 s. The check grid doubles the load. There 10 retries a tier with a 100 ms attempt timeout (lab/test/fixtures/worse.config.mjs)
+    // keep the slowdown alive where naive recovers at once (seed 1: stuck at 2× against naive's 0 s).
+    const file = join(dir, 'quarter-storm.json');
+    const check = { axes: [{ axis: 'load', from: 1, to: 2 }, { axis: 'trigger', from: 5, to: 10 }], steps: 2 };
+    const slowdown = { kind: 'slowdown', factor: 4, startS: 30, endS: 35, label: 'the server slows down fourfold (trigger)' };
+    const objective = { ...(storm.objective as object), holdS: 10 };
+    writeFileSync(file, JSON.stringify({ ...storm, name: 'quarter-storm', durationS: 60, objective, baseline: { fromS: 5, toS: 30 }, clients: [{ name: 'users', rate: 50, timeoutMs: 2000 }], faults: [slowdown], check }));
+    const [worse, notWorse] = await Promise.all([run(file, '--out', join(dir, 'worse'), '--damper-config', 'test/fixtures/worse.config.mjs'), run(file, '--out', join(dir, 'not-worse'), '--damper-config', careless)]);
+    assert.equal(worse.status, 1, worse.stdout);
+    assert.match(worse.stdout, /^NOT SAFE: none of the 1 cells from the scenario's point to its margin \(load 1× × trigger held \(s\) 5\) is stuck, but the configuration does worse than naive$/m);
+    assert.match(worse.stdout, /^WORSE THAN NAIVE: damper does worse than no damper in 2 of 4 cells: stuck where naive recovers at 2× × 5 \(naive 0 s\), 2× × 10 \(naive 0 s\)$/m);
+    assert.match(worse.stdout, /^ {2}load × trigger held \(s\) {3}naive {2,}damper {2,}damper-lab$/m, 'the lab’s own settings beside the configuration');
+    assert.match(worse.stdout, /^ {2}2× × 5 {2,}0 s, >99\.9% {2,}stuck, [\d.]+% {2,}0 s, >99\.9% {3}← worse than naive$/m);
+    assert.equal(notWorse.status, 0, notWorse.stdout);
+    assert.doesNotMatch(notWorse.stdout, /WORSE|worse than naive/);
+    assert.match(notWorse.stdout, /^SAFE: /m);
+    const json = JSON.parse(readFileSync(join(dir, 'worse', 'sweep.json'), 'utf8')) as SweepResult;
+    assert.deepEqual(json.variants, ['naive', 'damper', 'damper-lab']);
+  });
+
   // The headline (issue 12): the lab's own settings keep retry-storm's point and margin clear; a configuration as careless as naive does not.
-  const careless = 'test/fixtures/careless.config.mjs';
   test('retry-storm: exit 0 with the lab’s own settings, 1 with a careless configuration', async () => {
-    const run = (...args: string[]) =>
-      new Promise<{ status: number | null; stdout: string }>((resolve) => {
-        const child = spawn(process.execPath, [main, 'lab', 'check', ...args], { stdio: ['ignore', 'pipe', 'ignore'] });
-        let stdout = '';
-        child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-        child.on('close', (status) => resolve({ status, stdout }));
-      });
     // The shipped scenario and its check section, watched 2½ minutes after the grid's longest trigger (45 s, ending at 165 s) rather
     // than its own 13-minute horizon: with the lab's settings a cell recovers within seconds, with the careless ones it never does,
     // and a stuck cell's last minutes are the costliest simulated time of the suite (issue 25).

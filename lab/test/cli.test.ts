@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { checkCommand } from '../src/cli/check-command.js';
+import { mergeCommand } from '../src/cli/merge-command.js';
 import { findCommand } from '../src/cli/command.js';
 import { labCommand } from '../src/cli/lab-command.js';
 import { schemaCommand } from '../src/cli/schema-command.js';
@@ -27,7 +28,7 @@ import { type SweepCell, type SweepResult } from '../src/lab/sweep/sweep.js';
 const main = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
 // A command that hangs (Node's recursive mkdir under /proc did) is killed and fails its test, not the suite.
 const damper = (...args: string[]) => spawnSync(process.execPath, [main, ...args], { encoding: 'utf8', timeout: 120_000 });
-const COMMANDS = [labCommand, sweepCommand, checkCommand, validateCommand, schemaCommand];
+const COMMANDS = [labCommand, sweepCommand, checkCommand, mergeCommand, validateCommand, schemaCommand];
 const dir = mkdtempSync(join(tmpdir(), 'damper-cli-'));
 
 /** A usage error: the reason and the help to read, two lines on standard error and nothing else, exit 2. */
@@ -121,7 +122,7 @@ describe('every command has its own help: usage, options, the shipped scenarios,
   test('damper lab --help lists the commands below it', () => {
     const help = damper('lab', '--help').stdout;
     const commands = help.slice(help.indexOf('\ncommands'), help.indexOf('\nshipped scenarios:'));
-    assert.deepEqual([...commands.matchAll(/^ {2}(lab \w+)/gm)].map((m) => m[1]), ['lab sweep', 'lab check', 'lab validate', 'lab schema']);
+    assert.deepEqual([...commands.matchAll(/^ {2}(lab \w+)/gm)].map((m) => m[1]), ['lab sweep', 'lab check', 'lab merge', 'lab validate', 'lab schema']);
   });
 
   test("each example is its command's and uses only its options", () => {
@@ -199,7 +200,11 @@ describe('know before you wait: a run past --max-calls is refused before it star
     assert.match(run.stderr, /^damper: this run would simulate 312,000 calls \(1 scenario × 2 variants; the largest, retry-storm: 312,000\), past the limit of 1,000: /);
     const check = damper('lab', 'check', 'retry-storm', '--max-calls', '1000', '--out', join(dir, 'small-limit'));
     assert.equal(check.status, 2, check.stderr);
-    assert.match(check.stderr, /^damper: this grid would simulate [\d,]+ calls \(4 cells × 1 variant; the largest, the cell at 1\.5×, 45: [\d,]+\), past the limit of 1,000: /);
+    assert.match(check.stderr, /^damper: this grid would simulate [\d.]+ million calls \(4 cells × 2 variants; the largest, the cell at 1\.5×, 45: [\d,]+\), past the limit of 1,000: /, 'naive beside damper');
+    const configured = damper('lab', 'check', 'retry-storm', '--damper-config', 'test/fixtures/careless.config.mjs', '--max-calls', '1000', '--out', join(dir, 'small-limit'));
+    assert.match(configured.stderr, /\(4 cells × 3 variants; /, 'and the lab’s own settings beside a configuration');
+    const shard = damper('lab', 'check', 'retry-storm', '--shard', '2/4', '--max-calls', '1000', '--out', join(dir, 'small-limit'));
+    assert.match(shard.stderr, /\(1 cell × 2 variants; /, 'a shard counts its own cells');
     const bad = damper('lab', 'retry-storm', '--max-calls', 'lots');
     assert.equal(bad.status, 2);
     assert.match(bad.stderr, /^damper: --max-calls must be a whole number of calls, at least 1 \(e\.g\. 500000000 or 5e8\), got "lots"$/m);

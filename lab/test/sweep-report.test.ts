@@ -160,7 +160,7 @@ test('sweep page: the same result renders the same bytes', () => {
   assert.equal(renderSweepReport(fixture()), html);
 });
 
-test('sweep page: any two axes, each with its kind and label; a check’s page shows the damper variant only', () => {
+test('sweep page: any two axes, each with its kind and label; a page shows only the variants its sweep ran', () => {
   const fields = {
     ...fixture(),
     variants: ['damper'] as const,

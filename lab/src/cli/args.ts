@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { MAX_STEPS } from '../lab/sweep/sweep.js';
+import { type Shard } from '../lab/sweep/shard.js';
 import { type AxisRange } from '../lab/sweep/sweep-axis.js';
 import { DEFAULT_MAX_MINUTES } from '../lab/run-cost.js';
 
@@ -65,6 +66,15 @@ export function parseMaxMinutes(raw: string | undefined): number {
   const n = Number(raw);
   if (raw.trim() === '' || !Number.isFinite(n) || n <= 0) throw new UsageError(`--max-minutes must be a positive number of minutes (e.g. 90), got "${raw}"`);
   return n;
+}
+
+/** `--shard I/N`: the I-th of N shares of a grid's cells, 1 ≤ I ≤ N; undefined when not given (the whole grid, no part written). */
+export function parseShard(raw: string | undefined): Shard | undefined {
+  if (raw === undefined) return undefined;
+  const m = /^(\d{1,6})\/(\d{1,6})$/.exec(raw);
+  const [index, count] = m === null ? [NaN, NaN] : [Number(m[1]), Number(m[2])];
+  if (!(count >= 1 && index >= 1 && index <= count)) throw new UsageError(`--shard must be I/N, this machine's share I of N, whole numbers with 1 ≤ I ≤ N (e.g. 2/4), got "${raw}"`);
+  return { index, count };
 }
 
 export function parseSeed(raw: string | undefined): number {

@@ -9,6 +9,7 @@ import { checkCommand } from './check-command.js';
 import { checkOptions, type Command, findCommand } from './command.js';
 import { commandHelp, globalHelp, seeHelp } from './help.js';
 import { labCommand } from './lab-command.js';
+import { mergeCommand } from './merge-command.js';
 import { readOptions, readWords } from './options.js';
 import { schemaCommand } from './schema-command.js';
 import { sweepCommand } from './sweep-command.js';
@@ -22,7 +23,7 @@ import { validateCommand } from './validate-command.js';
  * never a stack trace.
  */
 
-const COMMANDS: readonly Command[] = [labCommand, sweepCommand, checkCommand, validateCommand, schemaCommand];
+const COMMANDS: readonly Command[] = [labCommand, sweepCommand, checkCommand, mergeCommand, validateCommand, schemaCommand];
 
 /** `unknown command "lba" (did you mean lab?)`. */
 function unknownCommand(words: readonly string[]): UsageError {

@@ -22,6 +22,7 @@ export const OPTIONS = {
   serial: { type: 'boolean' },
   'max-calls': { type: 'string', value: 'N' },
   'max-minutes': { type: 'string', value: 'M' },
+  shard: { type: 'string', value: 'I/N' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' },
 } as const;

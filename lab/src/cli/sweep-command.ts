@@ -2,13 +2,13 @@ import { join } from 'node:path';
 import { loadScenarioSource } from '../lab/lab.js';
 import { labThreads } from '../lab/engine/parallel.js';
 import { sourceWithDamperConfig, type ScenarioSource } from '../lab/scenario-source.js';
-import { MAX_STEPS, runSweep, type SweepGrid, sweepJson, type SweepResult } from '../lab/sweep/sweep.js';
+import { gridVariants, MAX_STEPS, runSweepPart, type SweepGrid, sweepJson, type SweepPlan, type SweepResult, type SweepVariant } from '../lab/sweep/sweep.js';
+import { assemble, type CheckOfPart, partFileName, partJson, type Shard, type SweepPart } from '../lab/sweep/shard.js';
 import { axisTick } from '../lab/sweep/sweep-axis.js';
 import { renderSweepReport } from '../lab/sweep/sweep-report.js';
 import { checkEstimate, DEFAULT_MAX_CALLS, DEFAULT_MAX_MINUTES, formatCalls, formatDuration, maxCallsHelp, runCalibration } from '../lab/run-cost.js';
-import { VARIANTS, type VariantName } from '../lab/judge/results.js';
 import { stopwatch } from './stopwatch.js';
-import { damperConfigOf, oneScenario, parseMaxCalls, parseMaxMinutes, parseSeed, parseSteps, sweepAxes } from './args.js';
+import { damperConfigOf, oneScenario, parseMaxCalls, parseMaxMinutes, parseSeed, parseShard, parseSteps, sweepAxes } from './args.js';
 import { type Command } from './command.js';
 import { type OptionName, type OptionValues } from './options.js';
 import { DEFAULT_OUT, writableDir, writeFiles } from './out-dir.js';
@@ -22,6 +22,7 @@ export const GRID_OPTIONS = {
   'damper-config': 'the damper variant’s configuration module, over the scenario’s own damper.config',
   'max-calls': maxCallsHelp('every cell and variant'),
   'max-minutes': `the wall time the grid may take here, estimated before it runs from a calibration (default ${DEFAULT_MAX_MINUTES}); past it the grid is refused`,
+  shard: 'runs the I-th of N shares of the cells (cell k goes to share k mod N + 1) and writes DIR/sweep.part-I-of-N.json; damper lab merge puts the N parts together',
 } as const satisfies Partial<Record<OptionName, string>>;
 
 /** `damper lab sweep SCENARIO AXIS AXIS`. */
@@ -46,6 +47,7 @@ export const sweepCommand: Command = {
     ['damper-config', GRID_OPTIONS['damper-config']],
     ['max-calls', GRID_OPTIONS['max-calls']],
     ['max-minutes', GRID_OPTIONS['max-minutes']],
+    ['shard', GRID_OPTIONS.shard],
   ],
   examples: [
     ['damper lab sweep facebook-2010 --load 0.25..1.25 --trigger 0.5..60', 'load across, how long the invalid value is held up: 5 × 5 cells'],
@@ -65,15 +67,26 @@ export interface GridRun {
   readonly serial: boolean;
   /** `--damper-config`: over the scenario's own `damper.config`. */
   readonly damperConfig?: string;
-  /** `--max-calls`: past it the grid is refused before it runs. */
+  /** `--max-calls`: past it the grid is refused before it runs (a shard's own cells). */
   readonly maxCalls: number;
   /** `--max-minutes`: an estimate past it is refused before the grid runs. */
   readonly maxMinutes: number;
+  /** `--shard I/N`: this share of the cells, written as a part; undefined: the whole grid. */
+  readonly shard?: Shard;
 }
 
 /** The options a grid runs with, read and checked. */
 export function gridRun(values: OptionValues): GridRun {
-  return { seed: parseSeed(values.seed), out: values.out ?? DEFAULT_OUT, serial: values.serial === true, maxCalls: parseMaxCalls(values['max-calls'], DEFAULT_MAX_CALLS), maxMinutes: parseMaxMinutes(values['max-minutes']), ...damperConfigOf(values['damper-config']) };
+  const shard = parseShard(values.shard);
+  return {
+    seed: parseSeed(values.seed),
+    out: values.out ?? DEFAULT_OUT,
+    serial: values.serial === true,
+    maxCalls: parseMaxCalls(values['max-calls'], DEFAULT_MAX_CALLS),
+    maxMinutes: parseMaxMinutes(values['max-minutes']),
+    ...damperConfigOf(values['damper-config']),
+    ...(shard === undefined ? {} : { shard }),
+  };
 }
 
 /** The scenario as a sweep reads it, with `--damper-config` laid over its own. */
@@ -82,48 +95,94 @@ export async function sweepSource(ref: string, damperConfig: string | undefined)
   return damperConfig === undefined ? source : sourceWithDamperConfig(source, damperConfig);
 }
 
-/** Runs a grid with a progress bar; writes sweep.json and sweep.html into the folder proven writable first. */
-export async function sweepGrid(
-  source: ScenarioSource,
-  grid: SweepGrid,
-  run: GridRun & { readonly operators: boolean; readonly variants: readonly VariantName[] },
-): Promise<{ result: SweepResult; dir: string; json: string; wall: number; workers: number; estimateS: number }> {
+/** What a grid run wrote: the whole sweep (sweep.json and sweep.html), or with `--shard` its part. */
+export type GridOutcome = { readonly dir: string; readonly wall: number; readonly workers: number; readonly estimateS: number } & (
+  | { readonly kind: 'whole'; readonly result: SweepResult; readonly json: string }
+  | { readonly kind: 'part'; readonly part: SweepPart; readonly file: string; readonly json: string }
+);
+
+/**
+ * Runs a grid (its variants: {@link gridVariants}) with a progress bar;
+ * writes sweep.json and sweep.html, or with `--shard` the part, into the
+ * folder proven writable first. `check`: what `lab check`'s part carries.
+ */
+export async function sweepGrid(source: ScenarioSource, grid: SweepGrid, run: GridRun & { readonly operators: boolean; readonly check?: CheckOfPart }): Promise<GridOutcome> {
   const dir = await writableDir(run.out);
   const elapsed = stopwatch();
   const bar = progressBar(process.stderr);
-  const cells = grid.steps * grid.steps;
-  const workers = run.serial ? 1 : Math.min(labThreads(), cells);
-  const threads = `${workers} ${workers === 1 ? 'thread' : 'threads'}`;
+  let workers = 1;
   let estimateS = 0;
-  const result = await runSweep(source, grid, {
+  const variants = gridVariants(source.scenario);
+  const found = await runSweepPart(source, grid, {
     seed: run.seed,
     maxCalls: run.maxCalls,
     onPlan: async (plan) => {
-      const what = `sweep: ${plan.cells} cells, ${formatCalls(plan.calls)} simulated calls`;
+      workers = run.serial ? 1 : Math.max(1, Math.min(labThreads(), plan.cells));
+      const threads = `${workers} ${workers === 1 ? 'thread' : 'threads'}`;
+      const what = `${run.shard === undefined ? 'sweep' : `sweep, share ${run.shard.index}/${run.shard.count}`}: ${plan.cells} cells, ${formatCalls(plan.calls)} simulated calls`;
       bar.update(0, `${what}; timing a call here…`);
-      // Know before you wait: the largest cell's calls timed on this machine, each variant, then the grid at that cost.
-      let msPerCall = 0;
-      for (const variant of run.variants) {
-        await runCalibration(plan.largest, variant, run.seed);
-        const timed = stopwatch();
-        const calls = await runCalibration(plan.largest, variant, run.seed);
-        msPerCall += timed() / calls;
-      }
-      estimateS = ((plan.calls / run.variants.length) * msPerCall) / 1000 / workers;
+      estimateS = await estimate(plan, variants, run.seed, workers);
       checkEstimate('this grid', estimateS, `${formatCalls(plan.calls)} calls on ${threads}, at the cost of a call of its largest cell timed just now`, run.maxMinutes);
       bar.update(0, `${what}, about ${formatDuration(estimateS)} on ${threads}`);
     },
     runner: run.serial ? 'serial' : 'threads',
     operators: run.operators,
-    variants: run.variants,
+    variants,
+    ...(run.shard === undefined ? {} : { shard: run.shard }),
     onCell: (cell, done, total) =>
       bar.update(done / total, `sweep: ${done}/${total} cells done (last: ${axisTick({ kind: grid.across.axis.kind }, cell.across)}, ${axisTick({ kind: grid.up.axis.kind }, cell.up)})${timeLeft(elapsed(), done, total)}`),
   });
   bar.done();
   const wall = elapsed() / 1000;
+  if (run.shard !== undefined) {
+    const part: SweepPart = run.check === undefined ? found : { ...found, check: run.check };
+    const json = partJson(part);
+    await writeFiles(dir, { [partFileName(run.shard)]: json });
+    return { kind: 'part', part, file: join(dir, partFileName(run.shard)), json, dir, wall, workers, estimateS };
+  }
+  const result = assemble(found.sweep, found.cells.map((c) => c.cell));
+  return { kind: 'whole', result, ...(await writeSweep(dir, result)), dir, wall, workers, estimateS };
+}
+
+/**
+ * Know before you wait: the wall time a grid will take here, s. Each
+ * variant's call is timed on the grid's largest cell (run once to warm the
+ * code, once timed: run-cost.ts), and every cell's calls are costed at it,
+ * spread over the threads. damper-lab (the lab's own settings) is costed as
+ * damper. A guess, said as one (docs/lab.md, "Know before you wait").
+ */
+async function estimate(plan: SweepPlan, variants: readonly SweepVariant[], seed: number, workers: number): Promise<number> {
+  if (plan.largest === undefined) return 0;
+  const perCall: Partial<Record<SweepVariant, number>> = {};
+  for (const variant of variants) {
+    if (variant === 'damper-lab') continue;
+    await runCalibration(plan.largest, variant, seed);
+    const timed = stopwatch();
+    const calls = await runCalibration(plan.largest, variant, seed);
+    perCall[variant] = timed() / calls;
+  }
+  const msPerCall = variants.reduce((sum, v) => sum + perCall[v === 'damper-lab' ? 'damper' : v]!, 0);
+  return ((plan.calls / variants.length) * msPerCall) / 1000 / workers;
+}
+
+/** Writes sweep.json and sweep.html, a whole run's or a merge's. */
+export async function writeSweep(dir: string, result: SweepResult): Promise<{ json: string }> {
   const json = sweepJson(result);
   await writeFiles(dir, { 'sweep.json': json, 'sweep.html': renderSweepReport(result) });
-  return { result, dir, json, wall, workers, estimateS };
+  return { json };
+}
+
+/** What a shard's run prints: what it ran and wrote, and how the parts come together. */
+export function partLines(outcome: GridOutcome & { kind: 'part' }): string {
+  const { part } = outcome;
+  const total = part.sweep.across.values.length * part.sweep.up.values.length;
+  const { index, count } = part.shard;
+  return [
+    `damper lab ${part.check === undefined ? 'sweep' : 'check'} ${part.sweep.scenario}, seed ${part.sweep.seed}: share ${index} of ${count}, ${part.cells.length} of the grid's ${total} cells`,
+    costLine(part.cells.length, outcome.wall, outcome.workers, outcome.estimateS),
+    `wrote ${outcome.file}`,
+    `once all ${count} parts are written: damper lab merge PARTS_OR_FOLDERS [--out DIR] writes sweep.json and sweep.html${part.check === undefined ? '' : ' and gives the check’s verdict'}`,
+  ].join('\n');
 }
 
 /**
@@ -137,15 +196,23 @@ export function timeLeft(elapsedMs: number, done: number, total: number): string
   return s < 60 ? `, about ${s} s left` : `, about ${Math.floor(s / 60)} min ${s % 60} s left`;
 }
 
-/** The cost line: cells, wall time, threads, and what was estimated before. */
-export function costLine(cells: number, wall: number, workers: number, estimateS: number): string {
-  return `${cells} cells in ${wall.toFixed(1)} s on ${workers} ${workers === 1 ? 'thread' : 'threads'} (${((wall * workers) / cells).toFixed(1)} s per cell per thread; estimated ${formatDuration(estimateS)} before it ran)`;
+/** The cost line: cells, wall time, threads, and the estimate made before they ran (none for a merge). */
+export function costLine(cells: number, wall: number, workers: number, estimateS?: number): string {
+  const guessed = estimateS === undefined ? '' : `; estimated ${formatDuration(estimateS)} before it ran`;
+  const per = cells === 0 ? '' : ` (${((wall * workers) / cells).toFixed(1)} s per cell per thread${guessed})`;
+  return `${cells} cells in ${wall.toFixed(1)} s on ${workers} ${workers === 1 ? 'thread' : 'threads'}${per}`;
 }
 
 async function sweep(ref: string, grid: SweepGrid, args: GridRun & { readonly operators: boolean; readonly json: boolean }): Promise<number> {
   const source = await sweepSource(ref, args.damperConfig);
-  const { result, dir, json, wall, workers, estimateS } = await sweepGrid(source, grid, { ...args, variants: VARIANTS });
-  if (args.json) process.stdout.write(json);
-  else process.stdout.write(`${formatSweepSummary(result)}\n\n${costLine(result.cells.length, wall, workers, estimateS)}\nwrote ${join(dir, 'sweep.html')} and ${join(dir, 'sweep.json')}\n`);
+  const outcome = await sweepGrid(source, grid, args);
+  if (args.json) process.stdout.write(outcome.json);
+  else if (outcome.kind === 'part') process.stdout.write(`${partLines(outcome)}\n`);
+  else process.stdout.write(`${sweepScreen(outcome.result, `${costLine(outcome.result.cells.length, outcome.wall, outcome.workers, outcome.estimateS)}\nwrote ${join(outcome.dir, 'sweep.html')} and ${join(outcome.dir, 'sweep.json')}`)}\n`);
   return 0;
+}
+
+/** `lab sweep`'s screen, a run's or a merge's: the grids, the regions compared, then `footer`. */
+export function sweepScreen(result: SweepResult, footer: string): string {
+  return `${formatSweepSummary(result)}\n\n${footer}`;
 }

@@ -1,7 +1,8 @@
 import { millis, percent, times } from '../lab/format.js';
 import { type LabRun, VARIANTS, type VariantName } from '../lab/judge/results.js';
-import { type CellOutcome, cellAt, outcome, outcomeCounts, scenarioCell, summaryOf, type SweepResult, vulnerableCells } from '../lab/sweep/sweep.js';
-import { axisAt, axisSpan, axisTick } from '../lab/sweep/sweep-axis.js';
+import { type CellOutcome, cellAt, outcome, outcomeCounts, scenarioCell, summaryOf, type SweepResult, type SweepVariant, vulnerableCells } from '../lab/sweep/sweep.js';
+import { axisAt, axisSpan, axisTick, axisWord } from '../lab/sweep/sweep-axis.js';
+import { type WorseCell, worseSentence, worseThanNaive } from '../lab/sweep/worse.js';
 
 /**
  * What the `damper lab` command shows in a terminal: a progress bar while the
@@ -78,7 +79,7 @@ const SYMBOLS: Record<CellOutcome, string> = { quick: '·', slow: 'o', stuck: '�
  * scenario's own setting in brackets), under a line with how many cells
  * were stuck.
  */
-export function formatGrid(result: SweepResult, v: VariantName): string[] {
+export function formatGrid(result: SweepResult, v: SweepVariant): string[] {
   const across = result.across.values;
   const up = result.up.values;
   const home = scenarioCell(result);
@@ -126,5 +127,38 @@ export function formatSweepSummary(result: SweepResult): string {
     const verdict = damper < naive ? `damper's is smaller by ${naive - damper} cells` : damper === naive ? 'the same size' : `damper's is larger by ${damper - naive} cells`;
     lines.push('', `vulnerable region (stuck cells): naive ${naive}/${n} (${Math.round((100 * naive) / n)} %), damper ${damper}/${n} (${Math.round((100 * damper) / n)} %): ${verdict}`);
   }
+  const worse = worseLine(result, worseThanNaive(result));
+  if (worse !== undefined) lines.push(worse);
   return lines.join('\n');
+}
+
+/**
+ * The one line that says the damper variant does worse than naive
+ * (worse.ts: stuck where naive recovers, or recovered more than
+ * LATER_BY_S seconds after it), naming the cells; undefined when it does not.
+ */
+export function worseLine(result: SweepResult, worse: readonly WorseCell[]): string | undefined {
+  return worse.length === 0 ? undefined : `WORSE THAN NAIVE: ${worseSentence(result, worse)}`;
+}
+
+/**
+ * Per cell, every variant's recovery after the trigger and goodput up to
+ * its verdict, side by side; the cells where damper does worse than naive
+ * marked.
+ */
+export function formatCellTable(result: SweepResult, worse: readonly WorseCell[]): string[] {
+  const figures = (v: SweepVariant, cell: SweepResult['cells'][number]): string => {
+    const s = summaryOf(cell, v);
+    return `${s.recoverySeconds === null ? 'stuck' : `${s.recoverySeconds} s`}, ${percent(s.goodputRatio)}`;
+  };
+  const header = [`${axisWord(result.across)} × ${axisWord(result.up)}`, ...result.variants];
+  const rows = result.cells.map((c) => [`${axisTick(result.across, c.across)} × ${axisTick(result.up, c.up)}`, ...result.variants.map((v) => figures(v, c))]);
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]): string => `  ${cells.map((c, i) => c.padEnd(widths[i]!)).join('   ')}`.trimEnd();
+  const marked = new Set(worse.map((w) => w.cell));
+  return [
+    'each cell: recovery after the trigger, goodput up to the verdict',
+    line(header),
+    ...result.cells.map((c, i) => `${line(rows[i]!)}${marked.has(c) ? '   ← worse than naive' : ''}`),
+  ];
 }

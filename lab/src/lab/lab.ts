@@ -100,7 +100,7 @@ async function runVariant(scenario: Scenario, variant: VariantName, seed: number
 
 /**
  * The summaries of some variants of a scenario, in `variants`' order: what a
- * sweep cell keeps (`damper lab check` runs the damper variant only).
+ * sweep cell keeps.
  */
 export async function runSummaries(scenario: Scenario, seed: number, variants: readonly VariantName[]): Promise<Partial<Record<VariantName, VariantSummary>>> {
   const summaries: Partial<Record<VariantName, VariantSummary>> = {};

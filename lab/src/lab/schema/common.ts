@@ -251,7 +251,7 @@ const checkSection = z
       .meta({ description: 'The two axes: across, then up.' }),
     steps: z.int().min(2).max(12).default(5).meta({ description: 'Values per axis, both ends included (fewer on a whole-number field).' }),
   })
-  .meta({ description: 'What damper lab check sweeps (the damper variant only) and the margin it demands; absent, a default grid around the scenario’s own point (docs/lab.md, "Check").' });
+  .meta({ description: 'What damper lab check sweeps (naive beside damper) and the margin it demands; absent, a default grid around the scenario’s own point (docs/lab.md, "Check").' });
 
 /** The fields every scenario has; `world` and the world's own sections go between `faults` and `network`. */
 function common<F extends z.ZodType<FaultSpanDoc>>(fault: F) {

@@ -1,9 +1,10 @@
-import { type VariantName } from '../judge/results.js';
 import { type SweepAxis } from './sweep-axis.js';
-import { cellAt, nearestIndex, outcome, summaryOf, type SweepCell, type SweepResult } from './sweep.js';
+import { cellAt, nearestIndex, outcome, summaryOf, type SweepCell, type SweepResult, type SweepVariant } from './sweep.js';
+import { type WorseCell, worseThanNaive } from './worse.js';
 
 /**
- * `damper lab check`'s verdict on a swept grid (the damper variant's cells).
+ * `damper lab check`'s verdict on a swept grid (the damper variant's cells,
+ * beside naive's).
  *
  * The margin, precisely: per axis a signed headroom `m` in the axis's own
  * unit, from the scenario's own value `p`. The **margin box** is the product
@@ -12,7 +13,8 @@ import { cellAt, nearestIndex, outcome, summaryOf, type SweepCell, type SweepRes
  * interval's low end to the first at or above its high end, so a box that
  * falls between grid values is judged by the cells around it, never by none.
  * The check passes when no cell of that cover is stuck (never healthy again
- * after the trigger ended); with margins 0 the box is the scenario's point,
+ * after the trigger ended), and when in no cell of the whole grid does
+ * damper do worse than naive (worse.ts); with margins 0 the box is the scenario's point,
  * judged by its own cell when it is a grid value, else by the 2 or 4 around it.
  *
  * Beside the verdict, per axis, the nearest stuck cells along the line
@@ -29,7 +31,7 @@ export interface AxisReach {
 }
 
 export interface CheckVerdict {
-  /** No stuck cell in the margin box's cover: exit 0. */
+  /** No stuck cell in the margin box's cover, and no cell of the grid worse than naive: exit 0. */
   readonly safe: boolean;
   /** The cover's ranges, across and up: [first value, last value]. */
   readonly box: { readonly across: readonly [number, number]; readonly up: readonly [number, number] };
@@ -37,11 +39,13 @@ export interface CheckVerdict {
   readonly boxCells: readonly SweepCell[];
   /** Those that are stuck. */
   readonly stuck: readonly SweepCell[];
+  /** The cells of the whole grid where damper does worse than naive. */
+  readonly worse: readonly WorseCell[];
   readonly reach: readonly [AxisReach, AxisReach];
 }
 
 /** The variant `damper lab check` judges. */
-export const CHECKED: VariantName = 'damper';
+export const CHECKED: SweepVariant = 'damper';
 
 /** Float slack for comparing a computed own value (+ margin) with a grid value rounded to 6 digits. */
 function near(a: number, b: number): boolean {
@@ -79,14 +83,16 @@ export function judgeCheck(result: SweepResult, margins: readonly [number, numbe
   const boxCells: SweepCell[] = [];
   for (let u = u0; u <= u1; u++) for (let a = a0; a <= a1; a++) boxCells.push(cellAt(result, a, u));
   const stuck = boxCells.filter((c) => isStuck(result, c));
+  const worse = worseThanNaive(result, CHECKED);
   const homeAcross = nearestIndex(result.across);
   const homeUp = nearestIndex(result.up);
   if (homeAcross === null || homeUp === null) throw new RangeError('damper: a check grid must hold the scenario’s own point');
   return {
-    safe: stuck.length === 0,
+    safe: stuck.length === 0 && worse.length === 0,
     box: { across: [result.across.values[a0]!, result.across.values[a1]!], up: [result.up.values[u0]!, result.up.values[u1]!] },
     boxCells,
     stuck,
+    worse,
     reach: [reach(result, 'across', homeUp, margins[0]), reach(result, 'up', homeAcross, margins[1])],
   };
 }

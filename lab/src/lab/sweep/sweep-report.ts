@@ -1,8 +1,8 @@
 import { num, percent, times } from '../format.js';
 import { esc, jsonIsland, pageHead, siblingLink } from '../report/report.js';
-import { type VariantName } from '../judge/results.js';
-import { type CellOutcome, type CellSummary, cellAt, outcome, outcomeCounts, scenarioPoint, summaryOf, type SweepCell, type SweepResult } from './sweep.js';
+import { type CellOutcome, type CellSummary, cellAt, outcome, outcomeCounts, scenarioPoint, summaryOf, type SweepCell, type SweepResult, type SweepVariant } from './sweep.js';
 import { axisAt, axisSpan, axisTick, axisWord, type SweepAxis } from './sweep-axis.js';
+import { worseSentence, worseThanNaive } from './worse.js';
 
 /**
  * The sweep's `sweep.html`: one self-contained page with a heatmap per
@@ -17,9 +17,10 @@ import { axisAt, axisSpan, axisTick, axisWord, type SweepAxis } from './sweep-ax
  * result renders the same bytes.
  */
 
-const VARIANT_NOTES: Record<VariantName, string> = {
+const VARIANT_NOTES: Record<SweepVariant, string> = {
   naive: 'the outage’s behaviour, bugs included',
   damper: 'the same traffic through damper',
+  'damper-lab': 'damper with the lab’s own settings, beside the configuration',
 };
 
 /** Heatmap geometry, px. */
@@ -54,7 +55,7 @@ function cellText(c: CellSummary): string {
   return c.recoverySeconds === null ? 'stuck' : `${num(c.recoverySeconds, 0)} s`;
 }
 
-function cellTitle(result: SweepResult, cell: SweepCell, v: VariantName): string {
+function cellTitle(result: SweepResult, cell: SweepCell, v: SweepVariant): string {
   const s = summaryOf(cell, v);
   const o = outcome(s, result.quickS);
   const how = o === 'stuck' ? `stuck: not healthy again in the ${num(cell.watchedS, 0)} s watched after the trigger` : `${OUTCOME_WORDS[o]}: healthy ${num(s.recoverySeconds ?? 0, 0)} s after the trigger ended`;
@@ -71,7 +72,7 @@ function ownSetting(result: SweepResult): string {
   return `${axisAt(result.across, result.across.scenarioValue)}, ${axisAt(result.up, result.up.scenarioValue)}`;
 }
 
-function renderHeatmap(result: SweepResult, v: VariantName): string {
+function renderHeatmap(result: SweepResult, v: SweepVariant): string {
   const loads = result.across.values;
   const triggers = result.up.values;
   const w = PLOT / loads.length;
@@ -145,7 +146,7 @@ function fmt(v: number): string {
 }
 
 /** "stuck in 4 of 9 cells (44 %)": the vulnerable region's size, in words. */
-function regionSentence(result: SweepResult, v: VariantName): string {
+function regionSentence(result: SweepResult, v: SweepVariant): string {
   const c = outcomeCounts(result, v);
   const n = result.cells.length;
   return `Vulnerable region: <strong>${c.stuck} of ${n} cells</strong> (${percent(c.stuck / n)}) stuck; ${c.slow} recovered slowly, ${c.quick} quickly.`;
@@ -161,7 +162,7 @@ function renderLegend(result: SweepResult): string {
 </ul>`;
 }
 
-function renderTable(result: SweepResult, v: VariantName): string {
+function renderTable(result: SweepResult, v: SweepVariant): string {
   const loads = result.across.values;
   const head = `<tr><th scope="col">${esc(axisWord(result.up))} ↓ · ${esc(axisWord(result.across))} →</th>${loads.map((l) => `<th scope="col">${axisTick(result.across, l)}</th>`).join('')}</tr>`;
   const rows: string[] = [];
@@ -188,6 +189,19 @@ function renderCounts(result: SweepResult): string {
   return `<table class="counts">\n<thead>${head}</thead>\n<tbody>\n${rows.join('\n')}\n</tbody>\n</table>`;
 }
 
+/** The cells where damper does worse than naive (worse.ts), in a sentence; nothing when there are none. */
+function renderWorse(result: SweepResult): string {
+  const worse = worseThanNaive(result);
+  return worse.length === 0 ? '' : `<p class="worse"><strong>Worse than naive:</strong> ${esc(worseSentence(result, worse))}.</p>\n`;
+}
+
+/** "both variants, …", or the three with the lab's own settings beside a configuration. */
+function variantsRun(variants: readonly SweepVariant[]): string {
+  if (variants.length === 1) return `the ${variants[0]!} variant`;
+  if (variants.length === 2) return 'both variants, on the same seed and traffic';
+  return `each of the variants ${variants.join(', ')}, on the same seed and traffic`;
+}
+
 /** Renders the whole sweep page; the same result gives the same bytes. */
 export function renderSweepReport(result: SweepResult): string {
   const n = result.across.values.length;
@@ -201,7 +215,7 @@ ${PAGE_CSS}
 <header class="page">
 <h1>damper lab sweep <span class="name">${esc(result.scenario)}</span></h1>
 <p class="title">${esc(result.title)}</p>
-<p class="meta">seed ${result.seed} · ${n} × ${m} = ${result.cells.length} cells; across: ${esc(axisSpan(result.across))}; up: ${esc(axisSpan(result.up))}. Each cell is one run of the scenario under ${result.variants.length === 1 ? `the ${result.variants[0]!} variant` : 'both variants, on the same seed and traffic'}. ${
+<p class="meta">seed ${result.seed} · ${n} × ${m} = ${result.cells.length} cells; across: ${esc(axisSpan(result.across))}; up: ${esc(axisSpan(result.up))}. Each cell is one run of the scenario under ${variantsRun(result.variants)}. ${
     result.operators
       ? 'The scenario’s operator actions are kept.'
       : 'The scenario’s operator actions are removed: the question is whether the system recovers by itself.'
@@ -213,7 +227,7 @@ ${siblingLink('report.html', 'the replay of the scenario’s own point over time
 ${result.variants.map((v) => renderHeatmap(result, v)).join('\n')}
 </section>
 ${renderLegend(result)}
-<section class="tables">
+${renderWorse(result)}<section class="tables">
 <h2>The numbers</h2>
 ${renderCounts(result)}
 ${result.variants.map((v) => renderTable(result, v)).join('\n')}
@@ -249,6 +263,7 @@ svg.heatmap .tick { font-size: 12px; fill: var(--muted); font-variant-numeric: t
 svg.heatmap .axis-title { font-size: 13px; fill: var(--text); }
 svg.heatmap .cell text { font-variant-numeric: tabular-nums; pointer-events: none; }
 .region { margin: 6px 0 0; }
+p.worse { margin: 14px 0 0; padding: 8px 14px; border-left: 4px solid #8e1b1b; background: #fbeaea; max-width: 100ch; }
 ul.legend { list-style: none; padding: 10px 14px; margin: 18px 0 0; background: var(--panel); font-size: 14px; max-width: 100ch; }
 ul.legend li { margin: 4px 0; }
 .ramp, .swatch { display: inline-block; width: 44px; height: 14px; vertical-align: -2px; margin-right: 8px; border: 1px solid rgba(0, 0, 0, 0.2); }

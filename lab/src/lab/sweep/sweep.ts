@@ -6,20 +6,45 @@ import { type ScenarioSource } from '../scenario-source.js';
 import { type AxisRange, axisTick, axisTitle, cellScenarioAt, type SweepAxis, sweepAxis } from './sweep-axis.js';
 import { checkCalls, DEFAULT_MAX_CALLS, simulatedCalls } from '../run-cost.js';
 import { type Scenario } from '../world/worlds.js';
+import { assemble, gridIdentity, PART_FORMAT, shardCells, type Shard, type SweepPart, WHOLE } from './shard.js';
 
 /**
  * `damper lab sweep`: the vulnerable region. One scenario is replayed over a
  * grid of two axes (sweep-axis.ts: offered load, the trigger's length or
- * size, any numeric field of the file), both variants per cell (the damper
- * variant only for `lab check`), same seed everywhere. A cell whose variant never becomes healthy
- * again after the trigger is *stuck*: the loop outlived its cause. The stuck
+ * size, any numeric field of the file), both variants per cell, same seed
+ * everywhere. A cell whose variant never becomes healthy again after the
+ * trigger is *stuck*: the loop outlived its cause. The stuck
  * cells are that variant's vulnerable region.
  *
  * Cells are independent, so they run in worker threads, one per core
  * (`runner: 'threads'`), or one after the other in this thread
  * (`runner: 'serial'`); a cell's result depends on its scenario and seed only,
- * so both give the same `SweepResult`, and the same `sweep.json` bytes.
+ * so both give the same `SweepResult`, and the same `sweep.json` bytes; so
+ * does a grid run in shares on several machines and merged (shard.ts).
  */
+
+/**
+ * The variants a sweep's cell may run: the lab's two, and `damper-lab`, the
+ * damper variant with the lab's own settings (the scenario's configuration
+ * module set aside), beside a user's configuration. A name of its own, not a
+ * field beside the cell's variants: a third heatmap, table and count then
+ * come from the same code as the other two, and a sweep without a
+ * configuration keeps the shape it had.
+ */
+export const SWEEP_VARIANTS = [...VARIANTS, 'damper-lab'] as const;
+export type SweepVariant = (typeof SWEEP_VARIANTS)[number];
+
+/** The variants a grid of `scenario` runs: naive and damper, and the lab's own settings beside a configuration module. */
+export function gridVariants(scenario: Scenario): readonly SweepVariant[] {
+  return scenario.damper?.config === undefined ? VARIANTS : SWEEP_VARIANTS;
+}
+
+/** The scenario with the lab's own damper settings: its configuration module set aside. */
+function withLabSettings(scenario: Scenario): Scenario {
+  const own = { ...scenario };
+  delete own.damper;
+  return own;
+}
 
 /** What a sweep keeps of one variant in one cell: the summary fields the heatmaps and tables show. */
 export interface CellSummary {
@@ -41,7 +66,7 @@ export interface SweepCell {
   /** How long the run watched after the trigger ended, s: "stuck" means not healthy in all that time. */
   readonly watchedS: number;
   /** The summaries of the variants the sweep ran (`SweepResult.variants`). */
-  readonly variants: Readonly<Partial<Record<VariantName, CellSummary>>>;
+  readonly variants: Readonly<Partial<Record<SweepVariant, CellSummary>>>;
 }
 
 export interface SweepResult {
@@ -54,8 +79,8 @@ export interface SweepResult {
   readonly quickS: number;
   /** The scenario's total client rate at load × 1, requests/s. */
   readonly baseRate: number;
-  /** The variants every cell ran: both for `lab sweep`, damper only for `lab check`. */
-  readonly variants: readonly VariantName[];
+  /** The variants every cell ran ({@link gridVariants}). */
+  readonly variants: readonly SweepVariant[];
   /** The heatmap's horizontal axis. */
   readonly across: SweepAxis;
   /** The heatmap's vertical axis. */
@@ -79,27 +104,30 @@ export interface SweepOptions {
   readonly runner?: 'threads' | 'serial';
   /** Keep the scenario's operator actions (default false: they are removed, so "stuck" means the system does not recover by itself). */
   readonly operators?: boolean;
-  /** Which variants each cell runs (default both). */
-  readonly variants?: readonly VariantName[];
-  /** Called as each cell finishes (in any order with threads), with how many are done. */
+  /** Which variants each cell runs (default naive and damper). */
+  readonly variants?: readonly SweepVariant[];
+  /** Which share of the grid's cells to run (shard.ts); default all of them. */
+  readonly shard?: Shard;
+  /** Called as each cell finishes (in any order with threads), with how many (of this shard's) are done. */
   readonly onCell?: (cell: SweepCell, done: number, total: number) => void;
   /** The users' calls every cell and variant may send together (run-cost.ts); past it the sweep is refused before any cell runs. Default {@link DEFAULT_MAX_CALLS}. */
   readonly maxCalls?: number;
   /**
    * Called once the grid is known and within its limit, before any cell
    * runs (and awaited: it may time a calibration, or refuse by throwing):
-   * the cells, the calls they will send, and the cell that sends the most.
+   * the cells (this shard's), the calls they will send, and the cell that
+   * sends the most.
    */
   readonly onPlan?: (plan: SweepPlan) => void | Promise<void>;
 }
 
-/** What a sweep will run, known before it runs (see {@link SweepOptions.onPlan}). */
+/** What a sweep (or its shard) will run, known before it runs (see {@link SweepOptions.onPlan}). */
 export interface SweepPlan {
   readonly cells: number;
   /** The users' calls of every cell and variant together (run-cost.ts). */
   readonly calls: number;
-  /** The cell whose users send the most calls: the one a calibration times. */
-  readonly largest: Scenario;
+  /** The cell whose users send the most calls, the one a calibration times; undefined for a shard with no cells. */
+  readonly largest: Scenario | undefined;
 }
 
 export const MAX_STEPS = 12;
@@ -120,7 +148,7 @@ export function checkGrid(grid: SweepGrid): void {
 }
 
 /** A cell's summary of `variant`, which the sweep ran. */
-export function summaryOf(cell: SweepCell, variant: VariantName): CellSummary {
+export function summaryOf(cell: SweepCell, variant: SweepVariant): CellSummary {
   const s = cell.variants[variant];
   if (s === undefined) throw new Error(`damper: the sweep did not run the ${variant} variant`);
   return s;
@@ -144,39 +172,28 @@ export function outcome(cell: CellSummary, quickS: number): CellOutcome {
 
 /** Runs the grid and collects every cell's summaries. */
 export async function runSweep(source: ScenarioSource, grid: SweepGrid, options: SweepOptions): Promise<SweepResult> {
+  const part = await runSweepPart(source, grid, { ...options, shard: WHOLE });
+  return assemble(part.sweep, part.cells.map((c) => c.cell));
+}
+
+/**
+ * Runs the cells of the grid that `options.shard` takes (all by default) and
+ * returns them as a part of the sweep (shard.ts): the sweep's heading, the
+ * grid's identity and the cells with their indices.
+ */
+export async function runSweepPart(source: ScenarioSource, grid: SweepGrid, options: SweepOptions): Promise<SweepPart> {
   checkGrid(grid);
   const operators = options.operators ?? false;
   const variants = options.variants ?? VARIANTS;
+  const shard = options.shard ?? WHOLE;
   const base = source.scenario;
   const across = sweepAxis(source, grid.across, grid.steps);
   const up = sweepAxis(source, grid.up, grid.steps);
-  // Every cell's scenario first: a value a field cannot take fails before minutes of simulation.
+  // Every cell's scenario first, the other shards' too: a value a field cannot take fails before minutes of simulation, and every shard names the same grid.
   const specs = up.values.flatMap((u) =>
     across.values.map((a) => ({ across: a, up: u, scenario: cellScenarioAt(source, [[across, a], [up, u]], operators ? 'kept' : 'removed') })),
   );
-  // What it will cost, before any cell runs: a typo in a range (1..10000 for 1..1.5) is refused at once.
-  const named = specs.map((spec) => ({ name: `the cell at ${axisTick(across, spec.across)}, ${axisTick(up, spec.up)}`, scenario: spec.scenario }));
-  const calls = checkCalls('this grid', named, ['cell', 'cells'], variants.length, options.maxCalls ?? DEFAULT_MAX_CALLS);
-  const largest = specs.reduce((a, b) => (simulatedCalls(b.scenario) > simulatedCalls(a.scenario) ? b : a)).scenario;
-  await options.onPlan?.({ cells: specs.length, calls, largest });
-  let done = 0;
-  const runCell = async (spec: (typeof specs)[number]): Promise<SweepCell> => {
-    const summaries = options.runner === 'serial' ? await runSummaries(spec.scenario, options.seed, variants) : await runSummariesIsolated(spec.scenario, options.seed, variants);
-    const kept: Partial<Record<VariantName, CellSummary>> = {};
-    for (const v of variants) kept[v] = cellSummary(summaries[v]!);
-    const cell: SweepCell = { across: spec.across, up: spec.up, watchedS: spec.scenario.durationS - triggerEndS(spec.scenario), variants: kept };
-    options.onCell?.(cell, ++done, specs.length);
-    return cell;
-  };
-  let cells: SweepCell[];
-  if (options.runner === 'serial') {
-    cells = [];
-    for (const spec of specs) cells.push(await runCell(spec));
-  } else {
-    // The pool in parallel.ts runs at most one worker per core; results keep the grid's order.
-    cells = await Promise.all(specs.map(runCell));
-  }
-  return {
+  const sweep = {
     scenario: base.name,
     title: base.title,
     seed: options.seed,
@@ -186,17 +203,57 @@ export async function runSweep(source: ScenarioSource, grid: SweepGrid, options:
     variants,
     across,
     up,
-    cells,
   };
+  const mine = shardCells(specs.length, shard);
+  // What it will cost, before any cell runs: a typo in a range (1..10000 for 1..1.5) is refused at once. A shard counts its own cells.
+  const named = mine.map((k) => ({ name: `the cell at ${axisTick(across, specs[k]!.across)}, ${axisTick(up, specs[k]!.up)}`, scenario: specs[k]!.scenario }));
+  const calls = checkCalls('this grid', named, ['cell', 'cells'], variants.length, options.maxCalls ?? DEFAULT_MAX_CALLS);
+  const largest = mine.map((k) => specs[k]!.scenario).reduce<Scenario | undefined>((a, b) => (a === undefined || simulatedCalls(b) > simulatedCalls(a) ? b : a), undefined);
+  await options.onPlan?.({ cells: mine.length, calls, largest });
+  let done = 0;
+  const runCell = async (k: number): Promise<{ index: number; cell: SweepCell }> => {
+    const spec = specs[k]!;
+    const summaries = await cellSummaries(spec.scenario, options.seed, variants, options.runner ?? 'threads');
+    const cell: SweepCell = { across: spec.across, up: spec.up, watchedS: spec.scenario.durationS - triggerEndS(spec.scenario), variants: summaries };
+    options.onCell?.(cell, ++done, mine.length);
+    return { index: k, cell };
+  };
+  let cells: { index: number; cell: SweepCell }[];
+  if (options.runner === 'serial') {
+    cells = [];
+    for (const k of mine) cells.push(await runCell(k));
+  } else {
+    // The pool in parallel.ts runs at most one worker per core; results keep the grid's order.
+    cells = await Promise.all(mine.map(runCell));
+  }
+  return { format: PART_FORMAT, shard, grid: gridIdentity(sweep, specs.map((s) => s.scenario)), sweep, cells };
+}
+
+/** One cell's summaries, in the order of `variants`: naive and damper in one run of the scenario, `damper-lab` in another with the lab's own settings. */
+async function cellSummaries(scenario: Scenario, seed: number, variants: readonly SweepVariant[], runner: 'threads' | 'serial'): Promise<Partial<Record<SweepVariant, CellSummary>>> {
+  const own = variants.filter((v): v is VariantName => v !== 'damper-lab');
+  const runs = [{ scenario, variants: own }, ...(variants.includes('damper-lab') ? [{ scenario: withLabSettings(scenario), variants: ['damper'] as const }] : [])];
+  // In this thread one run after the other, as with one variant after the other; in the pool, side by side.
+  const [summaries, lab] =
+    runner === 'serial' ? await runsInTurn(runs, seed) : await Promise.all(runs.map((r) => runSummariesIsolated(r.scenario, seed, r.variants)));
+  const kept: Partial<Record<SweepVariant, CellSummary>> = {};
+  for (const v of variants) kept[v] = cellSummary(v === 'damper-lab' ? lab!.damper! : summaries![v]!);
+  return kept;
+}
+
+async function runsInTurn(runs: readonly { scenario: Scenario; variants: readonly VariantName[] }[], seed: number): Promise<Partial<Record<VariantName, VariantSummary>>[]> {
+  const summaries: Partial<Record<VariantName, VariantSummary>>[] = [];
+  for (const r of runs) summaries.push(await runSummaries(r.scenario, seed, r.variants));
+  return summaries;
 }
 
 /** A variant's vulnerable region: the cells where it is stuck. */
-export function vulnerableCells(result: SweepResult, variant: VariantName): SweepCell[] {
+export function vulnerableCells(result: SweepResult, variant: SweepVariant): SweepCell[] {
   return result.cells.filter((c) => outcome(summaryOf(c, variant), result.quickS) === 'stuck');
 }
 
 /** Counts of each outcome for a variant. */
-export function outcomeCounts(result: SweepResult, variant: VariantName): Record<CellOutcome, number> {
+export function outcomeCounts(result: SweepResult, variant: SweepVariant): Record<CellOutcome, number> {
   const counts: Record<CellOutcome, number> = { quick: 0, slow: 0, stuck: 0 };
   for (const c of result.cells) counts[outcome(summaryOf(c, variant), result.quickS)]++;
   return counts;
