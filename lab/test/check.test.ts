@@ -18,8 +18,8 @@ import { type CellSummary, type SweepCell, type SweepResult } from '../src/lab/s
  * and the exit codes through the compiled command line.
  */
 
-const RECOVERED: CellSummary = { recovered: true, recoverySeconds: 0, amplification: 1, goodputRatio: 1 };
-const STUCK: CellSummary = { recovered: false, recoverySeconds: null, amplification: 9, goodputRatio: 0.2 };
+const RECOVERED: CellSummary = { recovered: true, recoverySeconds: 0, amplification: 1, goodputRatio: 1, simulatedS: 150 };
+const STUCK: CellSummary = { recovered: false, recoverySeconds: null, amplification: 9, goodputRatio: 0.2, simulatedS: 570 };
 
 /**
  * Load 0.5, 1, 1.5, 2 across, trigger 10, 20, 30 up; the damper variant stuck
@@ -33,7 +33,7 @@ const STUCK: CellSummary = { recovered: false, recoverySeconds: null, amplificat
 function fixture(own: { load: number; trigger: number } = { load: 1, trigger: 20 }): SweepResult {
   const loads = [0.5, 1, 1.5, 2];
   const triggers = [10, 20, 30];
-  const cells: SweepCell[] = triggers.flatMap((trigger) => loads.map((load) => ({ across: load, up: trigger, watchedS: 600, variants: { damper: load >= 1.5 || (load >= 1 && trigger === 30) ? STUCK : RECOVERED } })));
+  const cells: SweepCell[] = triggers.flatMap((trigger) => loads.map((load) => ({ across: load, up: trigger, watchedS: 600, horizonS: 600, variants: { damper: load >= 1.5 || (load >= 1 && trigger === 30) ? STUCK : RECOVERED } })));
   return {
     scenario: 'fixture',
     title: 'fixture',

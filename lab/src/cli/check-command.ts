@@ -5,7 +5,7 @@ import { factor } from '../lab/format.js';
 import { oneScenario } from './args.js';
 import { formatCheck } from './check-summary.js';
 import { type Command } from './command.js';
-import { costLine, GRID_OPTIONS, type GridRun, gridRun, sweepGrid, sweepSource } from './sweep-command.js';
+import { costLine, savedClause, GRID_OPTIONS, type GridRun, gridRun, sweepGrid, sweepSource } from './sweep-command.js';
 
 /**
  * `damper lab check SCENARIO`: the scenario's check grid (check-plan.ts),
@@ -39,6 +39,6 @@ async function check(ref: string, args: GridRun): Promise<number> {
   const plan = checkPlan(source);
   const { result, dir, wall, workers } = await sweepGrid(source, plan.grid, { ...args, operators: false, variants: [CHECKED] });
   const verdict = judgeCheck(result, plan.margins);
-  process.stdout.write(`${formatCheck(result, plan, verdict, source.scenario.damper?.config)}\n\n${costLine(result.cells.length, wall, workers)}\nwrote ${join(dir, 'sweep.html')} and ${join(dir, 'sweep.json')}\n`);
+  process.stdout.write(`${formatCheck(result, plan, verdict, source.scenario.damper?.config)}\n\n${costLine(result.cells.length, wall, workers)}${savedClause(result)}\nwrote ${join(dir, 'sweep.html')} and ${join(dir, 'sweep.json')}\n`);
   return verdict.safe ? 0 : 1;
 }
