@@ -21,8 +21,8 @@ import { type CellSummary, type SweepCell, type SweepResult } from '../src/lab/s
  * and the exit codes through the compiled command line.
  */
 
-const RECOVERED: CellSummary = { recovered: true, recoverySeconds: 0, amplification: 1, goodputRatio: 1 };
-const STUCK: CellSummary = { recovered: false, recoverySeconds: null, amplification: 9, goodputRatio: 0.2 };
+const RECOVERED: CellSummary = { recovered: true, recoverySeconds: 0, amplification: 1, goodputRatio: 1, simulatedS: 150 };
+const STUCK: CellSummary = { recovered: false, recoverySeconds: null, amplification: 9, goodputRatio: 0.2, simulatedS: 570 };
 
 /**
  * Load 0.5, 1, 1.5, 2 across, trigger 10, 20, 30 up; the damper variant stuck
@@ -36,7 +36,7 @@ const STUCK: CellSummary = { recovered: false, recoverySeconds: null, amplificat
 function fixture(own: { load: number; trigger: number } = { load: 1, trigger: 20 }): SweepResult {
   const loads = [0.5, 1, 1.5, 2];
   const triggers = [10, 20, 30];
-  const cells: SweepCell[] = triggers.flatMap((trigger) => loads.map((load) => ({ across: load, up: trigger, watchedS: 600, variants: { damper: load >= 1.5 || (load >= 1 && trigger === 30) ? STUCK : RECOVERED } })));
+  const cells: SweepCell[] = triggers.flatMap((trigger) => loads.map((load) => ({ across: load, up: trigger, watchedS: 600, horizonS: 600, variants: { damper: load >= 1.5 || (load >= 1 && trigger === 30) ? STUCK : RECOVERED } })));
   return {
     scenario: 'fixture',
     title: 'fixture',
@@ -96,7 +96,7 @@ describe('the margin: no stuck cell from the scenario’s point to point + margi
 });
 
 describe('worse than nothing fails the check: damper stuck where naive recovers, or recovered more than 5 s after it', () => {
-  const at = (s: number | null): CellSummary => ({ recovered: s !== null, recoverySeconds: s, amplification: 1, goodputRatio: s === null ? 0.3 : 1 });
+  const at = (s: number | null): CellSummary => ({ recovered: s !== null, recoverySeconds: s, amplification: 1, goodputRatio: s === null ? 0.3 : 1, simulatedS: 600 });
   /** The fixture's grid, naive and damper given per cell (across index, up index) as recovery seconds; the rest recover at 0 s under both. */
   function versus(figures: Record<string, readonly [number | null, number | null]>): SweepResult {
     const base = fixture();

@@ -251,7 +251,7 @@ describe('load factors rounded wherever a sweep shows them', () => {
     across: { kind: 'load', label: 'offered load (× the scenario’s client rates)', values: [0.5, 0.833333, 1.16667, 1.5], scenarioValue: 1 },
     up: { kind: 'trigger', label: 'trigger held (s)', values: [10, 30], scenarioValue: 30 },
     cells: [10, 30].flatMap((up) =>
-      [0.5, 0.833333, 1.16667, 1.5].map((across): SweepCell => ({ across, up, watchedS: 600, variants: { naive: { recovered: true, recoverySeconds: 1, amplification: 1, goodputRatio: 1 }, damper: { recovered: true, recoverySeconds: 0, amplification: 1, goodputRatio: 1 } } })),
+      [0.5, 0.833333, 1.16667, 1.5].map((across): SweepCell => ({ across, up, watchedS: 600, horizonS: 600, variants: { naive: { recovered: true, recoverySeconds: 1, amplification: 1, goodputRatio: 1, simulatedS: 160 }, damper: { recovered: true, recoverySeconds: 0, amplification: 1, goodputRatio: 1, simulatedS: 160 } } })),
     ),
   };
 

@@ -17,9 +17,9 @@ function fixture(home: { load: number; trigger: number } = { load: 1, trigger: 6
     for (const [l, load] of loads.entries()) {
       // naive: stuck above the anti-diagonal, slow on it, quick below; damper: quick but one slow cell.
       const naive: CellSummary =
-        l + t > 2 ? { recovered: false, recoverySeconds: null, amplification: 77.2, goodputRatio: 0.155 } : l + t === 2 ? { recovered: true, recoverySeconds: 420, amplification: 30, goodputRatio: 0.6 } : { recovered: true, recoverySeconds: 2 * (l + t), amplification: 1.9, goodputRatio: 0.999 };
-      const damper: CellSummary = l === 2 && t === 2 ? { recovered: true, recoverySeconds: 95, amplification: 2.5, goodputRatio: 0.97 } : { recovered: true, recoverySeconds: 0, amplification: 1.3, goodputRatio: 1 };
-      cells.push({ across: load, up: trigger, watchedS: 780, variants: { naive, damper } });
+        l + t > 2 ? { recovered: false, recoverySeconds: null, amplification: 77.2, goodputRatio: 0.155, simulatedS: 750 } : l + t === 2 ? { recovered: true, recoverySeconds: 420, amplification: 30, goodputRatio: 0.6, simulatedS: 600 } : { recovered: true, recoverySeconds: 2 * (l + t), amplification: 1.9, goodputRatio: 0.999, simulatedS: 200 };
+      const damper: CellSummary = l === 2 && t === 2 ? { recovered: true, recoverySeconds: 95, amplification: 2.5, goodputRatio: 0.97, simulatedS: 280 } : { recovered: true, recoverySeconds: 0, amplification: 1.3, goodputRatio: 1, simulatedS: 180 };
+      cells.push({ across: load, up: trigger, watchedS: 780, horizonS: 780, variants: { naive, damper } });
     }
   }
   return {
@@ -78,7 +78,7 @@ test('sweep page: one heatmap per variant, a cell per grid point coloured by its
 });
 
 test('sweep page: colours: quick cells darker when sooner, slow ones redder when later, stuck one colour', () => {
-  const c = (r: number | null): string => cellColour({ recovered: r !== null, recoverySeconds: r, amplification: 1, goodputRatio: 1 }, 60, 780);
+  const c = (r: number | null): string => cellColour({ recovered: r !== null, recoverySeconds: r, amplification: 1, goodputRatio: 1, simulatedS: 780 }, 60, 780);
   assert.equal(c(0), OUTCOME_COLOURS.quick[0]);
   assert.equal(c(60), OUTCOME_COLOURS.quick[1]);
   assert.equal(c(780), OUTCOME_COLOURS.slow[1]);

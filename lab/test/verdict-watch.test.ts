@@ -1,13 +1,19 @@
 import assert from 'node:assert/strict';
+import { basename, join } from 'node:path';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { loadScenarioSource, runScenario, runSummaries } from '../src/lab/lab.js';
-import { VARIANTS } from '../src/lab/judge/results.js';
+import { loadScenarioSource, packageRoot, shippedScenarios } from '../src/lab/lab.js';
+import { VARIANTS, type VariantName, type VariantSummary } from '../src/lab/judge/results.js';
 import { Recorder } from '../src/lab/judge/metrics.js';
 import { type ScenarioCommon } from '../src/lab/schema/common.js';
 import { scenarioSource } from '../src/lab/scenario-source.js';
-import { cellScenarioAt } from '../src/lab/sweep/sweep-axis.js';
+import { axisTick, cellScenarioAt, sweepAxis } from '../src/lab/sweep/sweep-axis.js';
 import { VerdictWatch } from '../src/lab/judge/verdict-watch.js';
+import { checkPlan } from '../src/lab/sweep/check-plan.js';
+import { triggerEndS } from '../src/lab/scenario.js';
+import { runIsolated, runSummariesIsolated } from '../src/lab/engine/parallel.js';
+import { type Scenario } from '../src/lab/world/worlds.js';
+import { DRAWN_SEED, seedName } from './support/bars.js';
 
 /**
  * A sweep's cell ends at its verdict (issue 29, part 2): proven here to give
@@ -99,20 +105,77 @@ describe('a cell ends at its verdict', () => {
       [1.5, 55],
     ] as const) {
       const scenario = cellScenarioAt(source, [[{ kind: 'load' }, load], [{ kind: 'trigger' }, trigger]], 'removed');
-      const ended = await runSummaries(scenario, 1, VARIANTS);
-      const full = await runScenario(scenario, 1);
-      for (const v of VARIANTS) {
-        const cut = ended[v]!;
-        const whole = full.variants[v].summary;
-        const where = `${v} at ${load}× × ${trigger} s`;
-        assert.equal(cut.recovered, whole.recovered, where);
-        assert.equal(cut.recoverySeconds, whole.recoverySeconds, where);
+      for (const { variant, full, cut } of await bothWays(scenario, 1)) {
+        const where = `${variant} at ${load}× × ${trigger} s`;
+        assert.equal(cut.recovered, full.recovered, where);
+        assert.equal(cut.recoverySeconds, full.recoverySeconds, where);
         // The peak over the part run: never above the whole run's (at half load and a 5 s slowdown, a later minute beat the trigger's).
-        assert.ok(cut.amplification <= whole.amplification, `${where}: ${cut.amplification} ≤ ${whole.amplification}`);
-        assert.ok(cut.simulatedRequests < whole.simulatedRequests, `${where}: ended before the horizon (${cut.simulatedRequests} of ${whole.simulatedRequests} requests)`);
-        verdicts.add(whole.recovered);
+        assert.ok(cut.amplification <= full.amplification, `${where}: ${cut.amplification} ≤ ${full.amplification}`);
+        assert.ok(cut.simulatedRequests < full.simulatedRequests, `${where}: ended before the horizon (${cut.simulatedRequests} of ${full.simulatedRequests} requests)`);
+        verdicts.add(full.recovered);
       }
     }
     assert.deepEqual([...verdicts].sort(), [false, true], 'cells of both verdicts');
   });
+});
+
+/**
+ * Every shipped scenario and example, a cell of its `lab check` grid drawn
+ * for this test run, at a seed drawn for it too ({@link DRAWN_SEED};
+ * `DAMPER_LAB_SEED` replays both): ended at its verdict, it must say what
+ * the run to its horizon says. The whole grids, and the docs' and tests'
+ * sweeps, 218 cells to their horizons, are compared by
+ * `bench/lab/early-stop.ts` (docs/lab.md, "A cell ends at its verdict"):
+ * minutes of simulation, too long for the suite. Here each cell is watched
+ * {@link WATCH_S} after its trigger, not to its horizon (8 to 16 minutes):
+ * early stopping must agree with the run to whatever horizon it has, and a
+ * short one keeps the six cells, on the one thread a test file gets, to
+ * about a minute.
+ */
+const WATCH_S = 60;
+
+/** The examples, by path (a test runs from the lab's folder, the command line from anywhere). */
+const EXAMPLES = ['checkout', 'profile'].map((name) => join(packageRoot(), 'examples', `${name}.json`));
+
+/** The drawn cell of `ref`'s check grid, watched {@link WATCH_S} after its trigger; a different cell for each scenario. */
+async function drawnCell(ref: string, i: number): Promise<{ scenario: Scenario; at: string }> {
+  const source = await loadScenarioSource(ref);
+  const { grid } = checkPlan(source);
+  const across = sweepAxis(source, grid.across, grid.steps);
+  const up = sweepAxis(source, grid.up, grid.steps);
+  const n = (DRAWN_SEED + 7919 * i) % (across.values.length * up.values.length);
+  const a = across.values[n % across.values.length]!;
+  const u = up.values[Math.floor(n / across.values.length)]!;
+  const cell = cellScenarioAt(source, [[across, a], [up, u]], 'removed');
+  // Operator actions are removed: only the trigger's faults are left, all over by its end.
+  return { scenario: { ...cell, durationS: Math.ceil(triggerEndS(cell)) + WATCH_S }, at: `${axisTick(across, a)} × ${axisTick(up, u)}` };
+}
+
+/** A cell's variants run to the horizon and to the verdict, both in the pool's worker threads (node --test's promise hooks would slow them fivefold here). */
+async function bothWays(scenario: Scenario, seed: number): Promise<{ variant: VariantName; full: VariantSummary; cut: VariantSummary }[]> {
+  const [full, cut] = await Promise.all([runIsolated(scenario, seed), runSummariesIsolated(scenario, seed, VARIANTS)]);
+  return VARIANTS.map((variant) => ({ variant, full: full.variants[variant].summary, cut: cut[variant]! }));
+}
+
+// Started at once: they share the pool's threads.
+const drawn = shippedScenarios().then((names) => [...names, ...EXAMPLES].map(async (ref, i) => ({ ref, ...(await drawnCell(ref, i)) })));
+const runs = drawn.then((cells) => cells.map((cell) => cell.then(async (c) => ({ ...c, pairs: await bothWays(c.scenario, DRAWN_SEED) }))));
+
+describe('the shipped scenarios and examples: a cell of their check grid ends at its verdict', () => {
+  test('every shipped scenario and example has a cell here', async () => {
+    assert.equal((await runs).length, (await shippedScenarios()).length + EXAMPLES.length);
+  });
+  for (const [i, ref] of ['discord-2019', 'facebook-2010', 'missourian-2010', 'retry-storm', ...EXAMPLES].entries()) {
+    test(`${basename(ref)}: the drawn cell (${seedName(DRAWN_SEED)}), both variants: the run to the verdict says what the run to the horizon says`, async () => {
+      const cell = await (await runs)[i]!;
+      assert.equal(cell.ref, ref);
+      for (const { variant, full, cut } of cell.pairs) {
+        const where = `${ref} at ${cell.at}, ${variant}`;
+        assert.equal(cut.recovered, full.recovered, where);
+        assert.equal(cut.recoverySeconds, full.recoverySeconds, where);
+        assert.equal(full.simulatedS, cell.scenario.durationS, `${where}: the full run covers its timeline`);
+        assert.ok(cut.simulatedS < full.simulatedS, `${where}: ended at ${cut.simulatedS} s, before its horizon (${full.simulatedS} s)`);
+      }
+    });
+  }
 });

@@ -27,7 +27,7 @@ function measured(series: Series, recoverySeconds: number | null, skippedFaults:
     series,
     skippedFaults,
     characteristics: {},
-    summary: { recovered: recoverySeconds !== null, recoverySeconds, baselineOriginQps: 5, peakOriginQps: 5, amplification: 1, errorRate: 0, goodputRatio: 1, p99Ms: 10, invalidServed: 0, simulatedRequests: 1 },
+    summary: { recovered: recoverySeconds !== null, recoverySeconds, baselineOriginQps: 5, peakOriginQps: 5, amplification: 1, errorRate: 0, goodputRatio: 1, p99Ms: 10, invalidServed: 0, simulatedRequests: 1, simulatedS: series.offered.length },
   };
 }
 

@@ -6,7 +6,7 @@ import { LATER_BY_S } from '../lab/sweep/worse.js';
 import { oneScenario } from './args.js';
 import { formatCheck } from './check-summary.js';
 import { type Command } from './command.js';
-import { costLine, GRID_OPTIONS, type GridRun, gridRun, partLines, sweepGrid, sweepSource } from './sweep-command.js';
+import { costLine, GRID_OPTIONS, type GridRun, gridRun, partLines, savedClause, sweepGrid, sweepSource } from './sweep-command.js';
 import { type CheckOfPart } from '../lab/sweep/shard.js';
 import { type SweepResult } from '../lab/sweep/sweep.js';
 
@@ -51,7 +51,7 @@ async function check(ref: string, args: GridRun): Promise<number> {
     process.stdout.write(`${partLines(outcome)}\n`);
     return 0;
   }
-  return reportCheck(outcome.result, checked, `${costLine(outcome.result.cells.length, outcome.wall, outcome.workers, outcome.estimateS)}\nwrote ${join(outcome.dir, 'sweep.html')} and ${join(outcome.dir, 'sweep.json')}`);
+  return reportCheck(outcome.result, checked, `${costLine(outcome.result.cells.length, outcome.wall, outcome.workers, outcome.estimateS)}${savedClause(outcome.result)}\nwrote ${join(outcome.dir, 'sweep.html')} and ${join(outcome.dir, 'sweep.json')}`);
 }
 
 /** Judges a check's sweep (a run's or a merge's), prints its screen and `footer`, and returns the exit code: 0 safe, 1 not. */

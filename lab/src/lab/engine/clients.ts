@@ -254,10 +254,21 @@ export class Clients<F extends FaultSpanDoc> implements World, Replies {
     return {
       series,
       characteristics: this.characteristics.series(),
-      summary: this.recorder.summary(this.scenario, series),
+      summary: this.recorder.summary(this.scenario, series, this.simulatedS()),
       skippedFaults: this.scenario.faults.flatMap((f, i) => (this.skipped.has(f) ? [i] : [])),
       populations,
     };
+  }
+
+  /**
+   * Whole seconds of the timeline simulated: every one when the run reached
+   * its horizon (and went on until its last requests ended), else those
+   * before the second its verdict was decided in (the engine asks once a
+   * second, at its first millisecond).
+   */
+  private simulatedS(): number {
+    const now = this.clock.now();
+    return now >= this.horizon ? this.recorder.seconds : Math.floor(now / 1000);
   }
 
   /** Applies the faults due at `t`; true when there were any (their effects need the step to settle). */

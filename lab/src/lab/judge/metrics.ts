@@ -196,7 +196,8 @@ export class Recorder {
     return meetsObjective(objective, this.offered[s]!, this.good[s]!, this.p99Of(s));
   }
 
-  summary(scenario: ScenarioCommon, series: Series): MeasuredSummary {
+  /** The run's summary; `simulatedS`: how far it ran, when it ended at its verdict before the horizon. */
+  summary(scenario: ScenarioCommon, series: Series, simulatedS = this.seconds): MeasuredSummary {
     const triggerStart = triggerStartS(scenario);
     const { baseline } = scenario;
     // Recovery: the first second from the trigger's end that starts `holdS` healthy seconds in a row (read over the whole run).
@@ -225,6 +226,7 @@ export class Recorder {
       p99Ms: percentile(this.total, 0, good + bad, 0.99),
       invalidServed: this.invalidServed,
       simulatedRequests: this.requests,
+      simulatedS,
     };
   }
 }

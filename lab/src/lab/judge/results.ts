@@ -68,6 +68,11 @@ export interface MeasuredSummary {
   invalidServed: number;
   /** Requests simulated, for the speed figure. */
   simulatedRequests: number;
+  /**
+   * Whole seconds of the scenario's timeline simulated: its length, or fewer
+   * when the run ended at its verdict (a sweep's cell: `RunOptions.end`).
+   */
+  simulatedS: number;
 }
 
 /** Goodput over the trigger window, against what was offered and what was possible. */

@@ -34,6 +34,7 @@ export function judge(scenario: Scenario, run: VariantRun): JudgedRun {
     alerts: alertStates(characteristicAlerts, run.characteristics),
     invalidServed: m.invalidServed,
     simulatedRequests: m.simulatedRequests,
+    simulatedS: m.simulatedS,
   };
   return { ...run, summary, series };
 }

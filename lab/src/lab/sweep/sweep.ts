@@ -53,6 +53,8 @@ export interface CellSummary {
   readonly recoverySeconds: number | null;
   readonly amplification: number;
   readonly goodputRatio: number;
+  /** Seconds of the cell's timeline its run simulated before its verdict was decided (at most `SweepCell.horizonS`). */
+  readonly simulatedS: number;
 }
 
 /** How a cell reads on the heatmap. */
@@ -65,6 +67,8 @@ export interface SweepCell {
   readonly up: number;
   /** How long the run watched after the trigger ended, s: "stuck" means not healthy in all that time. */
   readonly watchedS: number;
+  /** The cell's timeline, whole seconds: what a variant's run to the horizon would simulate. */
+  readonly horizonS: number;
   /** The summaries of the variants the sweep ran (`SweepResult.variants`). */
   readonly variants: Readonly<Partial<Record<SweepVariant, CellSummary>>>;
 }
@@ -161,7 +165,7 @@ export function cellAt(result: SweepResult, a: number, u: number): SweepCell {
 
 /** What a sweep keeps of a variant's summary. */
 export function cellSummary(s: VariantSummary): CellSummary {
-  return { recovered: s.recovered, recoverySeconds: s.recoverySeconds, amplification: s.amplification, goodputRatio: s.goodputRatio };
+  return { recovered: s.recovered, recoverySeconds: s.recoverySeconds, amplification: s.amplification, goodputRatio: s.goodputRatio, simulatedS: s.simulatedS };
 }
 
 /** quick: healthy again within `quickS` of the trigger's end; slow: later; stuck: never. */
@@ -214,7 +218,7 @@ export async function runSweepPart(source: ScenarioSource, grid: SweepGrid, opti
   const runCell = async (k: number): Promise<{ index: number; cell: SweepCell }> => {
     const spec = specs[k]!;
     const summaries = await cellSummaries(spec.scenario, options.seed, variants, options.runner ?? 'threads');
-    const cell: SweepCell = { across: spec.across, up: spec.up, watchedS: spec.scenario.durationS - triggerEndS(spec.scenario), variants: summaries };
+    const cell: SweepCell = { across: spec.across, up: spec.up, watchedS: spec.scenario.durationS - triggerEndS(spec.scenario), horizonS: Math.ceil(spec.scenario.durationS), variants: summaries };
     options.onCell?.(cell, ++done, mine.length);
     return { index: k, cell };
   };
@@ -245,6 +249,23 @@ async function runsInTurn(runs: readonly { scenario: Scenario; variants: readonl
   const summaries: Partial<Record<VariantName, VariantSummary>>[] = [];
   for (const r of runs) summaries.push(await runSummaries(r.scenario, seed, r.variants));
   return summaries;
+}
+
+/**
+ * What ending cells at their verdict saved: the simulated seconds of every
+ * cell and variant, against the same runs to their horizons. Deterministic
+ * (virtual seconds, not wall time), so it is the same on any machine.
+ */
+export function earlyStopSaving(result: SweepResult): { readonly simulatedS: number; readonly horizonS: number; readonly share: number } {
+  let simulatedS = 0;
+  let horizonS = 0;
+  for (const cell of result.cells) {
+    for (const v of result.variants) {
+      simulatedS += summaryOf(cell, v).simulatedS;
+      horizonS += cell.horizonS;
+    }
+  }
+  return { simulatedS, horizonS, share: horizonS === 0 ? 0 : 1 - simulatedS / horizonS };
 }
 
 /** A variant's vulnerable region: the cells where it is stuck. */
