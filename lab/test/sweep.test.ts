@@ -299,7 +299,7 @@ describe('damper lab sweep command', () => {
     assert.deepEqual(json.up.values, [0.5, 20]);
     assert.deepEqual(json.variants, ['naive', 'damper']);
     assert.equal(json.cells.length, 4);
-    for (const c of json.cells) for (const v of ['naive', 'damper'] as const) assert.deepEqual(Object.keys(summaryOf(c, v)).sort(), ['amplification', 'goodputRatio', 'recovered', 'recoverySeconds']);
+    for (const c of json.cells) for (const v of ['naive', 'damper'] as const) assert.deepEqual(Object.keys(summaryOf(c, v)).sort(), ['amplification', 'goodputRatio', 'recovered', 'recoverySeconds', 'simulatedS']);
     assert.match(r.stdout, /vulnerable region \(stuck cells\): naive \d\/4 \(\d+ %\), damper \d\/4/);
     assert.match(r.stdout, /^naive: \d of 4 cells stuck/m);
     assert.match(r.stderr, /sweep: 4\/4 cells done/);
