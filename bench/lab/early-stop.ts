@@ -10,7 +10,10 @@
  * Not a test: the full runs take about half an hour on two cores. The test
  * suite runs a sample of it (lab/test/verdict-watch.test.ts). Re-run:
  *
- *   npm run build:lab --silent && node --import tsx bench/lab/early-stop.ts [LAB_DIST] [--seed N]
+ *   npm run bench:lab:early-stop [-- [LAB_DIST] [--seed N]]
+ *
+ * (tsx with lab/tsconfig.build.json, which maps no paths: with the root's,
+ * tsx would load the library from its TypeScript sources, slower.)
  *
  * Prints a line per grid and the totals, writes bench/lab/early-stop.json,
  * and exits 1 if any cell disagrees. Cells run in worker threads

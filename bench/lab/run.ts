@@ -8,6 +8,9 @@
  * the wall time; it writes bench/lab/results.json and prints a Markdown table
  * for docs/benchmarks.md. A benchmark, not a test: it asserts nothing.
  *
+ * The lab and the library are their builds' JavaScript as they ship: tsx
+ * loads this script and bench/lab/measure.ts only (see `measureOnce`).
+ *
  * Each measurement runs in a fresh process (bench/lab/measure.ts), one at a
  * time, so that one item's heap and compiled code never speed up or slow down
  * another's. Several lab builds and several Node binaries make one run, each
@@ -18,9 +21,10 @@
  *
  * --dist: a built lab (`lab/dist` of a worktree after `npm run build:lab`;
  * default this tree's); --node: a Node binary (default the one running this);
- * --only: the items whose name holds this text; --rounds: each measurement
+ * --only: an item by its name, or the items whose name holds this text; --rounds: each measurement
  * repeated, the fastest kept (default 1); --cpu-prof: each process writes a
- * V8 CPU profile into DIR (bench/lab/profile-top.ts summarises one).
+ * V8 CPU profile into DIR (bench/lab/profile-top.ts summarises one), and
+ * results.json is left as it was.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -47,7 +51,9 @@ interface Setup {
 const setups: Setup[] = options.nodes.flatMap((node) =>
   options.dists.map((dist) => ({ node, nodeVersion: execFileSync(node, ['--version'], { encoding: 'utf8' }).trim(), dist: resolve(dist), build: buildOf(dist) })),
 );
-const items = ITEMS.filter((item) => options.only.length === 0 || options.only.some((o) => item.name.includes(o)));
+// An item's exact name picks it alone (`production`, not `production, careless`); other text, every item whose name holds it.
+const picks = (o: string, name: string): boolean => (ITEMS.some((i) => i.name === o) ? name === o : name.includes(o));
+const items = ITEMS.filter((item) => options.only.length === 0 || options.only.some((o) => picks(o, item.name)));
 
 const host = machine();
 const loadBefore = os.loadavg();
@@ -90,12 +96,17 @@ const markdown = table(
   [false, false, false, true, true, true, true, true, false],
 );
 console.log(`\n${markdown}\n\nload average before ${loadBefore.map((l) => l.toFixed(1)).join(' ')}, after ${loadAfter.map((l) => l.toFixed(1)).join(' ')}`);
-writeFileSync(join(HERE, 'results.json'), `${JSON.stringify({ date: new Date().toISOString(), machine: host, loadAverage: { before: loadBefore, after: loadAfter }, setups, rows }, null, 2)}\n`);
+// A profiled run is slower than the benchmark's: its figures are not written over the benchmark's.
+if (options.cpuProf === undefined) writeFileSync(join(HERE, 'results.json'), `${JSON.stringify({ date: new Date().toISOString(), machine: host, loadAverage: { before: loadBefore, after: loadAfter }, setups, rows }, null, 2)}\n`);
 
 function measureOnce(setup: Setup, item: string, profileName: string): Measured {
   const prof = options.cpuProf === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', options.cpuProf, '--cpu-prof-name', `${profileName}.cpuprofile`];
   if (options.cpuProf !== undefined) mkdirSync(options.cpuProf, { recursive: true });
-  const child = spawnSync(setup.node, [...prof, '--import', 'tsx', join(HERE, 'measure.ts'), setup.dist, item], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 24 });
+  // tsx maps the bare `damper` to ../src/index.ts by the root tsconfig's paths, even from
+  // a built .js file, and its keep-names wrapping slows the library's code (docs/benchmarks.md);
+  // lab/tsconfig.build.json has no paths, so `damper` is the built package, as users run it.
+  const env = { ...process.env, TSX_TSCONFIG_PATH: join(HERE, '../../lab/tsconfig.build.json') };
+  const child = spawnSync(setup.node, [...prof, '--import', 'tsx', join(HERE, 'measure.ts'), setup.dist, item], { encoding: 'utf8', env, stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 24 });
   if (child.status !== 0) throw new Error(`measure.ts exited ${child.status} for ${item} on ${setup.nodeVersion}, lab ${setup.build}`);
   return JSON.parse(child.stdout.trim().split('\n').pop()!) as Measured;
 }
