@@ -28,6 +28,12 @@
 
 type Listener = ((event: Event) => void) | { handleEvent(event: Event): void };
 
+/** What `addEventListener` reads of its options (the DOM's AddEventListenerOptions, which Node's types do not all name). */
+interface ListenerOptions {
+  readonly once?: boolean;
+  readonly signal?: AbortSignal;
+}
+
 /** A listener in a signal's list: linked both ways, as in Node's EventTarget, whose walk these follow. */
 interface Entry {
   readonly listener: Listener;
@@ -92,7 +98,7 @@ class LightAbortSignal {
     if (this.#aborted) throw this.#reason;
   }
 
-  addEventListener(type: string, listener: Listener | null, options?: boolean | AddEventListenerOptions): void {
+  addEventListener(type: string, listener: Listener | null, options?: boolean | ListenerOptions): void {
     if (listener === null || listener === undefined || type !== 'abort') return;
     const o = typeof options === 'object' && options !== null ? options : {};
     const stopper = o.signal;
