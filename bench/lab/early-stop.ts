@@ -7,15 +7,18 @@
  * second, in every cell. Also says what the early stops saved: simulated
  * seconds and requests, for recovered and stuck runs apart.
  *
- * Not a test: the full runs take about half an hour on two cores. The test
- * suite runs a sample of it (lab/test/verdict-watch.test.ts). Re-run:
+ * Not a test: the whole set took 70 CPU-minutes here (docs/lab.md, "Early
+ * stops, checked and counted"). The test suite runs a sample
+ * (lab/test/verdict-watch.test.ts).
+ * Re-run:
  *
  *   npm run bench:lab:early-stop [-- [LAB_DIST] [--seed N]]
  *
  * (tsx with lab/tsconfig.build.json, which maps no paths: with the root's,
  * tsx would load the library from its TypeScript sources, slower.)
  *
- * Prints a line per grid and the totals, writes bench/lab/early-stop.json,
+ * Prints a line per cell as it ends (standard error), a line per grid and the
+ * totals (standard output: bench/lab/early-stop.txt), writes bench/lab/early-stop.json,
  * and exits 1 if any cell disagrees. Cells run in worker threads
  * (`DAMPER_LAB_THREADS`, default one per core); a cell on several grids runs once.
  */

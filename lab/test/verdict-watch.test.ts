@@ -125,12 +125,13 @@ describe('a cell ends at its verdict', () => {
  * `DAMPER_LAB_SEED` replays both): ended at its verdict, it must say what
  * the run to its horizon says. The whole grids, and the docs' and tests'
  * sweeps, 218 cells to their horizons, are compared by
- * `bench/lab/early-stop.ts` (docs/lab.md, "A cell ends at its verdict"):
+ * `bench/lab/early-stop.ts` (docs/lab.md, "Early stops, checked and counted"):
  * minutes of simulation, too long for the suite. Here each cell is watched
  * {@link WATCH_S} after its trigger, not to its horizon (8 to 16 minutes):
  * early stopping must agree with the run to whatever horizon it has, and a
- * short one keeps the six cells, on the one thread a test file gets, to
- * about a minute.
+ * short one keeps the six cells and the two corners above, on the one
+ * thread a test file gets, to about 100 CPU-seconds (a drawn cell of a long
+ * scenario at 2.5× load and trigger is the most of it).
  */
 const WATCH_S = 60;
 
