@@ -68,8 +68,9 @@ const OWNED = Symbol('damper.owned');
 
 type OwnedSignal = AbortSignal & { [OWNED]?: Owned };
 
+/** The record of a signal damper made, or undefined for any other value (a user's signal, or garbage handed to `onAbort`, which then says what is wrong with it). */
 function ownedRecord(signal: AbortSignal): Owned | undefined {
-  return (signal as OwnedSignal)[OWNED];
+  return typeof signal === 'object' && signal !== null ? (signal as OwnedSignal)[OWNED] : undefined;
 }
 
 /**
