@@ -68,9 +68,19 @@ const OWNED = Symbol('damper.owned');
 
 type OwnedSignal = AbortSignal & { [OWNED]?: Owned };
 
-/** The record of a signal damper made, or undefined for any other value (a user's signal, or garbage handed to `onAbort`, which then says what is wrong with it). */
+/**
+ * The record of a signal damper made, or undefined for any other value: a
+ * user's signal, or garbage handed to `onAbort` (null, a revoked proxy),
+ * which then says what is wrong with it rather than throwing a TypeError
+ * here.
+ */
 function ownedRecord(signal: AbortSignal): Owned | undefined {
-  return typeof signal === 'object' && signal !== null ? (signal as OwnedSignal)[OWNED] : undefined;
+  if (typeof signal !== 'object' || signal === null) return undefined;
+  try {
+    return (signal as OwnedSignal)[OWNED];
+  } catch {
+    return undefined;
+  }
 }
 
 /**
