@@ -186,7 +186,7 @@ describe('know before you wait: a run past --max-calls is refused before it star
     const started = Date.now();
     const r = damper('lab', 'check', 'retry-storm', '--max-minutes', '0.001', '--out', join(dir, 'estimate'));
     assert.equal(r.status, 2, r.stderr);
-    assert.match(r.stderr, /damper: this grid would take about \d+ s here \([\d,.]+(?: million| billion)? calls on \d threads?, at the cost of a call of its largest cell timed just now\), past the limit of 0\.001 min: narrow it, spread it over machines with --shard, or raise the limit with --max-minutes M\n$/);
+    assert.match(r.stderr, /damper: this grid would take about (?:\d+ s|\d+ min \d+ s|\d+ h \d+ min) here \([\d,.]+(?: million| billion)? calls on \d threads?, at the cost of a call of its largest cell timed just now\), past the limit of 0\.001 min: narrow it, spread it over machines with --shard, or raise the limit with --max-minutes M\n$/);
     assert.ok(!existsSync(join(dir, 'estimate', 'sweep.json')), 'no cell ran');
     assert.ok(Date.now() - started < 60_000, 'in seconds');
     const bad = damper('lab', 'sweep', 'retry-storm', '--load', '1..2', '--trigger', '30..45', '--max-minutes', 'soon');
