@@ -192,8 +192,7 @@ export function partLines(outcome: GridOutcome & { kind: 'part' }): string {
  */
 export function timeLeft(elapsedMs: number, done: number, total: number): string {
   if (done === 0 || done >= total) return '';
-  const s = Math.round(((elapsedMs / done) * (total - done)) / 1000);
-  return s < 60 ? `, about ${s} s left` : `, about ${Math.floor(s / 60)} min ${s % 60} s left`;
+  return `, about ${formatDuration(((elapsedMs / done) * (total - done)) / 1000)} left`;
 }
 
 /** The cost line: cells, wall time, threads, and the estimate made before they ran (none for a merge). */
