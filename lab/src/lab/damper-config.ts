@@ -1,7 +1,7 @@
 import { register } from 'node:module';
 import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { type AdmissionOptions, type CacheOptions, DamperError, type DependencyOptions, forbidRealTime, RealTimeInSimulationError, type VirtualClock } from 'damper';
+import { type AdmissionOptions, type CacheOptions, type Clock, DamperError, type DependencyOptions, forbidRealTime, RealTimeInSimulationError } from 'damper';
 import { type ScenarioCommon } from './schema/common.js';
 
 /**
@@ -36,8 +36,12 @@ export interface DamperSettings {
   readonly cache?: (process: number) => Partial<CacheOptions<unknown>>;
 }
 
-/** What a configuration module's default export is. */
-export type DamperConfigFunction = (context: { readonly clock: VirtualClock; readonly scenario: ScenarioCommon }) => DamperSettings;
+/**
+ * What a configuration module's default export is. `clock` is the run's: a
+ * `VirtualClock` in a simulation, the system clock in a real run (`damper
+ * lab real`), so the same module configures both.
+ */
+export type DamperConfigFunction = (context: { readonly clock: Clock; readonly scenario: ScenarioCommon }) => DamperSettings;
 
 const ROLES = ['dependency', 'admission', 'cache'] as const;
 
@@ -155,7 +159,7 @@ function isOptions(value: unknown): value is object {
  * so that a call checks what the module built and names the module when it
  * misbehaves. Call once per run, with that run's clock.
  */
-export async function damperSettings(scenario: ScenarioCommon, clock: VirtualClock): Promise<DamperSettings> {
+export async function damperSettings(scenario: ScenarioCommon, clock: Clock): Promise<DamperSettings> {
   const file = scenario.damper?.config;
   if (file === undefined) return {};
   const configure = await importConfig(file);

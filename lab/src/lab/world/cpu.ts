@@ -1,4 +1,4 @@
-import { type Timer, type VirtualClock } from 'damper';
+import { type Clock, type Timer } from 'damper';
 
 /**
  * A web server's processors, shared by every request being served
@@ -23,7 +23,7 @@ export class Cpu {
   private timer: Timer | undefined;
 
   constructor(
-    private readonly clock: VirtualClock,
+    private readonly clock: Clock,
     private cores: number,
   ) {
     this.since = clock.now();

@@ -1,4 +1,4 @@
-import { ConcurrencyLimiter, type DependencyOptions, onAbort, type Priority, type Refusal, type VirtualClock } from 'damper';
+import { type AdmissionOptions, type Clock, ConcurrencyLimiter, type DependencyOptions, onAbort, type Priority, type Refusal, type VirtualClock } from 'damper';
 import { type DamperSettings } from '../damper-config.js';
 import { type Watch } from '../judge/damper-gauges.js';
 import { admittedServer, damperTiers, type Host } from './damper-tiers.js';
@@ -49,13 +49,12 @@ export function damperService(
   arrived?: () => void,
   hosts: readonly (readonly Server[] | undefined)[] = [],
 ): { send: DamperSend; close(): void } {
-  const { workers, maxQueue, admissionLimit } = scenario.servers;
   const admitted = servers.map((server, i) =>
     admittedServer<Answer>(
       clock,
       settings,
       i,
-      { limiter: new ConcurrencyLimiter({ clock, limit: admissionLimit ?? workers, maxQueue }) },
+      damperServerAdmission(scenario, clock),
       (key, scope, ok, fail) =>
         server.submit({
           key,
@@ -70,17 +69,7 @@ export function damperService(
   const { tiers } = scenario;
   const layers = tiers?.count ?? 1;
   const balancer = scenario.balancer === undefined ? undefined : liveness(servers, scenario.balancer);
-  const options = (t: number): Omit<DependencyOptions<unknown>, 'upstreams' | 'clock' | 'balancer'> => {
-    if (tiers === undefined) return { retry: { maxAttempts: 1 } };
-    // A tier's own retries, else the most any population makes (one Dependency serves them all); its own attempt timeout, else the innermost's.
-    const own = scenario.clients.map((p) => tierSettings(tiers, t, p));
-    const { attemptTimeoutMs: attemptTimeout, hedgeAfterMs } = own[0]!;
-    return {
-      retry: { maxAttempts: 1 + Math.max(...own.map((s) => s.retries)), ...(attemptTimeout === undefined ? {} : { attemptTimeout }) },
-      // The tier hedges as the scenario says, as the library hedges: from the retry budget, to another upstream only.
-      ...(hedgeAfterMs === undefined ? {} : { hedge: { after: hedgeAfterMs } }),
-    };
-  };
+  const options = (t: number) => damperTierOptions(scenario, t);
   const ownHosts = hosts.map((pool, t) => (pool === undefined ? undefined : tierHosts(clock, pool, tiers!, t, watch)));
   const chain = damperTiers<number, Answer>(clock, { layers, servers: servers.map((_, i) => i), options, hosts: (t) => ownHosts[t], ...(balancer === undefined ? {} : { balancer }) }, settings, watch);
   return {
@@ -96,6 +85,38 @@ export function damperService(
       ),
     close: () => chain.close(),
   };
+}
+
+/**
+ * The lab's own options of client tier `t`'s `Dependency` (a configuration
+ * module's `dependency(t)` is laid over them): with `tiers`, the tier's own
+ * retries + 1 attempts (`tiers.each`), else the populations' most (one
+ * Dependency serves them all), its own attempt timeout, else the
+ * innermost's, and its hedge; without, one attempt (the populations retry
+ * as the scenario says). Shared by the simulation and the real runner
+ * (src/lab/real), so both deploy the same tiers.
+ */
+export function damperTierOptions(scenario: ServiceScenario, t: number): Omit<DependencyOptions<unknown>, 'upstreams' | 'clock' | 'balancer'> {
+  const { tiers } = scenario;
+  if (tiers === undefined) return { retry: { maxAttempts: 1 } };
+  const own = scenario.clients.map((p) => tierSettings(tiers, t, p));
+  const { attemptTimeoutMs: attemptTimeout, hedgeAfterMs } = own[0]!;
+  return {
+    retry: { maxAttempts: 1 + Math.max(...own.map((s) => s.retries)), ...(attemptTimeout === undefined ? {} : { attemptTimeout }) },
+    // The tier hedges as the scenario says, as the library hedges: from the retry budget, to another upstream only.
+    ...(hedgeAfterMs === undefined ? {} : { hedge: { after: hedgeAfterMs } }),
+  };
+}
+
+/**
+ * The lab's own options of a server's `Admission` (a configuration module's
+ * `admission(i)` is laid over them): a limiter admitting `admissionLimit`
+ * requests at once (default: the workers) with the server's `maxQueue`
+ * behind it. Shared by the simulation and the real runner.
+ */
+export function damperServerAdmission(scenario: ServiceScenario, clock: Clock): Omit<AdmissionOptions, 'clock'> {
+  const { workers, maxQueue, admissionLimit } = scenario.servers;
+  return { limiter: new ConcurrencyLimiter({ clock, limit: admissionLimit ?? workers, maxQueue }) };
 }
 
 /** A server's outcome, settled as damper's guards read it: a value or an invalid one answers, anything else fails with its status. */

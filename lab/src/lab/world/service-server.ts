@@ -1,4 +1,4 @@
-import { type Priority, type VirtualClock } from 'damper';
+import { type Clock, type Priority } from 'damper';
 import { sampleMs } from '../engine/delay.js';
 import { type ServiceScenario } from '../schema/service.js';
 import { Cpu } from './cpu.js';
@@ -65,7 +65,7 @@ export class Server {
   slowdown = 1;
 
   constructor(
-    private readonly clock: VirtualClock,
+    private readonly clock: Clock,
     private readonly shape: ServerShape,
     /** The service-time source (drawn only when `service` is random). */
     private readonly random: () => number,

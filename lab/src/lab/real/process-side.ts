@@ -1,0 +1,54 @@
+import { readFileSync } from 'node:fs';
+import { type VariantName } from '../judge/results.js';
+import { type ServiceScenario } from '../schema/service.js';
+import { type FromProcess, type ToProcess } from './real-messages.js';
+
+/** What every process of a real run is started with (as JSON in argv[2]). */
+export interface ProcessArgs {
+  /** The fitted scenario, parsed, as a JSON file the runner wrote: every process reads the same one. */
+  readonly scenarioFile: string;
+  readonly variant: VariantName;
+  readonly seed: number;
+  /** The port to listen on (0: any free one; a restarted server gets its old one). */
+  readonly port: number;
+  /** Server or tier index, from 0. */
+  readonly index: number;
+  /** The origins this process calls (the tier below, or the servers). */
+  readonly below: readonly string[];
+}
+
+/** This process's arguments and scenario. */
+export function processArgs(): { readonly args: ProcessArgs; readonly scenario: ServiceScenario } {
+  const text = process.argv[2];
+  if (text === undefined) throw new Error('a real run’s process needs its ProcessArgs as JSON in argv[2]');
+  const args = JSON.parse(text) as ProcessArgs;
+  return { args, scenario: JSON.parse(readFileSync(args.scenarioFile, 'utf8')) as ServiceScenario };
+}
+
+/**
+ * The process's line to the runner: what it sends, and the runner's
+ * messages handed to `on`. When the runner goes (it ended, crashed or was
+ * killed), so does the process: a real run leaves nothing behind.
+ */
+export function runnerLine(on: (message: ToProcess) => void): { send(message: FromProcess): void } {
+  process.on('message', (message: ToProcess) => on(message));
+  process.on('disconnect', () => process.exit(0));
+  return { send: (message) => void process.send?.(message) };
+}
+
+/** Counts by second from time zero, growing as needed; nothing before zero is counted. */
+export class PerSecond {
+  private readonly counts: number[] = [];
+  zero = Number.POSITIVE_INFINITY;
+
+  add(at: number): void {
+    if (at < this.zero) return;
+    const s = Math.floor((at - this.zero) / 1000);
+    while (this.counts.length <= s) this.counts.push(0);
+    this.counts[s]!++;
+  }
+
+  get values(): readonly number[] {
+    return this.counts;
+  }
+}

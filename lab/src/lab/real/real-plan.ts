@@ -1,0 +1,61 @@
+import { type ServiceScenario } from '../schema/service.js';
+import { RealRunError } from './real-error.js';
+
+/**
+ * Which parts of a scenario the real runner builds today, checked before
+ * anything starts: a part it cannot build is refused in one line naming it,
+ * never run without it (a real run that leaves out the cache tier would be
+ * compared with a simulation that has one).
+ *
+ * Built: open- and closed-loop populations, client tiers (retries, backoff,
+ * attempt timeouts), servers (workers, queue, service time, slowdown with
+ * what they hold, admission limit), and the faults `slowdown` (servers),
+ * `capacity-drop`, `degrade-servers`, `hang` (SIGSTOP; then resume or
+ * restart), `restart`, `load-spike` and `load-ramp` (open loop).
+ */
+export function realPlanProblems(scenario: ServiceScenario): string[] {
+  const problems: string[] = [];
+  const not = (what: string): void => void problems.push(`${scenario.name}: ${what} is not run on real processes yet`);
+  if (scenario.cache !== undefined) not('a cache tier (cache)');
+  if (scenario.database !== undefined) not('a database (database)');
+  if (scenario.balancer !== undefined) not('a balancer with health checks (balancer)');
+  if (scenario.servers.cores !== undefined) not('processor sharing (servers.cores)');
+  if (scenario.network.hopDelay.kind !== 'constant' || scenario.network.hopDelay.ms !== 0) not('a network delay (network.hopDelay)');
+  scenario.tiers?.each?.forEach((t, i) => {
+    if (t.servers !== undefined) not(`a tier's own servers (tiers.each[${i}].servers)`);
+    if (t.hedgeAfterMs !== undefined) not(`hedging (tiers.each[${i}].hedgeAfterMs)`);
+    if (t.timerTickMs !== undefined) not(`a modelled timer tick (tiers.each[${i}].timerTickMs): a real client has its own`);
+  });
+  scenario.clients.forEach((p, i) => {
+    if (p.keys !== undefined) not(`a population's own keys (clients[${i}].keys)`);
+    if (p.tiers !== undefined && i > 0) not(`per-population tier settings beside another population (clients[${i}].tiers)`);
+  });
+  const closed = scenario.clients.some((p) => p.closed !== undefined);
+  scenario.faults.forEach((f, i) => {
+    const at = `faults[${i}] (${f.kind})`;
+    if ('when' in f && f.when !== undefined) not(`an operator's conditional action (${at}.when)`);
+    switch (f.kind) {
+      case 'slowdown':
+        if (f.target !== 'servers') not(`a slowdown of the ${f.target} (${at})`);
+        break;
+      case 'load-spike':
+      case 'load-ramp':
+        if (closed) not(`a load change on a closed-loop population (${at})`);
+        break;
+      case 'capacity-drop':
+      case 'degrade-servers':
+      case 'hang':
+      case 'restart':
+        break;
+      default:
+        not(`the fault ${at}`);
+    }
+  });
+  return problems;
+}
+
+/** Throws the first of {@link realPlanProblems}, with how many more there are. */
+export function checkRealPlan(scenario: ServiceScenario): void {
+  const problems = realPlanProblems(scenario);
+  if (problems.length > 0) throw new RealRunError(problems.length === 1 ? problems[0]! : `${problems[0]!} (and ${problems.length - 1} more: ${problems.slice(1).join('; ')})`);
+}

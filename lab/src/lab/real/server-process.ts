@@ -1,0 +1,93 @@
+// A server of a real run, in a process of its own (`damper lab real`).
+//
+// A node:http server in front of the very `Server` the simulation runs (its
+// workers, its FIFO queue, its refusals beyond `maxQueue`, its slowdown with
+// what it holds), on real timers: a request waits for a real worker and its
+// service time is spent waiting, not computing, so many servers fit on two
+// cores. What the simulation models of the network, HTTP, undici and the
+// library's guards is here for real around it. naive: every request is
+// served, its caller gone or not (node:http does not say, unless asked);
+// damper: behind `damperAdmission`, with the options the simulation gives
+// the same server (`damperServerAdmission` under the configuration's
+// `admission(i)`), and a request whose signal has aborted is dropped by the
+// worker that takes it up, as in the simulation.
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { type AddressInfo } from 'node:net';
+import { createSystemClock, type Priority, type RequestScope, seededRandom } from 'damper';
+import { damperAdmission } from 'damper/http';
+import { admissionOptions, damperSettings } from '../damper-config.js';
+import { damperServerAdmission } from '../world/service-damper.js';
+import { activeAt, serviceState } from '../world/service-faults.js';
+import { type Job, type Outcome, Server } from '../world/service-server.js';
+import { PerSecond, processArgs, runnerLine } from './process-side.js';
+import { at, type ProcessReport, wallNow } from './real-messages.js';
+
+const { args, scenario } = processArgs();
+const clock = createSystemClock(args.seed);
+const arrivals = new PerSecond();
+const server = new Server(clock, scenario.servers, seededRandom(args.seed * 1_000 + args.index), undefined);
+
+/** A server's outcome as HTTP: a value is a 200; a refusal (full queue) a 503; work dropped unstarted (its caller gone) a 504; else a 502. */
+const STATUS: Readonly<Record<Outcome, number>> = { ok: 200, invalid: 200, refused: 503, shed: 503, dropped: 504, error: 502 };
+
+function answer(res: ServerResponse, outcome: Outcome): void {
+  // The caller has gone: nobody reads this answer, but the work was done (naive: node:http never said).
+  if (res.destroyed) return;
+  res.writeHead(STATUS[outcome], { 'content-type': 'text/plain' }).end(`${outcome}\n`);
+}
+
+function keyOf(req: IncomingMessage): string {
+  return new URL(req.url ?? '/', 'http://server').searchParams.get('key') ?? 'key:0';
+}
+
+const settings = args.variant === 'damper' ? await damperSettings(scenario, clock) : {};
+
+/** naive: submitted as it comes; nobody tells the server its caller left. */
+const naive = (req: IncomingMessage, res: ServerResponse): void => server.submit({ key: keyOf(req), priority: 'normal', done: (outcome) => answer(res, outcome) });
+
+/** damper: admitted, then submitted with its scope's signal: a worker drops what nobody waits for any more. */
+const admitted = (req: IncomingMessage, res: ServerResponse, scope: RequestScope): Promise<void> =>
+  new Promise<void>((over) => {
+    const job: Job = {
+      key: keyOf(req),
+      priority: (scope.priority ?? 'normal') satisfies Priority,
+      abandoned: () => scope.signal.aborted,
+      done: (outcome) => (answer(res, outcome), over()),
+    };
+    server.submit(job);
+  });
+
+const listener =
+  args.variant === 'damper' ? damperAdmission(admissionOptions(settings, args.index, damperServerAdmission(scenario, clock), { clock }), admitted) : naive;
+
+const http = createServer((req, res) => {
+  arrivals.add(wallNow());
+  listener(req, res);
+});
+// Connections kept open longer than any run: the run measures the stacks, not reconnection after idle.
+http.keepAliveTimeout = 600_000;
+http.requestTimeout = 0;
+
+/** The faults' effect on this server at `s` seconds (slowdown, capacity kept), as the simulation applies it; a hang and a restart are done to the process itself. */
+function apply(s: number): void {
+  const state = serviceState(scenario, activeAt(scenario, s), s).servers[args.index]!;
+  server.slowdown = state.slowdown;
+  server.keep = state.keep;
+}
+
+function start(zero: number): void {
+  arrivals.zero = zero;
+  const now = (wallNow() - zero) / 1000;
+  apply(Math.max(0, now));
+  const bounds = new Set(scenario.faults.flatMap((f) => [f.startS, f.endS]).filter((b) => b > now));
+  for (const b of bounds) at(zero + b * 1000, () => apply(b));
+}
+
+const line = runnerLine((message) => {
+  if (message.type === 'zero') start(message.at);
+  else if (message.type === 'collect') {
+    const report: ProcessReport = { arrivals: arrivals.values, ...(listener === naive ? {} : { stats: (listener as ReturnType<typeof damperAdmission>).stats() }) };
+    line.send({ type: 'report', report });
+  }
+});
+http.listen(args.port, '127.0.0.1', () => line.send({ type: 'listening', port: (http.address() as AddressInfo).port }));

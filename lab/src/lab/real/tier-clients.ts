@@ -1,0 +1,94 @@
+import { type Clock } from 'damper';
+import { damperInterceptor, HttpDependency, type HttpUpstream } from 'damper/http';
+import { Agent, type Dispatcher, interceptors } from 'undici';
+import { type DamperSettings, dependencyOptions } from '../damper-config.js';
+import { type Backoff } from '../schema/common.js';
+import { damperTierOptions } from '../world/service-damper.js';
+import { type ServiceScenario } from '../schema/service.js';
+import { tierSettings } from '../world/service-tiers.js';
+import { RealRunError } from './real-error.js';
+
+/**
+ * How client tier `t` of a real run calls the tier below it over HTTP: the
+ * same undici `Agent` in both variants (an attempt's timeout is its
+ * `headersTimeout`), composed with undici's own retry interceptor (naive:
+ * what a service that "retries 3 times" ships) or with damper's (the tier's
+ * `HttpDependency`, built from the options the simulation gives the same
+ * tier: `damperTierOptions` under the configuration's `dependency(t)`).
+ */
+
+/** undici's list of retried error codes, and its attempt timeouts: without these, undici never retries a slow upstream. */
+const RETRIED_CODES = ['ECONNRESET', 'ECONNREFUSED', 'ENOTFOUND', 'ENETDOWN', 'ENETUNREACH', 'EHOSTDOWN', 'EHOSTUNREACH', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT'];
+
+/** What a tier's outgoing calls go through, and what it can say of itself. */
+export interface TierClient {
+  readonly dispatcher: Dispatcher;
+  /** The tier's guards' stats (damper), for the run's record. */
+  readonly stats: () => unknown;
+  close(): Promise<void>;
+}
+
+/**
+ * The agent every tier's calls go out on. Connections are kept alive longer
+ * than a run (the run measures the stacks, not reconnection after idle);
+ * `attemptTimeoutMs` is undici's `headersTimeout` and `bodyTimeout` (0:
+ * none; undici checks timeouts of over a second on a 500 ms tick, exactly
+ * what the scenario's `timerTickMs` models).
+ */
+function agentFor(attemptTimeoutMs: number | undefined): Agent {
+  const timeout = attemptTimeoutMs ?? 0;
+  return new Agent({ headersTimeout: timeout, bodyTimeout: timeout, keepAliveTimeout: 600_000, keepAliveMaxTimeout: 600_000 });
+}
+
+/** undici's retry options for a scenario backoff: its own exponential (minTimeout × 2^(n−1), capped), or none; it draws no jitter. */
+function undiciBackoff(backoff: Backoff): { minTimeout: number; maxTimeout: number; timeoutFactor: number } {
+  switch (backoff.kind) {
+    case 'none':
+      return { minTimeout: 0, maxTimeout: 0, timeoutFactor: 1 };
+    case 'fixed':
+      return { minTimeout: backoff.delayMs, maxTimeout: backoff.delayMs, timeoutFactor: 1 };
+    case 'exponential':
+      return { minTimeout: backoff.baseMs, maxTimeout: backoff.maxMs, timeoutFactor: 2 };
+    case 'full-jitter':
+      throw new RealRunError('a full-jitter backoff: undici’s retry interceptor draws no jitter, so the real naive client cannot make it (give exponential)');
+  }
+}
+
+/**
+ * Tier `t`'s naive client: undici's retry interceptor with the tier's
+ * retries and backoff (the first population's: undici takes one setting per
+ * agent), each attempt sent round robin over `below` (as the simulation's
+ * naive front picks a server per attempt).
+ */
+export function naiveTierClient(scenario: ServiceScenario, t: number, below: readonly string[]): TierClient {
+  const tiers = scenario.tiers!;
+  const own = tierSettings(tiers, t, scenario.clients[0]!);
+  const agent = agentFor(own.attemptTimeoutMs);
+  // compose() wraps in order, so the retry interceptor is outermost: each of its attempts takes the next origin.
+  const dispatcher = agent.compose(roundRobin(below), interceptors.retry({ maxRetries: own.retries, errorCodes: RETRIED_CODES, ...undiciBackoff(own.backoff) }));
+  return { dispatcher, stats: () => undefined, close: () => agent.close() };
+}
+
+/** An interceptor that sends each dispatch to the next of `origins` in turn. */
+function roundRobin(origins: readonly string[]): Dispatcher.DispatcherComposeInterceptor {
+  let next = 0;
+  return (dispatch) => (options, handler) => {
+    const origin = origins[next]!;
+    next = (next + 1) % origins.length;
+    return dispatch({ ...options, origin }, handler);
+  };
+}
+
+/**
+ * Tier `t`'s damper client: an `HttpDependency` over `below` (the origins of
+ * the tier below, or of the servers) with the lab's own options for the tier
+ * under the user's, as `damperTiers` builds the same tier in a simulation.
+ * Its attempt timeout is the dependency's own (`retry.attemptTimeout`), so
+ * the agent sets none.
+ */
+export function damperTierClient(scenario: ServiceScenario, t: number, settings: DamperSettings, clock: Clock, below: readonly string[]): TierClient {
+  const options = dependencyOptions<HttpUpstream>(settings, t, damperTierOptions(scenario, t), { clock, upstreams: below.map((origin) => ({ id: origin, target: { origin } })) });
+  const dependency = new HttpDependency({ ...options, upstreams: below });
+  const agent = agentFor(undefined);
+  return { dispatcher: agent.compose(damperInterceptor(dependency)), stats: () => dependency.stats(), close: async () => (dependency.close(), agent.close()) };
+}

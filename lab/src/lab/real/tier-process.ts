@@ -1,0 +1,67 @@
+// A client tier of a real run (tier t ≥ 1: a front end, a mid tier), in a
+// process of its own (`damper lab real`).
+//
+// A node:http service that serves each request by calling the tier below
+// (the next tier, or the servers) and relaying the answer, as an API
+// gateway or a mid-tier service does. naive: undici's retry interceptor,
+// and nobody tells the tier below when its caller leaves; damper: the
+// tier's `HttpDependency` (tier-clients.ts) inside `damperAdmission`, which
+// reads the deadline and priority the tier above sent, so the calls below
+// carry them on. The tier's own capacity is not part of the scenario (a
+// tier without `servers`), so its admission admits without a bound.
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { type AddressInfo } from 'node:net';
+import { ConcurrencyLimiter, createSystemClock } from 'damper';
+import { damperAdmission } from 'damper/http';
+import { request } from 'undici';
+import { damperSettings } from '../damper-config.js';
+import { processArgs, runnerLine } from './process-side.js';
+import { type ProcessReport } from './real-messages.js';
+import { damperTierClient, naiveTierClient } from './tier-clients.js';
+
+const { args, scenario } = processArgs();
+const clock = createSystemClock(args.seed);
+const tier = args.index;
+const client =
+  args.variant === 'damper' ? damperTierClient(scenario, tier, await damperSettings(scenario, clock), clock, args.below) : naiveTierClient(scenario, tier, args.below);
+const origin = args.below[0]!;
+
+/** A failed call's answer to this tier's caller, as a gateway gives it: the status below when there was one, 504 for a timeout, 503 for overload, else 502. */
+function statusOf(error: unknown): number {
+  const e = error as { statusCode?: unknown; code?: unknown; name?: unknown };
+  if (typeof e.statusCode === 'number') return e.statusCode;
+  const code = String(e.code);
+  if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'LOAD_TIMEOUT' || code === 'DEADLINE_EXCEEDED' || e.name === 'TimeoutError') return 504;
+  if (code === 'OVERLOADED' || code === 'BREAKER_OPEN') return 503;
+  return 502;
+}
+
+async function relay(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  let status: number;
+  let retryAfter: string | undefined;
+  try {
+    const answer = await request(`${origin}${req.url ?? '/'}`, { dispatcher: client.dispatcher });
+    await answer.body.text();
+    status = answer.statusCode;
+    const header = answer.headers['retry-after'];
+    retryAfter = typeof header === 'string' ? header : undefined;
+  } catch (error) {
+    status = statusOf(error);
+  }
+  if (res.destroyed) return;
+  res.writeHead(status, { 'content-type': 'text/plain', ...(retryAfter === undefined ? {} : { 'retry-after': retryAfter }) }).end(`${status}\n`);
+}
+
+// No bound of its own (the scenario gives this tier none): the admission is there to carry the deadline and priority on.
+const admitted = args.variant === 'damper' ? damperAdmission({ clock, limiter: new ConcurrencyLimiter({ clock, limit: 1_000_000, maxQueue: 0 }) }, relay) : undefined;
+const http = createServer(admitted ?? ((req, res) => void relay(req, res)));
+http.keepAliveTimeout = 600_000;
+http.requestTimeout = 0;
+
+const line = runnerLine((message) => {
+  if (message.type === 'collect') {
+    const report: ProcessReport = { stats: client.stats() };
+    line.send({ type: 'report', report });
+  }
+});
+http.listen(args.port, '127.0.0.1', () => line.send({ type: 'listening', port: (http.address() as AddressInfo).port }));

@@ -1,0 +1,158 @@
+// The users of a real run, in a process of their own (`damper lab real`): a
+// load generator that sends the scenario's calls as real HTTP requests.
+//
+// Open-loop populations send at their rate whatever the system does
+// (Poisson arrivals, or one every 1000 ÷ rate ms), closed-loop ones with
+// their users and think time; a load spike or ramp multiplies both, as the
+// simulation's faults say. Each call carries the population's timeout: the
+// user gives up then, and the call is bad. With client tiers, the users'
+// own client is tier 0 (tier-clients.ts: undici's retry interceptor, or the
+// tier's `HttpDependency` with the call's deadline and priority in its
+// headers), and a call is one request however many attempts it made;
+// without, each attempt is a request of its own, and the population's
+// retries are the users' (as the simulation's clients make them).
+import { createSystemClock, seededRandom } from 'damper';
+import { DEADLINE_HEADER, PRIORITY_HEADER } from 'damper/http';
+import { Agent, request } from 'undici';
+import { damperSettings } from '../damper-config.js';
+import { sampleMs } from '../engine/delay.js';
+import { retryDelayMs } from '../engine/retry-delay.js';
+import { type Population } from '../schema/common.js';
+import { activeAt, serviceState } from '../world/service-faults.js';
+import { processArgs, runnerLine } from './process-side.js';
+import { at, realClock, wallNow } from './real-messages.js';
+import { damperTierClient, naiveTierClient, type TierClient } from './tier-clients.js';
+
+const { args, scenario } = processArgs();
+const clock = createSystemClock(args.seed);
+const random = seededRandom(args.seed * 7_919 + 17);
+const origin = args.below[0]!;
+
+/** The users' own client: tier 0 when the scenario has tiers; else one plain attempt per request (damper: a Dependency of one attempt). */
+async function usersClient(): Promise<TierClient> {
+  if (args.variant === 'damper') return damperTierClient(scenario, 0, await damperSettings(scenario, clock), clock, args.below);
+  if (scenario.tiers !== undefined) return naiveTierClient(scenario, 0, args.below);
+  const agent = new Agent({ headersTimeout: 0, bodyTimeout: 0, keepAliveTimeout: 600_000, keepAliveMaxTimeout: 600_000 });
+  let next = 0;
+  const dispatcher = agent.compose((dispatch) => (options, handler) => dispatch({ ...options, origin: args.below[next++ % args.below.length]! }, handler));
+  return { dispatcher, stats: () => undefined, close: () => agent.close() };
+}
+const client = await usersClient();
+const populationsRetry = scenario.tiers === undefined;
+
+/** Calls as [sent, ended, good] ms from time zero, flat; and the calls still out. */
+const calls: number[] = [];
+let out = 0;
+let recording = false;
+let zero = 0;
+let horizon = 0;
+let sending = false;
+const warm = { calls: 0, good: 0 };
+let onIdle: (() => void) | undefined;
+
+/** One request of `population`: the user waits at most its timeout. `then` hears whether it was good. */
+function send(population: Population, then: (good: boolean) => void): void {
+  const sent = wallNow();
+  const measured = recording;
+  out++;
+  const gaveUp = new AbortController();
+  const timer = realClock.setTimer(() => gaveUp.abort(), population.timeoutMs);
+  const headers: Record<string, string> = args.variant === 'damper' ? { [DEADLINE_HEADER]: String(population.timeoutMs), [PRIORITY_HEADER]: population.priority } : {};
+  const ended = (good: boolean): void => {
+    timer.cancel();
+    const at = wallNow();
+    const inTime = good && at - sent <= population.timeoutMs;
+    if (measured) calls.push(sent - zero, at - zero, inTime ? 1 : 0);
+    else {
+      warm.calls++;
+      if (inTime) warm.good++;
+    }
+    out--;
+    then(inTime);
+    if (out === 0) onIdle?.();
+  };
+  request(`${origin}/work?key=key:0`, { dispatcher: client.dispatcher, signal: gaveUp.signal, headers }).then(
+    (answer) =>
+      answer.body.text().then(
+        () => ended(answer.statusCode === 200),
+        () => ended(false),
+      ),
+    () => ended(false),
+  );
+}
+
+/** A call: one request, or without tiers, its retries too as requests of their own (the population's backoff between them). */
+function call(population: Population, done: () => void, attempt = 0): void {
+  send(population, (good) => {
+    if (good || !populationsRetry || attempt >= population.retries || !sending) return done();
+    realClock.setTimer(() => call(population, done, attempt + 1), retryDelayMs(population.backoff, attempt + 1, random));
+  });
+}
+
+/** The load factor at wall time `at` (spikes and ramps), as the simulation's faults make it. */
+function loadAt(at: number): number {
+  const s = Math.max(0, (at - zero) / 1000);
+  return serviceState(scenario, activeAt(scenario, s), s).load;
+}
+
+/** Sends `population`'s open-loop arrivals until sending stops: Poisson gaps, or a fixed interval, at its rate × the load then. */
+function openLoop(population: Population): void {
+  const next = (): void => {
+    if (!sending) return;
+    call(population, () => {});
+    const rate = population.rate * loadAt(wallNow());
+    // No load (a spike to zero): look again in 10 ms.
+    const gap = rate <= 0 ? 10 : population.arrivals === 'fixed' ? 1000 / rate : (-1000 * Math.log(1 - random())) / rate;
+    realClock.setTimer(next, gap);
+  };
+  realClock.setTimer(next, population.arrivals === 'fixed' ? 0 : (-1000 * Math.log(1 - random())) / Math.max(1e-9, population.rate * loadAt(wallNow())));
+}
+
+/** A closed-loop user: a call, its end, a think, the next. */
+function closedUser(population: Population, think: NonNullable<Population['closed']>['thinkTime']): void {
+  const next = (): void => {
+    if (!sending) return;
+    call(population, () => realClock.setTimer(next, Math.max(1, Math.round(sampleMs(think, random)))));
+  };
+  next();
+}
+
+function startSending(): void {
+  sending = true;
+  for (const population of scenario.clients) {
+    if (population.closed === undefined) openLoop(population);
+    // A closed loop's users are fixed for the run (real-plan.ts refuses a load fault on one).
+    else for (let u = 0; u < population.closed.users; u++) closedUser(population, population.closed.thinkTime);
+  }
+}
+
+/** Resolves when no request is out. */
+function idle(): Promise<void> {
+  return out === 0 ? Promise.resolve() : new Promise((resolve) => (onIdle = () => ((onIdle = undefined), resolve())));
+}
+
+const line = runnerLine((message) => {
+  if (message.type === 'warm') {
+    // Before time zero, at the first second's load: every process's code compiled and connections open, as a service in production is.
+    zero = wallNow();
+    startSending();
+    realClock.setTimer(() => {
+      sending = false;
+      void idle().then(() => line.send({ type: 'warmed', ...warm }));
+    }, message.seconds * 1000);
+  } else if (message.type === 'zero') {
+    zero = message.at;
+    horizon = zero + scenario.durationS * 1000;
+    at(zero, () => {
+      recording = true;
+      startSending();
+    });
+    // No call is sent after the horizon; the run ends when every call sent has ended.
+    at(horizon, () => {
+      sending = false;
+      void idle().then(() => line.send({ type: 'finished' }));
+    });
+  } else if (message.type === 'collect') line.send({ type: 'report', report: { calls, stats: client.stats() } });
+});
+line.send({ type: 'listening', port: 0 });
+
