@@ -41,7 +41,9 @@ export async function inChromium<T>(html: string, name: string, viewport: { widt
     await tab.goto(pathToFileURL(page).href, { waitUntil: 'load' });
     const result = await inspect(tab);
     mkdirSync(resolve('test-output'), { recursive: true });
-    await tab.screenshot({ path: resolve('test-output', `${name}.png`), fullPage: true });
+    // No time limit of its own (playwright's is 30 s): the screenshot is for a reader, not a check, and a full-page capture of a
+    // tall page on a starved host took longer (CI, 2026-12-04: load 13 on 2 cores). The runner's limit per file still bounds it.
+    await tab.screenshot({ path: resolve('test-output', `${name}.png`), fullPage: true, timeout: 0 });
     return { result, problems, requests };
   } finally {
     await context.close();
