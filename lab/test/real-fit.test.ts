@@ -228,8 +228,9 @@ describe('whole numbers stay whole: nothing is rounded away', () => {
     ]);
   });
 
-  test('a scale or time-scale that is not a positive number is refused', () => {
+  test('a scale or time-scale that is not a positive number, or a horizon out of durationS’s range, is refused', () => {
     assert.deepEqual(refusal(() => fitScenario(retryStormParsed, { scale: 0, timeScale: Number.NaN } as Fitting)), ['retry-storm: scale: must be a number above 0, got 0', 'retry-storm: timeScale: must be a number above 0, got NaN']);
+    assert.deepEqual(refusal(() => fitScenario(retryStormParsed, { scale: 1, timeScale: 1, durationS: 0.5 })), ['retry-storm: durationS: 0.5 s is below its minimum 1']);
   });
 });
 

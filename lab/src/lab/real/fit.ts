@@ -302,7 +302,8 @@ function factorProblems(fitting: Fitting & { readonly durationS?: number }): Sce
     if (!(Number.isFinite(v) && v > 0)) problems.push({ field: name, problem: `must be a number above 0, got ${v}` });
   }
   const d = fitting.durationS;
-  if (d !== undefined && !(Number.isFinite(d) && d >= 1 && d <= 86_400)) problems.push({ field: 'durationS', problem: `must be a number of seconds from 1 to 86400, got ${d}` });
+  const range = d === undefined ? undefined : Number.isFinite(d) ? outOfRange(fieldsOfSchema().get('durationS')!, d) : 'not a number';
+  if (range !== undefined) problems.push({ field: 'durationS', problem: `${d} s is ${range}` });
   return problems;
 }
 
