@@ -387,8 +387,9 @@ function siteProblems(sites: readonly Site[], fitting: Fitting): ScenarioProblem
     const range = outOfRange(site.schema, site.fitted);
     if (range !== undefined) problems.push({ field: site.field, problem: `${site.value} ${how} is ${round(site.fitted)}, ${range}` });
     const floor = FLOORS[site.kind];
+    // The scenario's own value below the floor stands (time-scale 1 or less); a shorter one is the fitting's doing.
     if (floor !== undefined && site.fitted < floor.ms && site.fitted < site.value) {
-      problems.push({ field: site.field, problem: `${site.value} ms ${how} is ${round(site.fitted)} ms, below ${floor.name} (${floor.ms} ms), where ${floor.why}: time-scale at most ${round(site.value / floor.ms)}` });
+      problems.push({ field: site.field, problem: `${site.value} ms ${how} is ${round(site.fitted)} ms, below ${floor.name} (${floor.ms} ms), where ${floor.why}: time-scale at most ${round(Math.max(1, site.value / floor.ms))}` });
     }
   }
   return problems;
