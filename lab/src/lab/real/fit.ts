@@ -240,7 +240,7 @@ export const FIELD_KINDS: Readonly<Record<string, FieldKind>> = {
   ...delayFields('network.hopDelay', 'duration'),
 };
 
-/** A fitting refused: one line per problem, `<scenario>: <field>: <why>`, each naming the value, what it would become and what would do. */
+/** A fitting refused: one line per problem, `<scenario>: <field>: <why>`, each naming the value, what it would become and what would fit instead. */
 export class FittingError extends DamperError {
   readonly problems: readonly ScenarioProblem[];
 
