@@ -119,3 +119,27 @@ export function sweepAxes(flags: AxisFlags): [AxisRange, AxisRange] {
   if (across.axis.kind === 'field' && up.axis.kind === 'field' && across.axis.field === up.axis.field) throw new UsageError(`--axis ${across.axis.field} is given twice: the two axes must differ`);
   return [across, up];
 }
+
+/** `--scale S`, `--time-scale K`: a positive factor (e.g. 0.25, 2), or the default when not given. */
+export function parseFactor(flag: string, raw: string | undefined, fallback: number): number {
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (raw.trim() === '' || !Number.isFinite(n) || n <= 0) throw new UsageError(`${flag} must be a positive number (e.g. 0.25 or 2), got "${raw}"`);
+  return n;
+}
+
+/** `--duration SECONDS`: a positive number of seconds, or undefined when not given. */
+export function parseDuration(raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  if (raw.trim() === '' || !Number.isFinite(n) || n <= 0) throw new UsageError(`--duration must be a positive number of seconds (e.g. 150), got "${raw}"`);
+  return n;
+}
+
+/** `--runs N`: real runs per variant, 1 to 10. */
+export function parseRuns(raw: string | undefined, fallback: number): number {
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw) || n < 1 || n > 10) throw new UsageError(`--runs must be a whole number from 1 to 10, got "${raw}"`);
+  return n;
+}

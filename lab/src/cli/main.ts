@@ -10,6 +10,7 @@ import { checkOptions, type Command, findCommand } from './command.js';
 import { commandHelp, globalHelp, seeHelp } from './help.js';
 import { labCommand } from './lab-command.js';
 import { mergeCommand } from './merge-command.js';
+import { realCommand } from './real-command.js';
 import { readOptions, readWords } from './options.js';
 import { schemaCommand } from './schema-command.js';
 import { sweepCommand } from './sweep-command.js';
@@ -23,7 +24,7 @@ import { validateCommand } from './validate-command.js';
  * never a stack trace.
  */
 
-const COMMANDS: readonly Command[] = [labCommand, sweepCommand, checkCommand, mergeCommand, validateCommand, schemaCommand];
+const COMMANDS: readonly Command[] = [labCommand, sweepCommand, checkCommand, mergeCommand, realCommand, validateCommand, schemaCommand];
 
 /** `unknown command "lba" (did you mean lab?)`. */
 function unknownCommand(words: readonly string[]): UsageError {

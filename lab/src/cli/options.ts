@@ -23,6 +23,10 @@ export const OPTIONS = {
   'max-calls': { type: 'string', value: 'N' },
   'max-minutes': { type: 'string', value: 'M' },
   shard: { type: 'string', value: 'I/N' },
+  scale: { type: 'string', value: 'S' },
+  'time-scale': { type: 'string', value: 'K' },
+  duration: { type: 'string', value: 'SECONDS' },
+  runs: { type: 'string', value: 'N' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' },
 } as const;

@@ -64,9 +64,14 @@ export type LabProgress = (p: { scenario: string; variant: VariantName; fraction
 
 /** Runs one scenario under both variants, on the same seed and traffic. */
 export async function runScenario(scenario: Scenario, seed: number, onProgress?: (variant: VariantName, fraction: number) => void): Promise<ScenarioRun> {
-  const world = worldOf(scenario);
   const variants = {} as Record<VariantName, JudgedRun>;
   for (const variant of VARIANTS) variants[variant] = await runVariant(scenario, variant, seed, { onProgress: onProgress === undefined ? undefined : (f) => onProgress(variant, f) });
+  return scenarioRun(scenario, variants);
+}
+
+/** A scenario's judged runs, one per variant, with what the report and results.json say of the scenario itself: simulated, or run on real processes (`damper lab real`). */
+export function scenarioRun(scenario: Scenario, variants: Readonly<Record<VariantName, JudgedRun>>): ScenarioRun {
+  const world = worldOf(scenario);
   return {
     name: scenario.name,
     title: scenario.title,

@@ -2,6 +2,13 @@ import { type ServiceScenario } from '../schema/service.js';
 import { RealRunError } from './real-error.js';
 
 /**
+ * The longest real run, s: three runs per variant of a scenario must fit a
+ * working session (six of them: 18 minutes), and a run's last minutes say
+ * little that its first three do not (issue 30).
+ */
+export const MAX_REAL_S = 180;
+
+/**
  * Which parts of a scenario the real runner builds today, checked before
  * anything starts: a part it cannot build is refused in one line naming it,
  * never run without it (a real run that leaves out the cache tier would be
@@ -16,6 +23,8 @@ import { RealRunError } from './real-error.js';
 export function realPlanProblems(scenario: ServiceScenario): string[] {
   const problems: string[] = [];
   const not = (what: string): void => void problems.push(`${scenario.name}: ${what} is not run on real processes yet`);
+  if (scenario.durationS > MAX_REAL_S)
+    problems.push(`${scenario.name}: runs ${scenario.durationS} s, and a real run is at most ${MAX_REAL_S} s: cut it (--duration) or shorten it (--time-scale)`);
   if (scenario.cache !== undefined) not('a cache tier (cache)');
   if (scenario.database !== undefined) not('a database (database)');
   if (scenario.balancer !== undefined) not('a balancer with health checks (balancer)');

@@ -95,17 +95,30 @@ function loadAt(at: number): number {
   return serviceState(scenario, activeAt(scenario, s), s).load;
 }
 
-/** Sends `population`'s open-loop arrivals until sending stops: Poisson gaps, or a fixed interval, at its rate × the load then. */
-function openLoop(population: Population): void {
-  const next = (): void => {
-    if (!sending) return;
-    call(population, () => {});
-    const rate = population.rate * loadAt(wallNow());
+/**
+ * Sends `population`'s open-loop arrivals from `from` (wall ms) until sending
+ * stops: Poisson gaps, or a fixed interval, at its rate × the load at each
+ * arrival's instant. The instants are planned on the wall clock and every
+ * one that is due is sent when a timer fires, so a late timer (a busy host)
+ * sends late, never fewer: an open loop does not slow down.
+ */
+function openLoop(population: Population, from: number): void {
+  const gap = (t: number): number => {
+    const rate = population.rate * loadAt(t);
     // No load (a spike to zero): look again in 10 ms.
-    const gap = rate <= 0 ? 10 : population.arrivals === 'fixed' ? 1000 / rate : (-1000 * Math.log(1 - random())) / rate;
-    realClock.setTimer(next, gap);
+    if (rate <= 0) return 10;
+    return population.arrivals === 'fixed' ? 1000 / rate : (-1000 * Math.log(1 - random())) / rate;
   };
-  realClock.setTimer(next, population.arrivals === 'fixed' ? 0 : (-1000 * Math.log(1 - random())) / Math.max(1e-9, population.rate * loadAt(wallNow())));
+  let due = from + (population.arrivals === 'fixed' ? 0 : gap(from));
+  const next = (): void => {
+    const now = wallNow();
+    while (sending && due <= now) {
+      if (population.rate * loadAt(due) > 0) call(population, () => {});
+      due += gap(due);
+    }
+    if (sending) at(due, next);
+  };
+  at(due, next);
 }
 
 /** A closed-loop user: a call, its end, a think, the next. */
@@ -117,10 +130,10 @@ function closedUser(population: Population, think: NonNullable<Population['close
   next();
 }
 
-function startSending(): void {
+function startSending(from: number): void {
   sending = true;
   for (const population of scenario.clients) {
-    if (population.closed === undefined) openLoop(population);
+    if (population.closed === undefined) openLoop(population, from);
     // A closed loop's users are fixed for the run (real-plan.ts refuses a load fault on one).
     else for (let u = 0; u < population.closed.users; u++) closedUser(population, population.closed.thinkTime);
   }
@@ -135,7 +148,7 @@ const line = runnerLine((message) => {
   if (message.type === 'warm') {
     // Before time zero, at the first second's load: every process's code compiled and connections open, as a service in production is.
     zero = wallNow();
-    startSending();
+    startSending(zero);
     realClock.setTimer(() => {
       sending = false;
       void idle().then(() => line.send({ type: 'warmed', ...warm }));
@@ -145,7 +158,7 @@ const line = runnerLine((message) => {
     horizon = zero + scenario.durationS * 1000;
     at(zero, () => {
       recording = true;
-      startSending();
+      startSending(zero);
     });
     // No call is sent after the horizon; the run ends when every call sent has ended.
     at(horizon, () => {

@@ -1,0 +1,51 @@
+import { availableParallelism } from 'node:os';
+import { runScenario } from '../lab.js';
+import { type VariantName, VARIANTS } from '../judge/results.js';
+import { type Scenario } from '../world/worlds.js';
+import { type Fidelity, type FidelityVariant, type Fitting, type RealRun } from './real-run.js';
+import { runReal } from './real-runner.js';
+
+/** Options of {@link runFidelity}. */
+export interface FidelityOptions {
+  readonly seed: number;
+  /** Real runs per variant (default 3: the machine is noisy, the spread is shown). */
+  readonly runs?: number;
+  /** The variants run for real (default both); the simulation runs both anyway. */
+  readonly variants?: readonly VariantName[];
+  /** Seconds of unmeasured traffic before each real run's time zero. */
+  readonly warmS?: number;
+  /** Told of progress: which variant and real run (1…), its second of its horizon. */
+  readonly onProgress?: (p: { readonly variant: VariantName; readonly run: number; readonly second: number; readonly of: number }) => void;
+}
+
+/** The default number of real runs per variant. */
+export const DEFAULT_REAL_RUNS = 3;
+
+/**
+ * Runs `scenario` (already fitted to the machine by `fitting`) both ways:
+ * in the simulation at `seed`, and on real processes `runs` times per
+ * variant. The real runs alternate between the variants (naive, damper,
+ * naive…), so a host that speeds up or slows down through the session
+ * touches both alike.
+ */
+export async function runFidelity(scenario: Scenario, fitting: Fitting, options: FidelityOptions): Promise<Fidelity> {
+  const runs = options.runs ?? DEFAULT_REAL_RUNS;
+  const chosen = options.variants ?? VARIANTS;
+  const simulated = await runScenario(scenario, options.seed);
+  const real = new Map<VariantName, RealRun[]>(chosen.map((v) => [v, []]));
+  for (let run = 1; run <= runs; run++) {
+    for (const variant of chosen) {
+      const onProgress = options.onProgress;
+      real.get(variant)!.push(
+        await runReal(scenario, variant, {
+          seed: options.seed,
+          ...(options.warmS === undefined ? {} : { warmS: options.warmS }),
+          ...(onProgress === undefined ? {} : { onProgress: (second, of) => onProgress({ variant, run, second, of }) }),
+        }),
+      );
+    }
+  }
+  const variants: Partial<Record<VariantName, FidelityVariant>> = {};
+  for (const variant of chosen) variants[variant] = { simulated: simulated.variants[variant], real: real.get(variant)! };
+  return { scenario, fitting, seed: options.seed, cores: availableParallelism(), variants };
+}
