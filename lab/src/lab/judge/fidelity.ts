@@ -96,6 +96,9 @@ export interface VerdictComparison {
   readonly role: 'judged';
   readonly simulated: VerdictClass;
   readonly real: readonly VerdictClass[];
+  /** Per real run, whether it had the simulation's verdict. */
+  readonly within: readonly boolean[];
+  /** How many did. */
   readonly agreeing: number;
   /** Every real run had the simulation's verdict. */
   readonly agrees: boolean;
@@ -109,7 +112,9 @@ export interface NumberComparison {
   readonly simulated: number | null;
   readonly real: readonly (number | null)[];
   readonly spread: Spread;
-  /** Real runs within the bar; null when the figure is only shown. */
+  /** Per real run, whether it lies within the bar; null when the figure is only shown. */
+  readonly within: readonly boolean[] | null;
+  /** How many do; null when the figure is only shown. */
   readonly agreeing: number | null;
   /** Every real run within the bar; null when the figure is only shown. */
   readonly agrees: boolean | null;
@@ -194,16 +199,18 @@ function compareNumbers(rule: FigureRule, v: FidelityVariant): NumberComparison 
   const simulated = rule.read(v.simulated.summary);
   const real = v.real.map((r) => rule.read(r.summary));
   const spread = spreadOf(real);
-  if (rule.agrees === undefined) return { figure: rule.figure, role: 'shown', simulated, real, spread, agreeing: null, agrees: null };
-  const agreeing = real.filter((x) => rule.agrees!(simulated, x)).length;
-  return { figure: rule.figure, role: 'judged', simulated, real, spread, agreeing, agrees: agreeing === real.length };
+  if (rule.agrees === undefined) return { figure: rule.figure, role: 'shown', simulated, real, spread, within: null, agreeing: null, agrees: null };
+  const within = real.map((x) => rule.agrees!(simulated, x));
+  const agreeing = within.filter(Boolean).length;
+  return { figure: rule.figure, role: 'judged', simulated, real, spread, within, agreeing, agrees: agreeing === real.length };
 }
 
 function compareVerdicts(scenario: Scenario, v: FidelityVariant): VerdictComparison {
   const simulated = verdictClass(scenario, v.simulated);
   const real = v.real.map((r) => verdictClass(scenario, r));
-  const agreeing = real.filter((c) => c === simulated).length;
-  return { figure: 'verdict', role: 'judged', simulated, real, agreeing, agrees: agreeing === real.length };
+  const within = real.map((c) => c === simulated);
+  const agreeing = within.filter(Boolean).length;
+  return { figure: 'verdict', role: 'judged', simulated, real, within, agreeing, agrees: agreeing === real.length };
 }
 
 /** One variant, simulated against real, figure by figure (see the top of this file for how several runs and a null recovery are judged). */

@@ -74,6 +74,7 @@ const labCharts = (function chartKit() {
     if (unit === 'ratio') return trim(v.toFixed(3));
     // format.ts's `millis`: the engine steps whole ms, so 0 is "within the same millisecond".
     if (unit === 'ms') return v < 1 ? '<1 ms' : `${grouped(v)} ms`;
+    if (unit === 'cores' && v === 1) return '1 core';
     return `${compact(v)} ${unit}`;
   }
   /** Tick labels; on a log axis uPlot hands over the ticks it filtered out as null (typed number). */

@@ -111,7 +111,8 @@ function firedAlerts(summary: VariantSummary): ChartAlert[] {
   });
 }
 
-const VARIANT_NOTES: Record<VariantName, string> = {
+/** What each variant is, in a few words beside its name. */
+export const VARIANT_NOTES: Record<VariantName, string> = {
   naive: 'the outage’s behaviour, bugs included',
   damper: 'the same traffic through damper',
 };
