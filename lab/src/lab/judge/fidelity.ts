@@ -120,6 +120,7 @@ export interface NumberComparison {
   readonly agrees: boolean | null;
 }
 
+/** One figure of a variant compared: the verdict, or a figure with a number. */
 export type FigureComparison = VerdictComparison | NumberComparison;
 
 /** One variant compared: each figure, and whether every judged one agrees. */

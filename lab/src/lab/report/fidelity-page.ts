@@ -69,6 +69,7 @@ export interface ChartHost {
   readonly processes: readonly Pick<HostSeries, 'name' | 'cpu' | 'lagP99Ms'>[];
 }
 
+/** One variant as the page's script draws it: its simulation, its real runs and their processes. */
 export interface FidelityChartVariant {
   readonly name: VariantName;
   readonly simulated: ChartRun;
