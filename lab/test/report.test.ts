@@ -174,7 +174,8 @@ test('report: text from the run is escaped, and no data can close its script ele
   assert.ok(labels.includes('operators take the site offline and fix the key </script><b>'), 'and it still parses back to the same text');
   // Every <script> opened is closed by its own </script>: nothing inside ends one early.
   assert.equal(html.match(/<script[\s>]/g)?.length, html.match(/<\/script>/g)?.length);
-  assert.equal(html.match(/<script[\s>]/g)?.length, 3);
+  // The data island, uPlot, the chart kit, the page's own script.
+  assert.equal(html.match(/<script[\s>]/g)?.length, 4);
 });
 
 test('report: each scenario shows its title, description, verdict, a summary of both variants and a legend for its fault spans', () => {
@@ -209,6 +210,8 @@ test('report: the page script is a file of its own, compiled beside report.js, i
   assert.doesNotMatch(compiled, /^\s*(import|export)\b/m, 'a plain script: tsc emitted no import or export');
   const scripts = [...html.matchAll(/<script>\n([\s\S]*?)<\/script>/g)].map((m) => m[1]);
   assert.equal(scripts.at(-1)?.trimEnd(), compiled.replace(/\/\/# sourceMappingURL=\S+\s*$/, '').trimEnd(), 'the last script is the compiled page script, without its source-map comment');
+  const kit = readFileSync(here('../src/lab/report/chart-kit.js'), 'utf8');
+  assert.equal(scripts.at(-2)?.trimEnd(), kit.replace(/\/\/# sourceMappingURL=\S+\s*$/, '').trimEnd(), 'the chart kit before it, as compiled');
   const source = readFileSync(here('../../src/lab/report/report.ts'), 'utf8');
   assert.doesNotMatch(source, /String\.raw|new uPlot|getElementById/, 'no browser code left inline in report.ts');
 });

@@ -87,6 +87,25 @@ export function triggerHealthy(scenario: Scenario, run: JudgedRun): boolean {
 }
 
 /**
+ * What became of a variant once its trigger ended, read from its summary:
+ * never healthy again; healthy again only after the operators acted; by
+ * itself some seconds later; at once, though the trigger window was not
+ * healthy; or healthy throughout. The one reading of a summary's recovery:
+ * the verdict's words and `damper lab real`'s comparison (fidelity.ts) both
+ * take it from here.
+ */
+export type Aftermath = 'stuck' | 'operator-forced' | 'recovered' | 'healthy at once' | 'stayed healthy';
+
+/** The {@link Aftermath} of one judged run. */
+export function aftermath(scenario: Scenario, run: JudgedRun): Aftermath {
+  const s = run.summary;
+  if (s.recoverySeconds === null) return 'stuck';
+  if (s.operatorForced) return 'operator-forced';
+  if (s.recoverySeconds > 0) return 'recovered';
+  return triggerHealthy(scenario, run) ? 'stayed healthy' : 'healthy at once';
+}
+
+/**
  * What happened to one variant, in the three parts an SRE asks about: during
  * the trigger (against the best possible), after it (recovery), and whether
  * the operators had to act. "Stayed healthy" only when the trigger window was
@@ -96,13 +115,14 @@ export function describeVariant(scenario: Scenario, name: VariantName, run: Judg
   const s = run.summary;
   const t = s.trigger;
   const during = `during the trigger ${percent(t.efficiency)} of the best possible (${percent(t.goodputRatio)} of offered served, ${percent(t.bestGoodputRatio)} possible)`;
-  let after: string;
-  if (s.recoverySeconds === null) after = 'never recovered';
-  else if (s.operatorForced) after = `recovered only after the operators acted, ${s.recoverySeconds} s after the trigger ended`;
-  else if (s.recoverySeconds > 0) after = `recovered by itself ${s.recoverySeconds} s after the trigger ended`;
-  else if (triggerHealthy(scenario, run)) after = 'stayed healthy throughout';
-  else after = 'healthy again as soon as the trigger ended';
-  return `${name}: ${during}; ${after}`;
+  const after: Record<Aftermath, () => string> = {
+    stuck: () => 'never recovered',
+    'operator-forced': () => `recovered only after the operators acted, ${s.recoverySeconds} s after the trigger ended`,
+    recovered: () => `recovered by itself ${s.recoverySeconds} s after the trigger ended`,
+    'stayed healthy': () => 'stayed healthy throughout',
+    'healthy at once': () => 'healthy again as soon as the trigger ended',
+  };
+  return `${name}: ${during}; ${after[aftermath(scenario, run)]()}`;
 }
 
 /** One line per scenario: both variants, naive first. */

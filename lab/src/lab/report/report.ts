@@ -14,12 +14,16 @@ import { characteristicAlerts } from 'damper/otel';
  * damper variant side by side on the same y range (a log one for origin and
  * latency), the trigger window and operator spans marked.
  *
- * uPlot, its stylesheet and the page's own script (src/lab/report/report-page.ts,
- * compiled beside this file) are read at render time and inlined; the series
+ * uPlot, its stylesheet, the lab's chart kit and the page's own script
+ * (src/lab/report/chart-kit.ts and report-page.ts, compiled beside this file)
+ * are read at render time and inlined; the series
  * travel as a JSON data island and are handed to uPlot as they are (x = index
  * = simulated second). Nothing here reads the clock or the locale, so the same
  * run renders the same bytes.
  */
+
+/** What a lab chart's y axis counts (chart-kit.ts writes each its own way): `%` a share in [0, 1]; `ratio` a quotient that may pass 1. */
+export type ChartUnit = 'req/s' | 'q/s' | '%' | 'ms' | 'ratio' | 'requests' | 'cores';
 
 /** One chart row of a scenario: what it plots and how the page labels it. */
 export interface ReportMetric {
@@ -27,7 +31,7 @@ export interface ReportMetric {
   readonly title: string;
   readonly help: string;
   /** Shown on the y axis; `%` means the values are ratios in [0, 1]; `ratio`, a quotient that may pass 1 (retries per first attempt). */
-  readonly unit: 'req/s' | 'q/s' | '%' | 'ms' | 'ratio';
+  readonly unit: Extract<ChartUnit, 'req/s' | 'q/s' | '%' | 'ms' | 'ratio'>;
   /**
    * `log` where the variants lie orders of magnitude apart (naive's origin at
    * 1,000 q/s, damper's at 17; a p99 of 2 s against one under 1 ms): on a
@@ -107,7 +111,8 @@ function firedAlerts(summary: VariantSummary): ChartAlert[] {
   });
 }
 
-const VARIANT_NOTES: Record<VariantName, string> = {
+/** What each variant is, in a few words beside its name. */
+export const VARIANT_NOTES: Record<VariantName, string> = {
   naive: 'the outage’s behaviour, bugs included',
   damper: 'the same traffic through damper',
 };
@@ -143,32 +148,38 @@ export interface ChartScenario {
 
 const require = createRequire(import.meta.url);
 
-function uplotAsset(file: string): string {
+/** A file of uPlot's distribution (its script, its stylesheet), to inline. */
+export function uplotAsset(file: string): string {
   return readFileSync(require.resolve(`uplot/dist/${file}`), 'utf8');
 }
 
-let pageScriptText: string | undefined;
+/** The lab's browser scripts, compiled beside this file: the chart kit and each page's own. */
+export type PageScript = 'chart-kit' | 'report-page' | 'fidelity-charts';
+
+const pageScripts = new Map<PageScript, string>();
 
 /**
- * The compiled page script, next to this file wherever it runs from (dist/
+ * A compiled browser script, next to this file wherever it runs from (dist/
  * for `npm start` and the package, build/src/lab for the tests), without its
  * source-map comment (the map is not beside the page). Run from the
  * TypeScript sources (tsx), there is no compiled file: it is transpiled here
  * as tsc would.
  */
-function pageScript(): string {
-  if (pageScriptText !== undefined) return pageScriptText;
-  const compiled = new URL('./report-page.js', import.meta.url);
+export function pageScript(name: PageScript): string {
+  const known = pageScripts.get(name);
+  if (known !== undefined) return known;
+  const compiled = new URL(`./${name}.js`, import.meta.url);
   let js: string;
   if (existsSync(compiled)) js = readFileSync(compiled, 'utf8');
   else {
     const ts = require('typescript') as typeof TS;
-    const source = readFileSync(new URL('./report-page.ts', import.meta.url), 'utf8');
+    const source = readFileSync(new URL(`./${name}.ts`, import.meta.url), 'utf8');
     // tsconfig.json's options that shape the output (test/report.test.ts holds the two outputs equal).
     js = ts.transpileModule(source, { compilerOptions: { target: ts.ScriptTarget.ES2022, alwaysStrict: true, moduleDetection: ts.ModuleDetectionKind.Legacy } }).outputText;
   }
-  pageScriptText = js.replace(/\/\/# sourceMappingURL=\S*\s*$/, '').trimEnd();
-  return pageScriptText;
+  const text = js.replace(/\/\/# sourceMappingURL=\S*\s*$/, '').trimEnd();
+  pageScripts.set(name, text);
+  return text;
 }
 
 /**
@@ -230,7 +241,10 @@ ${run.scenarios.map(renderScenario).join('\n')}
 ${inlineScript(uplotAsset('uPlot.iife.min.js'))}
 </script>
 <script>
-${inlineScript(pageScript())}
+${inlineScript(pageScript('chart-kit'))}
+</script>
+<script>
+${inlineScript(pageScript('report-page'))}
 </script>
 </body>
 </html>
@@ -412,15 +426,18 @@ export function jsonIsland(value: unknown): string {
   return JSON.stringify(value).replace(/</g, '\\u003c').replace(/\u2028/g, '\\u2028').replace(/\u2029/g, '\\u2029');
 }
 
-function inlineScript(js: string): string {
+/** A script's text made safe inside a `<script>` element: no `</script` or `<!--` in it. */
+export function inlineScript(js: string): string {
   return js.replace(/<\/(script)/gi, '<\\/$1').replace(/<!--/g, '<\\!--');
 }
 
-function inlineCss(css: string): string {
+/** A stylesheet made safe inside a `<style>` element. */
+export function inlineCss(css: string): string {
   return css.replace(/<\/(style)/gi, '<\\/$1');
 }
 
-const PAGE_CSS = `
+/** The report's stylesheet: the fidelity page starts from it and adds its own. */
+export const PAGE_CSS = `
 :root {
   --text: #1f2328; --muted: #59636e; --rule: #d8dee4; --panel: #f6f8fa;
   --series: #1f6feb; --best: #d5c4f7; --bad: #b42318;
