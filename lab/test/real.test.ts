@@ -1,0 +1,40 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { loadScenario } from '../src/lab/lab.js';
+import { compareVariant } from '../src/lab/judge/fidelity.js';
+import { fitScenario } from '../src/lab/real/fit.js';
+import { runFidelity } from '../src/lab/real/fidelity-run.js';
+import { RealRunError } from '../src/lab/real/real-error.js';
+import { checkRealPlan, realPlanProblems } from '../src/lab/real/real-plan.js';
+import { verdictClass } from '../src/lab/judge/fidelity.js';
+
+/**
+ * The lab against real processes (issue 30): one scenario run in virtual
+ * time and for real on this machine, and the two must agree by the bars the
+ * fidelity page judges with (item 4). A retry storm in 30 seconds
+ * (test/fixtures/real-storm.json: retry-storm fitted with --scale 0.25
+ * --time-scale 2, its timeline shortened), one real run per variant.
+ */
+describe('a real run agrees with its simulation: the same verdict, goodput during the trigger within 10 points, recovery within max(3 s, 25 %), amplification within 25 %', () => {
+  test('real-storm: naive stuck and damper recovered, both ways, each figure within its bar', async () => {
+    const scenario = await loadScenario('test/fixtures/real-storm.json');
+    const fidelity = await runFidelity(scenario, { scale: 1, timeScale: 1 }, { seed: 1, runs: 1 });
+    for (const variant of ['naive', 'damper'] as const) {
+      const v = fidelity.variants[variant]!;
+      const row = compareVariant(scenario, v);
+      const words = row.figures.map((f) => `${f.figure}: simulated ${JSON.stringify(f.simulated)}, real ${JSON.stringify(f.real)}, ${f.agrees === false ? 'DISAGREES' : 'agrees'}`).join('; ');
+      assert.equal(verdictClass(scenario, v.simulated), variant === 'naive' ? 'stuck' : 'recovered', `${variant}'s simulation: ${words}`);
+      assert.ok(row.agrees, `${variant}: ${words}`);
+    }
+  });
+});
+
+describe('what the real runner does not build yet is refused before anything starts, in one line naming it', () => {
+  test('the shipped incidents with a cache tier and a database, and a horizon past 180 s', async () => {
+    const facebook = await loadScenario('facebook-2010');
+    assert.match(realPlanProblems(facebook).join('\n'), /facebook-2010: a cache tier \(cache\) is not run on real processes yet/);
+    assert.throws(() => checkRealPlan(facebook), (e) => e instanceof RealRunError && /^lab real: facebook-2010: runs 960 s, and a real run is at most 180 s/.test(e.message));
+    const storm = fitScenario(await loadScenario('retry-storm'), { scale: 0.25, timeScale: 2, durationS: 150 });
+    assert.deepEqual(realPlanProblems(storm), []);
+  });
+});
