@@ -1,4 +1,4 @@
-import { type Scenario } from '../scenario.js';
+import { type Scenario } from '../world/worlds.js';
 import { type JudgedRun, type VariantName } from '../judge/results.js';
 
 /**
