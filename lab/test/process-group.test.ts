@@ -108,6 +108,15 @@ describe('a real run leaves no process behind (issue 30)', () => {
     });
   }
 
+  test('an uncaught exception in the lab: its exit tells every process to go', async () => {
+    const holder = spawnProcess(process.execPath, [HOLDER, 'throw'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const [line] = (await once(holder.stdout, 'data')) as [Buffer];
+    const { pids } = JSON.parse(line.toString()) as { pids: number[] };
+    const [code] = (await once(holder, 'exit')) as [number | null];
+    assert.equal(code, 1);
+    assert.deepEqual(await survivors(pids, 5_000), []);
+  });
+
   test('SIGKILL of the lab: its children leave by themselves, and the keeper stops its binary', async () => {
     const holder = spawnProcess(process.execPath, [HOLDER], { stdio: ['ignore', 'pipe', 'inherit'] });
     const [line] = (await once(holder.stdout, 'data')) as [Buffer];
@@ -205,6 +214,17 @@ describe('a process that dies when nobody stopped it fails the run', () => {
       const child = group.fork<TestChild>('users', CHILD, ['0', 'die-at-start']);
       await assert.rejects(child.ready(), (e: unknown) => e instanceof RealProcessError && e.code === 'PROCESS_NOT_READY' && e.message === 'users exited with code 4 before it was ready; its last output:\ncannot start: the fixture was told to fail');
       await assert.rejects(group.failure, (e: unknown) => e instanceof RealProcessError && e.code === 'PROCESS_NOT_READY');
+    } finally {
+      await group.close();
+    }
+  });
+
+  test('a process not ready in time: ready() rejects saying so', async () => {
+    const group = new ProcessGroup({ selfName: null, readyTimeoutMs: 300 });
+    try {
+      const port = await freePort();
+      const silent = group.spawn('redis0', 'sleep', ['1000'], { readyWhen: { kind: 'port', port } });
+      await assert.rejects(silent.ready(), (e: unknown) => e instanceof RealProcessError && e.code === 'PROCESS_NOT_READY' && e.message === 'redis0 was not ready after 300 ms (it wrote nothing)');
     } finally {
       await group.close();
     }

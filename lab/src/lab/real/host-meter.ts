@@ -155,15 +155,18 @@ const round = (x: number, digits: number): number => Math.round(x * 10 ** digits
 /**
  * Reads `gauge` at the end of every second from `zeroMs` (a wall-clock
  * instant, ms since the epoch; from its start, if that is later) and sends
- * one sample per second. A reading late by more than a second (a blocked or
- * stopped process) spreads its interval's CPU evenly over the seconds it
- * covers and gives each the delay it saw: the loop was behind in all of
- * them. Returns the stop.
+ * one sample per second. A reading late by more than a second (a blocked
+ * or stopped process) spreads its interval's CPU evenly over the seconds
+ * it covers, and gives each the delay it saw: the loop was behind in all
+ * of them, the second the reading falls in too. Returns the stop.
  */
 export function meterSeconds(zeroMs: number, gauge: HostGauge, emit: (sample: HostSample) => void): () => void {
   assert.ok(Number.isFinite(zeroMs), 'time zero is an instant');
+  // The open second's start and the CPU used by then.
   let fromMs = 0;
   let fromCpu = 0;
+  // The delay a late reading saw, owed to the second it fell in.
+  let owed: { readonly p99Ms: number; readonly maxMs: number } | null = null;
   let cancel = (): void => {};
   const sinceZero = (): number => wallNowMs() - zeroMs;
   const next = (): void => {
@@ -171,24 +174,29 @@ export function meterSeconds(zeroMs: number, gauge: HostGauge, emit: (sample: Ho
     cancel = after((Math.floor(t / 1000) + 1) * 1000 - t + PAST_BOUNDARY_MS, read);
   };
   const begin = (): void => {
-    fromMs = sinceZero();
+    // From the start of the second the meter starts in, as if it used nothing before: a second's CPU is its average over the whole second, so the processes' figures add up.
+    fromMs = Math.max(0, Math.floor(sinceZero() / 1000) * 1000);
     fromCpu = gauge.cpuMs();
     gauge.lag(0);
     next();
   };
+  const worse = (a: typeof owed, b: typeof owed): typeof owed => (a === null ? b : b === null ? a : { p99Ms: Math.max(a.p99Ms, b.p99Ms), maxMs: Math.max(a.maxMs, b.maxMs) });
   function read(): void {
     const toMs = sinceZero();
     const first = Math.floor(fromMs / 1000);
     const ended = Math.floor(toMs / 1000); // seconds first … ended − 1 are over
     if (ended <= first) return next();
     const cpu = gauge.cpuMs();
-    const lag = gauge.lag(toMs - fromMs);
-    const cores = round((cpu - fromCpu) / (toMs - fromMs), 3);
+    const lag = worse(owed, gauge.lag(toMs - fromMs));
+    const cores = (cpu - fromCpu) / (toMs - fromMs);
     for (let second = first; second < ended; second++) {
-      emit({ second, cpu: cores, lagP99Ms: lag === null ? null : round(lag.p99Ms, 1), lagMaxMs: lag === null ? null : round(lag.maxMs, 1) });
+      emit({ second, cpu: round(cores, 3), lagP99Ms: lag === null ? null : round(lag.p99Ms, 1), lagMaxMs: lag === null ? null : round(lag.maxMs, 1) });
     }
-    fromMs = toMs;
-    fromCpu = cpu;
+    // The open second keeps its share of the interval: its CPU at the same rate, and the delay if the reading came late into it.
+    const into = toMs - ended * 1000;
+    fromMs = ended * 1000;
+    fromCpu = cpu - cores * into;
+    owed = into > LAG_RESOLUTION_MS + PAST_BOUNDARY_MS ? lag : null;
     next();
   }
   const wait = -sinceZero();

@@ -29,6 +29,9 @@ interface KeeperProtocol extends Protocol {
 const PORT_POLL_MS = 25;
 /** How long a binary's last output may take to arrive after it exited, ms: its descendants may hold the pipes a little longer. */
 const OUTPUT_FLUSH_MS = 200;
+/** How long a keeper waits for the SIGKILLed rest of its server's process group to be reaped, ms, and how often it looks. */
+const REAP_WAIT_MS = 1_000;
+const REAP_POLL_MS = 10;
 /** How much of the binary's output the ready pattern is matched against: enough for a line, whatever the chunking. */
 const SCAN_CHARS = 8_192;
 
@@ -108,15 +111,28 @@ function keep(spec: KeeperSpec): void {
     signal('SIGKILL');
     if (!leaving) process.stderr.write(`keeper: ${spec.command} (pid ${pid}) ${by === null ? `exited with code ${code}` : `was killed by ${by}`}\n`);
     const status = leaving ? 0 : (code ?? 128 + (by === null ? 0 : constants.signals[by]));
-    let done = false;
-    const finish = (): void => {
-      if (done) return;
-      done = true;
-      process.exit(status);
+    let flushed = false;
+    const flush = (): void => {
+      if (flushed) return;
+      flushed = true;
+      finish(status);
     };
-    server.once('close', finish);
-    after(OUTPUT_FLUSH_MS, finish);
+    server.once('close', flush);
+    after(OUTPUT_FLUSH_MS, flush);
   });
+  // The keeper goes when nothing of its server is left, so a group that saw it go knows the server gone too.
+  const finish = (status: number, waitedMs = 0): void => {
+    if (!groupExists() || waitedMs >= REAP_WAIT_MS) process.exit(status);
+    after(REAP_POLL_MS, () => finish(status, waitedMs + REAP_POLL_MS));
+  };
+  const groupExists = (): boolean => {
+    try {
+      process.kill(-pid!, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
 }
 
 try {
