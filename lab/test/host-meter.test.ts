@@ -42,10 +42,10 @@ describe('what each process takes from the host, second by second (issue 30, ite
       // Just past a second's end, with every process's samples up to it in.
       await group.host(now());
       const from = now();
-      group.stop('frozen');
+      await group.stop('frozen');
       const { wallMs } = await busy.request({ type: 'spin', cpuMs: 1_000 });
       await group.host(now() + 1);
-      group.cont('frozen');
+      await group.cont('frozen');
       const to = now();
       const host = await group.host(to + 2);
       assert.deepEqual(host.map((h) => h.name).sort(), ['busy', 'frozen', 'lab'], 'the lab’s own process too');
@@ -86,11 +86,11 @@ describe('what each process takes from the host, second by second (issue 30, ite
       assert.ok(lagP99Ms.every((lag) => lag === null), 'no event loop to read');
       const inner = children(pid);
       assert.equal(inner.length, 1);
-      group.stop('burner');
+      await group.stop('burner');
       // A signal takes effect when the process next runs: wait for it, bounded.
       for (const deadline = performance.now() + 2_000; [pid, inner[0]!].some((p) => state(p) !== 'T') && performance.now() < deadline; ) await sleep(10);
       assert.deepEqual([state(pid), state(inner[0]!)], ['T', 'T'], 'the binary and its child frozen');
-      group.cont('burner');
+      await group.cont('burner');
       await group.close();
       assert.deepEqual([pid, inner[0]!].filter((p) => existsSync(`/proc/${p}`) && state(p) !== 'Z'), [], 'nothing of it left');
     } finally {

@@ -77,7 +77,7 @@ describe('a real run leaves no process behind (issue 30)', () => {
     const group = new ProcessGroup({ selfName: null, graceMs: 10_000 });
     const child = group.fork<TestChild>('frozen', CHILD);
     const { pid } = await child.ready();
-    group.stop('frozen');
+    await group.stop('frozen');
     const started = performance.now();
     await group.close();
     assert.equal(alive(pid), false);
@@ -154,9 +154,9 @@ describe('faults on loopback: stop, continue, kill and restart', () => {
     try {
       const child = group.fork<TestChild>('server', CHILD);
       await child.ready();
-      group.stop('server');
+      await group.stop('server');
       await assert.rejects(child.request({ type: 'stats' }, { timeoutMs: 300 }), (e: unknown) => e instanceof RealProcessError && e.code === 'PROCESS_REQUEST');
-      group.cont('server');
+      await group.cont('server');
       assert.equal((await child.request({ type: 'stats' })).pid, child.pid);
     } finally {
       await group.close();
@@ -175,9 +175,9 @@ describe('faults on loopback: stop, continue, kill and restart', () => {
       const again = (await group.restart('redis0')) as { pid: number };
       assert.notEqual(again.pid, pid);
       assert.equal(await accepts(port), true);
-      group.stop('redis0');
+      await group.stop('redis0');
       assert.equal(readFileSync(`/proc/${again.pid}/stat`, 'utf8').split(') ')[1]![0], 'T', 'stopped');
-      group.cont('redis0');
+      await group.cont('redis0');
       assert.equal(await settled(group.failure), false);
       await group.close();
       assert.deepEqual([again.pid, redis.pid!].filter(alive), []);

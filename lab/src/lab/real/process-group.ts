@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, fork } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { HostRecord, meterSeconds, nodeGauge } from './host-meter.js';
 import { type FromChild, type KeeperSpec, type Protocol, type ReadyWhen, type ReplyOf, type RequestOf, type RequestType, type ServerReady } from './ipc.js';
@@ -35,6 +36,20 @@ const REAP_WAIT_MS = 2_000;
  * second.
  */
 const THAW_MS = 100;
+
+/** How long `stop()` and `cont()` wait for the kernel to act on the signal, ms, and how often they look. */
+const SIGNAL_WAIT_MS = 1_000;
+const SIGNAL_POLL_MS = 5;
+
+/** A process's state letter from /proc/PID/stat (`R`, `S`, `T` stopped, `Z`…); undefined once it is gone. */
+function processState(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.charAt(stat.lastIndexOf(')') + 2);
+  } catch {
+    return undefined;
+  }
+}
 
 const KEEPER = fileURLToPath(new URL('./keeper.js', import.meta.url));
 
@@ -187,21 +202,27 @@ export class ProcessGroup implements Guarded {
     return atMs;
   }
 
-  /** Freezes `name` (SIGSTOP; a server's whole process group): its connections stay open and nothing answers. */
-  stop(name: string): void {
+  /**
+   * Freezes `name` (SIGSTOP; a server's whole process group): its
+   * connections stay open and nothing answers. Resolves once the kernel
+   * says it is stopped: a signal takes effect when its target next runs.
+   */
+  async stop(name: string): Promise<void> {
     const member = this.member(name);
     assert.equal(member.fault, 'none', `${name} is running to be stopped`);
     this.signalTarget(member, 'SIGSTOP');
     member.fault = 'frozen';
     member.frozenAtMs = wallNowMs();
+    await this.until(member, (state) => state === 'T');
   }
 
-  /** Thaws a frozen `name` (SIGCONT). */
-  cont(name: string): void {
+  /** Thaws a frozen `name` (SIGCONT); resolves once it runs again. */
+  async cont(name: string): Promise<void> {
     const member = this.member(name);
     assert.equal(member.fault, 'frozen', `${name} is stopped to be continued`);
     this.signalTarget(member, 'SIGCONT');
     this.thawed(member);
+    await this.until(member, (state) => state !== 'T');
   }
 
   /** Kills `name` (SIGKILL; a server's whole process group) and resolves once it has exited: a crash, not a shutdown. */
@@ -322,19 +343,35 @@ export class ProcessGroup implements Guarded {
     return member;
   }
 
+  /** The pid a fault hits: the Node child's, or the server binary's once it is ready. */
+  private targetPid(member: Member): number | undefined {
+    return member.recipe.kind === 'node' ? member.life.pid : (member.life.readyInfo as ServerReady | undefined)?.pid;
+  }
+
   /** A fault's target: a Node child itself, or a server binary's whole process group (PostgreSQL's backends with their postmaster). */
   private signalTarget(member: Member, signal: NodeJS.Signals): void {
     if (member.recipe.kind === 'node') {
       member.life.signal(signal);
       return;
     }
-    const pid = (member.life.readyInfo as ServerReady | undefined)?.pid;
+    const pid = this.targetPid(member);
     assert.ok(pid !== undefined || signal === 'SIGCONT', `${member.name} is ready before a fault`);
     if (pid === undefined || !member.life.alive) return;
     try {
       process.kill(-pid, signal);
     } catch {
       // Gone already: its keeper is on its way out too.
+    }
+  }
+
+  /** Waits, bounded, until the fault target's state (/proc's letter: `T` stopped) passes `check`; a target that is gone passes. */
+  private async until(member: Member, check: (state: string) => boolean): Promise<void> {
+    const pid = this.targetPid(member);
+    const deadline = wallNowMs() + SIGNAL_WAIT_MS;
+    while (pid !== undefined && wallNowMs() < deadline) {
+      const state = processState(pid);
+      if (state === undefined || check(state)) return;
+      await new Promise<void>((resolve) => after(SIGNAL_POLL_MS, resolve));
     }
   }
 
