@@ -84,6 +84,16 @@ describe('a real run leaves no process behind (issue 30)', () => {
     assert.ok(performance.now() - started < 5_000, 'SIGCONT first, so SIGTERM works at once');
   });
 
+  test('a child that ignores SIGTERM is killed after the grace period', async () => {
+    const group = new ProcessGroup({ selfName: null, graceMs: 300 });
+    const child = group.fork<TestChild>('stubborn', CHILD, ['0', 'ignore-sigterm']);
+    const { pid } = await child.ready();
+    const started = performance.now();
+    await group.close();
+    assert.equal(alive(pid), false);
+    assert.ok(performance.now() - started >= 290, 'it had its grace period');
+  });
+
   test('a keeper-spawned binary is stopped with its group', async () => {
     const group = new ProcessGroup({ selfName: null });
     const sleeper = group.spawn('sleeper', 'sleep', ['1000']);

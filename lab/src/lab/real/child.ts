@@ -64,7 +64,8 @@ export function joinGroup<P extends Protocol>(handlers: Handlers<P>, options: Jo
   process.on('message', (message) => {
     if (!isToChild(message)) return;
     if (message.kind === 'zero') {
-      stopMeter?.();
+      // A run has one time zero: the group sends it once, and a meter started twice would split a second in two.
+      if (stopMeter !== undefined) return;
       stopMeter = meterSeconds(message.atMs, (options.gauge ?? nodeGauge)(), (sample) => send({ kind: 'sample', sample }));
     } else void answer(message.id, message.request);
   });

@@ -152,6 +152,8 @@ export class ProcessGroup implements Guarded {
   private readonly selfName: string | null;
   private readonly release: () => void;
   private readonly sampled = new Set<() => void>();
+  /** The lives that have said hello: they listen, and a message sent them is not lost. */
+  private readonly joined = new WeakSet<RealProcess>();
   private fail: (error: RealProcessError) => void = () => {};
   private zeroMs: number | undefined;
   private stopSelfMeter: (() => void) | undefined;
@@ -193,7 +195,7 @@ export class ProcessGroup implements Guarded {
     assert.ok(this.zeroMs === undefined, 'a run has one time zero');
     assert.ok(this.closing === undefined, 'the group is closed');
     this.zeroMs = atMs;
-    for (const member of this.members.values()) member.life.send({ kind: 'zero', atMs });
+    for (const member of this.members.values()) if (this.joined.has(member.life)) member.life.send({ kind: 'zero', atMs });
     if (this.selfName !== null) {
       const name = this.selfName;
       this.record.track(name);
@@ -210,6 +212,7 @@ export class ProcessGroup implements Guarded {
   async stop(name: string): Promise<void> {
     const member = this.member(name);
     assert.equal(member.fault, 'none', `${name} is running to be stopped`);
+    assert.ok(this.targetPid(member) !== undefined, `${name} is ready before a fault`);
     this.signalTarget(member, 'SIGSTOP');
     member.fault = 'frozen';
     member.frozenAtMs = wallNowMs();
@@ -229,6 +232,7 @@ export class ProcessGroup implements Guarded {
   async kill(name: string): Promise<void> {
     const member = this.member(name);
     assert.notEqual(member.fault, 'killed', `${name} is already killed`);
+    assert.ok(this.targetPid(member) !== undefined, `${name} is ready before a fault`);
     if (member.fault === 'frozen') this.thawed(member);
     member.fault = 'killed';
     this.signalTarget(member, 'SIGKILL');
@@ -238,6 +242,7 @@ export class ProcessGroup implements Guarded {
   /** Starts `name` again with the same module or command and args (a server on the same port, which it takes from its args), killing it first if it runs; resolves as its `ready()`. */
   async restart(name: string): Promise<unknown> {
     const member = this.member(name);
+    assert.ok(this.closing === undefined, 'the group is closed');
     if (member.life.alive) await this.kill(name);
     member.life = this.launch(member);
     member.fault = 'none';
@@ -279,7 +284,7 @@ export class ProcessGroup implements Guarded {
 
   private add(name: string, recipe: Recipe): RealChild {
     assert.ok(this.closing === undefined, 'the group is closed');
-    assert.ok(name !== '' && !this.members.has(name), `a process name is unique in its group: ${name}`);
+    assert.ok(name !== '' && name !== this.selfName && !this.members.has(name), `a process name is unique in its group (its own process is ${this.selfName}): ${name}`);
     const member = new Member(name, recipe);
     member.life = this.launch(member);
     this.members.set(name, member);
@@ -303,7 +308,10 @@ export class ProcessGroup implements Guarded {
   }
 
   private note(member: Member, life: RealProcess, message: FromChild): void {
-    if (message.kind === 'hello' && this.zeroMs !== undefined) life.send({ kind: 'zero', atMs: this.zeroMs });
+    if (message.kind === 'hello') {
+      this.joined.add(life);
+      if (this.zeroMs !== undefined) life.send({ kind: 'zero', atMs: this.zeroMs });
+    }
     if (message.kind === 'sample') this.sample(member.name, message.sample);
   }
 
@@ -314,8 +322,8 @@ export class ProcessGroup implements Guarded {
 
   private exited(member: Member, exit: Exit): void {
     if (this.closing !== undefined || member.fault === 'killed') return;
-    const ready = member.life.readyInfo !== undefined;
-    this.fail(new RealProcessError(ready ? 'PROCESS_EXITED' : 'PROCESS_NOT_READY', member.name, `${describeExit(exit)} while the run went on`, member.life.lastOutput(), exit));
+    const { isReady } = member.life;
+    this.fail(new RealProcessError(isReady ? 'PROCESS_EXITED' : 'PROCESS_NOT_READY', member.name, `${describeExit(exit)} ${isReady ? 'while the run went on' : 'before it was ready'}`, member.life.lastOutput(), exit));
   }
 
   /** Whether a running process has not yet sent the run's last second. */
@@ -355,7 +363,6 @@ export class ProcessGroup implements Guarded {
       return;
     }
     const pid = this.targetPid(member);
-    assert.ok(pid !== undefined || signal === 'SIGCONT', `${member.name} is ready before a fault`);
     if (pid === undefined || !member.life.alive) return;
     try {
       process.kill(-pid, signal);
@@ -398,9 +405,9 @@ export class ProcessGroup implements Guarded {
     life.signal('SIGCONT');
     life.signal('SIGTERM');
     if (await settlesWithin(life.exited, this.graceMs)) return;
+    // Past the grace period: the server first (a keeper killed first could not stop it), then the process itself.
+    this.signalTarget(member, 'SIGKILL');
     life.signal('SIGKILL');
-    // A keeper killed before it could stop its server: the group stops the server itself.
-    if (member.recipe.kind === 'server') this.signalTarget(member, 'SIGKILL');
     await settlesWithin(life.exited, REAP_WAIT_MS);
   }
 }

@@ -84,7 +84,8 @@ export class RealProcess {
   readonly ready: Promise<unknown>;
   /** Resolves when it has exited and its output is in. */
   readonly exited: Promise<Exit>;
-  /** The child's announcement, once ready. */
+  /** Whether the child has said it is ready, and what it said. */
+  isReady = false;
   readyInfo: unknown;
   private output = '';
   private settleReady: { resolve(info: unknown): void; reject(error: Error): void } | undefined;
@@ -180,6 +181,8 @@ export class RealProcess {
   }
 
   private announced(info: unknown): void {
+    if (this.isReady) return;
+    this.isReady = true;
     this.readyInfo = info;
     this.settleReady?.resolve(info);
     this.settleReady = undefined;
