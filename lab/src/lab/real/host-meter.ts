@@ -216,6 +216,7 @@ export function meterSeconds(zeroMs: number, gauge: HostGauge, emit: (sample: Ho
  */
 export class HostRecord {
   private readonly samples = new Map<string, Map<number, HostSample>>();
+  private readonly last = new Map<string, number>();
   private readonly excused = new Map<string, Set<number>>();
 
   /** Gives `name` a series, in the order of the calls, with or without samples. */
@@ -226,13 +227,12 @@ export class HostRecord {
   add(name: string, sample: HostSample): void {
     this.track(name);
     this.samples.get(name)!.set(sample.second, sample);
+    this.last.set(name, Math.max(this.lastSecond(name), sample.second));
   }
 
   /** The last second `name` sent a sample for; −1 before its first. */
   lastSecond(name: string): number {
-    let last = -1;
-    for (const second of this.samples.get(name)?.keys() ?? []) last = Math.max(last, second);
-    return last;
+    return this.last.get(name) ?? -1;
   }
 
   /**
