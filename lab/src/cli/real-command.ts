@@ -4,7 +4,7 @@ import { resultsJson } from '../lab/judge/results.js';
 import { renderReport } from '../lab/report/report.js';
 import { withDamperConfig } from '../lab/damper-config.js';
 import { fitScenario } from '../lab/real/fit.js';
-import { DEFAULT_REAL_RUNS, runFidelity } from '../lab/real/fidelity-run.js';
+import { DEFAULT_REAL_RUNS, hostNotes, runFidelity } from '../lab/real/fidelity-run.js';
 import { checkRealPlan } from '../lab/real/real-plan.js';
 import { type Fidelity } from '../lab/real/real-run.js';
 import { fidelityJson } from '../lab/judge/fidelity.js';
@@ -82,9 +82,11 @@ async function real(ref: string, args: RealArgs): Promise<number> {
   });
   process.stderr.write('\r\x1b[2K');
   const json = fidelityJson(fidelity);
-  await writeFiles(dir, { 'fidelity.json': json, 'fidelity.html': renderFidelity(fidelity), ...runFiles(fidelity) });
+  const notes = hostNotes(fidelity);
+  await writeFiles(dir, { 'fidelity.json': json, 'fidelity.html': renderFidelity(fidelity, notes), ...runFiles(fidelity) });
+  const warnings = Object.entries(notes).flatMap(([variant, lines]) => lines.map((line) => `${variant}, ${line}`));
   if (args.json) process.stdout.write(json);
-  else process.stdout.write(`${fidelityLines(fidelity).join('\n')}\n\nwrote ${join(dir, 'fidelity.html')} and ${join(dir, 'fidelity.json')} in ${(elapsed() / 1000).toFixed(0)} s\n`);
+  else process.stdout.write(`${[...fidelityLines(fidelity), ...(warnings.length === 0 ? [] : ['', 'The host itself:', ...warnings.map((w) => `  ${w}`)])].join('\n')}\n\nwrote ${join(dir, 'fidelity.html')} and ${join(dir, 'fidelity.json')} in ${(elapsed() / 1000).toFixed(0)} s\n`);
   return 0;
 }
 

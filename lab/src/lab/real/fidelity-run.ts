@@ -4,6 +4,8 @@ import { type VariantName, VARIANTS } from '../judge/results.js';
 import { type Scenario } from '../world/worlds.js';
 import { type Fidelity, type FidelityVariant, type Fitting, type RealRun } from './real-run.js';
 import { runReal } from './real-runner.js';
+import { hostLimitLines, hostLimits, lagBoundMs, limitedShare, MAX_LIMITED_SHARE } from './host-limits.js';
+import { triggerEndS, triggerStartS } from '../scenario.js';
 
 /** Options of {@link runFidelity}. */
 export interface FidelityOptions {
@@ -48,4 +50,28 @@ export async function runFidelity(scenario: Scenario, fitting: Fitting, options:
   const variants: Partial<Record<VariantName, FidelityVariant>> = {};
   for (const variant of chosen) variants[variant] = { simulated: simulated.variants[variant], real: real.get(variant)! };
   return { scenario, fitting, seed: options.seed, cores: availableParallelism(), variants };
+}
+
+/**
+ * What the host meter says of each real run, per variant: a line for each
+ * way the machine itself may have limited it (host-limits.ts), and one
+ * saying so plainly when that was more than {@link MAX_LIMITED_SHARE} of
+ * the trigger window, where the verdict is read. The runner warns rather
+ * than refuses: the run happened, and its figures are still worth a look
+ * beside the warning.
+ */
+export function hostNotes(f: Fidelity): Partial<Record<VariantName, readonly string[]>> {
+  const notes: Partial<Record<VariantName, readonly string[]>> = {};
+  const from = Math.floor(triggerStartS(f.scenario));
+  const to = Math.max(from + 1, Math.ceil(triggerEndS(f.scenario)));
+  for (const [variant, v] of Object.entries(f.variants) as [VariantName, FidelityVariant][]) {
+    const lines = v.real.flatMap((run, i) => {
+      const limits = hostLimits(run.host, f.cores, { lagP99Ms: lagBoundMs(f.scenario.objective.p99Ms) });
+      const share = limitedShare(limits, from, to);
+      const verdict = share > MAX_LIMITED_SHARE ? [`real run ${i + 1}: the host may have limited ${Math.round(share * 100)}% of the trigger window: read its figures as the machine's, not the scenario's`] : [];
+      return [...verdict, ...hostLimitLines(limits).map((line) => `real run ${i + 1}: ${line}`)];
+    });
+    if (lines.length > 0) notes[variant] = lines;
+  }
+  return notes;
 }

@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { type VariantName } from '../judge/results.js';
 import { type ServiceScenario } from '../schema/service.js';
-import { type FromProcess, type ToProcess } from './real-messages.js';
 
 /** What every process of a real run is started with (as JSON in argv[2]). */
 export interface ProcessArgs {
@@ -23,17 +22,6 @@ export function processArgs(): { readonly args: ProcessArgs; readonly scenario: 
   if (text === undefined) throw new Error('a real run’s process needs its ProcessArgs as JSON in argv[2]');
   const args = JSON.parse(text) as ProcessArgs;
   return { args, scenario: JSON.parse(readFileSync(args.scenarioFile, 'utf8')) as ServiceScenario };
-}
-
-/**
- * The process's line to the runner: what it sends, and the runner's
- * messages handed to `on`. When the runner goes (it ended, crashed or was
- * killed), so does the process: a real run leaves nothing behind.
- */
-export function runnerLine(on: (message: ToProcess) => void): { send(message: FromProcess): void } {
-  process.on('message', (message: ToProcess) => on(message));
-  process.on('disconnect', () => process.exit(0));
-  return { send: (message) => void process.send?.(message) };
 }
 
 /** Counts by second from time zero, growing as needed; nothing before zero is counted. */

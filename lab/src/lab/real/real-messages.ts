@@ -1,52 +1,9 @@
-import { type Clock, createSystemClock, type Timer } from 'damper';
-
 /**
- * What the runner and the processes of a real run say to each other over
- * IPC. Time is wall-clock milliseconds (`wallNow`), the one scale every
- * process on the host shares; figures are counted from the run's time zero,
- * which the runner announces a little ahead so every process has it before
- * it comes.
+ * What the runner asks of each process of a real run, and what each answers
+ * (`ProcessGroup.request` and `joinGroup`'s handlers, ipc.ts): one place
+ * for the protocols, so the two ends cannot drift apart. Time is wall-clock
+ * ms (wall-clock.ts); figures are counted from the run's time zero.
  */
-
-/**
- * The clock every process of a real run reads and schedules on: the
- * library's system clock, so real time enters through one door here too
- * (principle 8). Its timers never keep a process alive: a server's socket
- * or the runner's IPC channel does.
- */
-export const realClock: Clock = createSystemClock();
-
-/**
- * Wall-clock ms with sub-ms precision (the system clock's precise reading:
- * the epoch plus a monotonic offset), the one scale every process on the
- * host shares: their readings of one instant agree to well under a ms.
- */
-export function wallNow(): number {
-  return realClock.precise!();
-}
-
-/** Runs `fn` at wall time `at` (at once if it has passed). */
-export function at(when: number, fn: () => void): Timer {
-  return realClock.setTimer(fn, Math.max(0, when - wallNow()));
-}
-
-/** From the runner to a process. */
-export type ToProcess =
-  /** Time zero of the run, wall ms; faults scheduled from it, figures counted from it. */
-  | { readonly type: 'zero'; readonly at: number }
-  /** Users: send unmeasured traffic at the first second's load for `seconds`, then wait for it to end, and say `warmed`. */
-  | { readonly type: 'warm'; readonly seconds: number }
-  /** Send what you counted (`report`). */
-  | { readonly type: 'collect' };
-
-/** From a process to the runner. */
-export type FromProcess =
-  | { readonly type: 'listening'; readonly port: number }
-  /** Users: the warm-up's calls, and how many were good: a world that is not healthy before time zero cannot be judged. */
-  | { readonly type: 'warmed'; readonly calls: number; readonly good: number }
-  /** Users: the horizon has passed and every call sent has ended. */
-  | { readonly type: 'finished' }
-  | { readonly type: 'report'; readonly report: ProcessReport };
 
 /** What a process counted over the run. */
 export interface ProcessReport {
@@ -56,4 +13,28 @@ export interface ProcessReport {
   readonly calls?: readonly number[];
   /** The process's guards' stats at the end (damper), for the record. */
   readonly stats?: unknown;
+}
+
+/** A server or a client tier: ready when it listens; told time zero (faults are scheduled from it); asked for its report. */
+export interface ListenerProtocol {
+  readonly ready: { readonly port: number };
+  readonly requests: {
+    readonly start: { readonly request: { readonly zeroMs: number }; readonly reply: null };
+    readonly report: { readonly request: object; readonly reply: ProcessReport };
+  };
+}
+
+/**
+ * The users (the load generator): `warm` sends unmeasured traffic for a few
+ * seconds and answers when it has all ended, with how much of it was good;
+ * `run` sends the scenario's calls from time zero to the horizon and
+ * answers when every call sent has ended.
+ */
+export interface UsersProtocol {
+  readonly ready: null;
+  readonly requests: {
+    readonly warm: { readonly request: { readonly seconds: number }; readonly reply: { readonly calls: number; readonly good: number } };
+    readonly run: { readonly request: { readonly zeroMs: number }; readonly reply: null };
+    readonly report: { readonly request: object; readonly reply: ProcessReport };
+  };
 }

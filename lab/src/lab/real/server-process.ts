@@ -19,9 +19,14 @@ import { admissionOptions, damperSettings } from '../damper-config.js';
 import { damperServerAdmission } from '../world/service-damper.js';
 import { activeAt, serviceState } from '../world/service-faults.js';
 import { type Job, type Outcome, Server } from '../world/service-server.js';
-import { PerSecond, processArgs, runnerLine } from './process-side.js';
-import { at, type ProcessReport, wallNow } from './real-messages.js';
+import { joinGroup } from './child.js';
+import { LOOPBACK } from './loopback.js';
+import { PerSecond, processArgs } from './process-side.js';
+import { type ListenerProtocol, type ProcessReport } from './real-messages.js';
+import { after, wallNowMs } from './wall-clock.js';
 
+// First, so that its own start-up is metered and it leaves when the runner does.
+const link = joinGroup<ListenerProtocol>({ start: ({ zeroMs }) => (start(zeroMs), null), report: () => report() });
 const { args, scenario } = processArgs();
 const clock = createSystemClock(args.seed);
 const arrivals = new PerSecond();
@@ -61,7 +66,7 @@ const listener =
   args.variant === 'damper' ? damperAdmission(admissionOptions(settings, args.index, damperServerAdmission(scenario, clock), { clock }), admitted) : naive;
 
 const http = createServer((req, res) => {
-  arrivals.add(wallNow());
+  arrivals.add(wallNowMs());
   listener(req, res);
 });
 // Connections kept open longer than any run: the run measures the stacks, not reconnection after idle.
@@ -75,19 +80,17 @@ function apply(s: number): void {
   server.keep = state.keep;
 }
 
+/** Time zero (a restarted server is told it again): arrivals count from it, and each fault's start and end is applied at its instant. */
 function start(zero: number): void {
   arrivals.zero = zero;
-  const now = (wallNow() - zero) / 1000;
+  const now = (wallNowMs() - zero) / 1000;
   apply(Math.max(0, now));
   const bounds = new Set(scenario.faults.flatMap((f) => [f.startS, f.endS]).filter((b) => b > now));
-  for (const b of bounds) at(zero + b * 1000, () => apply(b));
+  for (const b of bounds) after(zero + b * 1000 - wallNowMs(), () => apply(b));
 }
 
-const line = runnerLine((message) => {
-  if (message.type === 'zero') start(message.at);
-  else if (message.type === 'collect') {
-    const report: ProcessReport = { arrivals: arrivals.values, ...(listener === naive ? {} : { stats: (listener as ReturnType<typeof damperAdmission>).stats() }) };
-    line.send({ type: 'report', report });
-  }
-});
-http.listen(args.port, '127.0.0.1', () => line.send({ type: 'listening', port: (http.address() as AddressInfo).port }));
+function report(): ProcessReport {
+  return { arrivals: arrivals.values, ...(listener === naive ? {} : { stats: (listener as ReturnType<typeof damperAdmission>).stats() }) };
+}
+
+http.listen(args.port, LOOPBACK, () => link.ready({ port: (http.address() as AddressInfo).port }));

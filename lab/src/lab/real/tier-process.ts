@@ -15,10 +15,14 @@ import { ConcurrencyLimiter, createSystemClock } from 'damper';
 import { damperAdmission } from 'damper/http';
 import { request } from 'undici';
 import { damperSettings } from '../damper-config.js';
-import { processArgs, runnerLine } from './process-side.js';
-import { type ProcessReport } from './real-messages.js';
+import { joinGroup } from './child.js';
+import { LOOPBACK } from './loopback.js';
+import { processArgs } from './process-side.js';
+import { type ListenerProtocol } from './real-messages.js';
 import { damperTierClient, naiveTierClient } from './tier-clients.js';
 
+// First, so that its own start-up is metered and it leaves when the runner does.
+const link = joinGroup<ListenerProtocol>({ start: () => null, report: () => ({ stats: client.stats() }) });
 const { args, scenario } = processArgs();
 const clock = createSystemClock(args.seed);
 const tier = args.index;
@@ -58,10 +62,4 @@ const http = createServer(admitted ?? ((req, res) => void relay(req, res)));
 http.keepAliveTimeout = 600_000;
 http.requestTimeout = 0;
 
-const line = runnerLine((message) => {
-  if (message.type === 'collect') {
-    const report: ProcessReport = { stats: client.stats() };
-    line.send({ type: 'report', report });
-  }
-});
-http.listen(args.port, '127.0.0.1', () => line.send({ type: 'listening', port: (http.address() as AddressInfo).port }));
+http.listen(args.port, LOOPBACK, () => link.ready({ port: (http.address() as AddressInfo).port }));

@@ -19,10 +19,14 @@ import { sampleMs } from '../engine/delay.js';
 import { retryDelayMs } from '../engine/retry-delay.js';
 import { type Population } from '../schema/common.js';
 import { activeAt, serviceState } from '../world/service-faults.js';
-import { processArgs, runnerLine } from './process-side.js';
-import { at, realClock, wallNow } from './real-messages.js';
+import { joinGroup } from './child.js';
+import { processArgs } from './process-side.js';
+import { type UsersProtocol } from './real-messages.js';
+import { after, wallNowMs } from './wall-clock.js';
 import { damperTierClient, naiveTierClient, type TierClient } from './tier-clients.js';
 
+// First, so that its own start-up is metered and it leaves when the runner does.
+const link = joinGroup<UsersProtocol>({ warm: ({ seconds }) => warm(seconds), run: ({ zeroMs }) => run(zeroMs), report: () => ({ calls, stats: client.stats() }) });
 const { args, scenario } = processArgs();
 const clock = createSystemClock(args.seed);
 const random = seededRandom(args.seed * 7_919 + 17);
@@ -47,25 +51,25 @@ let recording = false;
 let zero = 0;
 let horizon = 0;
 let sending = false;
-const warm = { calls: 0, good: 0 };
+const warmed = { calls: 0, good: 0 };
 let onIdle: (() => void) | undefined;
 
 /** One request of `population`: the user waits at most its timeout. `then` hears whether it was good. */
 function send(population: Population, then: (good: boolean) => void): void {
-  const sent = wallNow();
+  const sent = wallNowMs();
   const measured = recording;
   out++;
   const gaveUp = new AbortController();
-  const timer = realClock.setTimer(() => gaveUp.abort(), population.timeoutMs);
+  const cancel = after(population.timeoutMs, () => gaveUp.abort());
   const headers: Record<string, string> = args.variant === 'damper' ? { [DEADLINE_HEADER]: String(population.timeoutMs), [PRIORITY_HEADER]: population.priority } : {};
   const ended = (good: boolean): void => {
-    timer.cancel();
-    const at = wallNow();
+    cancel();
+    const at = wallNowMs();
     const inTime = good && at - sent <= population.timeoutMs;
     if (measured) calls.push(sent - zero, at - zero, inTime ? 1 : 0);
     else {
-      warm.calls++;
-      if (inTime) warm.good++;
+      warmed.calls++;
+      if (inTime) warmed.good++;
     }
     out--;
     then(inTime);
@@ -85,7 +89,7 @@ function send(population: Population, then: (good: boolean) => void): void {
 function call(population: Population, done: () => void, attempt = 0): void {
   send(population, (good) => {
     if (good || !populationsRetry || attempt >= population.retries || !sending) return done();
-    realClock.setTimer(() => call(population, done, attempt + 1), retryDelayMs(population.backoff, attempt + 1, random));
+    after(retryDelayMs(population.backoff, attempt + 1, random), () => call(population, done, attempt + 1));
   });
 }
 
@@ -111,21 +115,21 @@ function openLoop(population: Population, from: number): void {
   };
   let due = from + (population.arrivals === 'fixed' ? 0 : gap(from));
   const next = (): void => {
-    const now = wallNow();
+    const now = wallNowMs();
     while (sending && due <= now) {
       if (population.rate * loadAt(due) > 0) call(population, () => {});
       due += gap(due);
     }
-    if (sending) at(due, next);
+    if (sending) after(due - wallNowMs(), next);
   };
-  at(due, next);
+  after(due - wallNowMs(), next);
 }
 
 /** A closed-loop user: a call, its end, a think, the next. */
 function closedUser(population: Population, think: NonNullable<Population['closed']>['thinkTime']): void {
   const next = (): void => {
     if (!sending) return;
-    call(population, () => realClock.setTimer(next, Math.max(1, Math.round(sampleMs(think, random)))));
+    call(population, () => after(Math.max(1, Math.round(sampleMs(think, random))), next));
   };
   next();
 }
@@ -144,28 +148,33 @@ function idle(): Promise<void> {
   return out === 0 ? Promise.resolve() : new Promise((resolve) => (onIdle = () => ((onIdle = undefined), resolve())));
 }
 
-const line = runnerLine((message) => {
-  if (message.type === 'warm') {
-    // Before time zero, at the first second's load: every process's code compiled and connections open, as a service in production is.
-    zero = wallNow();
-    startSending(zero);
-    realClock.setTimer(() => {
+/** Unmeasured traffic for `seconds` at the first second's load, then every call of it ended: code compiled and connections open before time zero, as a service in production is. */
+function warm(seconds: number): Promise<{ calls: number; good: number }> {
+  zero = wallNowMs();
+  startSending(zero);
+  return new Promise((resolve) =>
+    after(seconds * 1000, () => {
       sending = false;
-      void idle().then(() => line.send({ type: 'warmed', ...warm }));
-    }, message.seconds * 1000);
-  } else if (message.type === 'zero') {
-    zero = message.at;
-    horizon = zero + scenario.durationS * 1000;
-    at(zero, () => {
-      recording = true;
-      startSending(zero);
-    });
-    // No call is sent after the horizon; the run ends when every call sent has ended.
-    at(horizon, () => {
-      sending = false;
-      void idle().then(() => line.send({ type: 'finished' }));
-    });
-  } else if (message.type === 'collect') line.send({ type: 'report', report: { calls, stats: client.stats() } });
-});
-line.send({ type: 'listening', port: 0 });
+      void idle().then(() => resolve({ ...warmed }));
+    }),
+  );
+}
 
+/** The run: calls from time zero to the horizon, measured; resolves once every call sent has ended. */
+function run(zeroMs: number): Promise<null> {
+  zero = zeroMs;
+  horizon = zero + scenario.durationS * 1000;
+  after(zero - wallNowMs(), () => {
+    recording = true;
+    startSending(zero);
+  });
+  // No call is sent after the horizon; the run ends when every call sent has ended.
+  return new Promise((resolve) =>
+    after(horizon - wallNowMs(), () => {
+      sending = false;
+      void idle().then(() => resolve(null));
+    }),
+  );
+}
+
+link.ready(null);
