@@ -95,6 +95,16 @@ const REAL_TIME = new Map([
   // latency: run niced on a machine the run itself kept busy, it failed in
   // CI (Node 20).
   ['test/example-articles.test.js', 1.5],
+  // The lab against real processes (issue 30): a load generator, a tier and
+  // a server, a retry storm at up to ~800 requests/s, judged against its
+  // simulation by latency bars of 250 ms: 0.6 of a core on average, more in
+  // the storm; weighed above half so it runs beside no other heavy
+  // real-time file.
+  ['lab/test/real.test.js', 1.5],
+  // Processes started, frozen, killed and restarted for real; one child
+  // spins a core for a second to be measured.
+  ['lab/test/process-group.test.js', 0.3],
+  ['lab/test/host-meter.test.js', 1],
 ]);
 
 /**
@@ -107,6 +117,7 @@ const PART_CORE = new Map([
   ['test/package.test.js', 0.7],
   ['lab/test/report.browser.test.js', 0.6],
   ['lab/test/sweep-report.browser.test.js', 0.6],
+  ['lab/test/fidelity-page.browser.test.js', 0.6],
 ]);
 
 /**
@@ -141,6 +152,10 @@ const ONE_NODE = new Set([
   // verdict: sweeps' simulations again (64 s on Node 20, the last file of a
   // clean run at e0c41e5); the rule itself is a property over any run.
   'lab/test/verdict-watch.test.js',
+  // A real run beside its simulation: its subject is the model against the
+  // machine; undici and node:http under damper/http run on both Nodes in
+  // the library's http tests.
+  'lab/test/real.test.js',
 ]);
 
 /**
@@ -155,6 +170,7 @@ const EXPECTED_S = new Map([
   ['lab/test/sweep.test.js', 100],
   ['lab/test/check.test.js', 80],
   ['lab/test/verdict-watch.test.js', 60],
+  ['lab/test/real.test.js', 75],
   ['lab/test/example-checkout.test.js', 70],
   ['lab/test/service-scenarios.test.js', 50],
   ['lab/test/lab-discord.test.js', 45],
