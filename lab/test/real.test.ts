@@ -1,5 +1,10 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { loadScenario } from '../src/lab/lab.js';
 import { compareVariant } from '../src/lab/judge/fidelity.js';
 import { fitScenario } from '../src/lab/real/fit.js';
@@ -36,5 +41,45 @@ describe('what the real runner does not build yet is refused before anything sta
     assert.throws(() => checkRealPlan(facebook), (e) => e instanceof RealRunError && /^lab real: facebook-2010: runs 960 s, and a real run is at most 180 s/.test(e.message));
     const storm = fitScenario(await loadScenario('retry-storm'), { scale: 0.25, timeScale: 2, durationS: 150 });
     assert.deepEqual(realPlanProblems(storm), []);
+  });
+});
+
+/** The pids whose parent is `pid`, read from /proc. */
+function childrenOf(pid: number): number[] {
+  return readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .flatMap((d) => {
+      try {
+        // The field after the command (which may hold spaces, in parentheses) is the state, then the parent's pid.
+        const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid ? [Number(d)] : [];
+      } catch {
+        return [];
+      }
+    });
+}
+
+describe('nothing a real run starts outlives it', () => {
+  test('Ctrl-C in the middle of damper lab real: exit 130, and every process it started is gone', async () => {
+    const main = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
+    const out = mkdtempSync(join(tmpdir(), 'damper-real-cli-'));
+    const cli = spawn(process.execPath, [main, 'lab', 'real', 'test/fixtures/real-storm.json', '--runs', '1', '--out', out], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    // The progress line says a real run has begun: its server, tier and users are up.
+    await new Promise<void>((resolve, reject) => {
+      cli.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString();
+        if (/real run 1 of 1 · naive · \d+ of 30 s/.test(stderr)) resolve();
+      });
+      cli.once('exit', (code) => reject(new Error(`the CLI exited (${code}) before its run began: ${stderr}`)));
+    });
+    const started = childrenOf(cli.pid!);
+    assert.ok(started.length >= 3, `a server, a tier and the users at least, got ${started.length}`);
+    const exited = new Promise<number | null>((resolve) => cli.once('exit', (code) => resolve(code)));
+    cli.kill('SIGINT');
+    assert.equal(await exited, 130, stderr);
+    // The group waited for each process to exit before the lab did: none is left, not even as a zombie of ours.
+    const left = started.filter((pid) => existsSync(`/proc/${pid}`));
+    assert.deepEqual(left, [], 'every process the run started is gone');
   });
 });

@@ -77,8 +77,11 @@ export async function runReal(scenario: ServiceScenario, variant: VariantName, o
       progress();
       faults.cancel();
     }
-    const reports = new Map<string, ProcessReport>([['users', await users.request({ type: 'report' })]]);
-    for (let i = 0; i < servers.length; i++) reports.set(`server${i}`, await group.child<ListenerProtocol>(`server${i}`).request({ type: 'report' }));
+    const reports = new Map<string, ProcessReport[]>([['users', [await users.request({ type: 'report' })]]]);
+    for (let i = 0; i < servers.length; i++) {
+      const name = `server${i}`;
+      reports.set(name, [...(faults.earlier.get(name) ?? []), await group.child<ListenerProtocol>(name).request({ type: 'report' })]);
+    }
     const host = await group.host(Math.ceil(scenario.durationS));
     return { ...judged(scenario, reports), host };
   } finally {
@@ -102,12 +105,18 @@ function everySecond(fn: () => void): () => void {
  * restart (a new process on the old one's port, told time zero again).
  * `failed` rejects if a fault cannot be done.
  */
-function scheduleFaults(scenario: ServiceScenario, group: ProcessGroup, zero: number): { cancel(): void; failed: Promise<never> } {
+function scheduleFaults(scenario: ServiceScenario, group: ProcessGroup, zero: number): { cancel(): void; failed: Promise<never>; earlier: ReadonlyMap<string, ProcessReport[]> } {
   const cancels: (() => void)[] = [];
   let fail: (error: unknown) => void = () => {};
   const failed = new Promise<never>((_, reject) => (fail = reject));
   failed.catch(() => {});
   const at = (s: number, action: () => Promise<unknown>): void => void cancels.push(after(zero + s * 1000 - wallNowMs(), () => void action().catch(fail)));
+  // What a process counted before it is killed goes with it: asked for first, while it can still answer.
+  const earlier = new Map<string, ProcessReport[]>();
+  const keep = async (name: string): Promise<void> => {
+    const report = await group.child<ListenerProtocol>(name).request({ type: 'report' });
+    earlier.set(name, [...(earlier.get(name) ?? []), report]);
+  };
   const restart = async (name: string): Promise<void> => {
     await group.restart(name);
     await group.child<ListenerProtocol>(name).request({ type: 'start', zeroMs: zero });
@@ -115,19 +124,20 @@ function scheduleFaults(scenario: ServiceScenario, group: ProcessGroup, zero: nu
   for (const f of scenario.faults) {
     if (f.kind === 'hang') {
       const name = `server${f.server}`;
-      at(f.startS, () => group.stop(name));
+      // A hung process counts nothing (it reads no request): what it counted before the hang is all there is of it.
+      at(f.startS, async () => (f.then === 'restart' ? await keep(name) : undefined, await group.stop(name)));
       at(f.endS, () => (f.then === 'restart' ? restart(name) : group.cont(name)));
     } else if (f.kind === 'restart') {
-      for (const i of f.servers ?? [...Array(scenario.servers.count).keys()]) at(f.startS, () => restart(`server${i}`));
+      for (const i of f.servers ?? [...Array(scenario.servers.count).keys()]) at(f.startS, async () => (await keep(`server${i}`), await restart(`server${i}`)));
     }
   }
-  return { cancel: () => cancels.forEach((c) => c()), failed };
+  return { cancel: () => cancels.forEach((c) => c()), failed, earlier };
 }
 
-/** The run's figures: the users' calls and the servers' arrivals into a `Recorder`, judged. */
-function judged(scenario: ServiceScenario, reports: ReadonlyMap<string, ProcessReport>): Omit<RealRun, 'host'> {
+/** The run's figures: the users' calls and the servers' arrivals (each of a server's processes, through restarts) into a `Recorder`, judged. */
+function judged(scenario: ServiceScenario, reports: ReadonlyMap<string, readonly ProcessReport[]>): Omit<RealRun, 'host'> {
   const recorder = new Recorder(scenario.durationS);
-  const calls = reports.get('users')?.calls;
+  const calls = reports.get('users')?.[0]?.calls;
   if (calls === undefined) throw new RealRunError('the users reported no calls');
   const horizonMs = recorder.seconds * 1000;
   const measured = (i: number): boolean => calls[i]! >= 0 && calls[i]! < horizonMs;
@@ -135,9 +145,12 @@ function judged(scenario: ServiceScenario, reports: ReadonlyMap<string, ProcessR
   for (let i = 0; i < calls.length; i += 3) if (measured(i)) recorder.started(calls[i]!);
   for (let i = 0; i < calls.length; i += 3) if (measured(i)) recorder.ended(calls[i]!, Math.max(calls[i]!, calls[i + 1]!), calls[i + 2] === 1 ? 'good' : 'bad');
   for (let i = 0; i < scenario.servers.count; i++) {
-    (reports.get(`server${i}`)?.arrivals ?? []).forEach((n, s) => {
-      for (let k = 0; k < n; k++) recorder.originQuery(s * 1000);
-    });
+    // Each of the server's processes (a restart makes a new one) counted its own arrivals.
+    for (const report of reports.get(`server${i}`) ?? []) {
+      (report.arrivals ?? []).forEach((n, s) => {
+        for (let k = 0; k < n; k++) recorder.originQuery(s * 1000);
+      });
+    }
   }
   const series = recorder.series();
   const run: VariantRun = { summary: recorder.summary(scenario, series), series, characteristics: padded({}, recorder.seconds), skippedFaults: [] };

@@ -5,7 +5,7 @@ import { agreementWords, barWords, FIGURE_NOTES, FIGURE_TITLES, figureValue, fit
 import { type FaultSpan, type JudgedRun, type Series, type VariantName } from '../judge/results.js';
 import { type Fidelity, type FidelityVariant, type HostSeries } from '../real/real-run.js';
 import { triggerEndS, triggerStartS } from '../scenario.js';
-import { type ChartUnit, esc, inlineCss, inlineScript, jsonIsland, PAGE_CSS, pageHead, pageScript, siblingLink, uplotAsset, VARIANT_NOTES } from './report.js';
+import { chartScripts, type ChartUnit, esc, inlineCss, PAGE_CSS, pageHead, siblingLink, uplotAsset, VARIANT_NOTES } from './report.js';
 
 /**
  * The fidelity page of `damper lab real` (issue 30, item 3): per variant, the
@@ -177,16 +177,7 @@ ${rows.map(({ variant, row }) => renderVariant(f, variant, row, hostNotes[varian
 </main>
 <footer class="page">Made by <code>damper lab real</code>. How the runs are judged: the simulation is the reference; a figure agrees when every real run lies within its bar around the simulated value (item 4 of issue 30); a recovery that never came agrees only with another. Charts drawn with uPlot (MIT licence, © Leon Sorokin), inlined in this file; the page loads nothing from the network. The same figures are in <code>fidelity.json</code>.</footer>
 <noscript><p class="noscript">The charts need JavaScript; the tables do not.</p></noscript>
-<script type="application/json" id="fidelity-data">${jsonIsland(data)}</script>
-<script>
-${inlineScript(uplotAsset('uPlot.iife.min.js'))}
-</script>
-<script>
-${inlineScript(pageScript('chart-kit'))}
-</script>
-<script>
-${inlineScript(pageScript('fidelity-charts'))}
-</script>
+${chartScripts('fidelity-data', data, 'fidelity-charts')}
 </body>
 </html>
 `;

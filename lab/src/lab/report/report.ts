@@ -236,16 +236,7 @@ ${run.scenarios.map(renderScenario).join('\n')}
 </main>
 <footer class="page">Charts drawn with uPlot (MIT licence, © Leon Sorokin), inlined in this file; the page loads nothing from the network. Hover a chart to read its values; the cursor follows across the scenario’s charts.</footer>
 <noscript><p class="noscript">The charts need JavaScript; the tables above do not.</p></noscript>
-<script type="application/json" id="lab-data">${jsonIsland(data)}</script>
-<script>
-${inlineScript(uplotAsset('uPlot.iife.min.js'))}
-</script>
-<script>
-${inlineScript(pageScript('chart-kit'))}
-</script>
-<script>
-${inlineScript(pageScript('report-page'))}
-</script>
+${chartScripts('lab-data', data, 'report-page')}
 </body>
 </html>
 `;
@@ -424,6 +415,24 @@ function anchor(name: string): string {
 /** JSON that cannot end its script element early or open a comment: every `<` becomes `\u003c` (still valid JSON). */
 export function jsonIsland(value: unknown): string {
   return JSON.stringify(value).replace(/</g, '\\u003c').replace(/\u2028/g, '\\u2028').replace(/\u2029/g, '\\u2029');
+}
+
+/**
+ * The end of a page with charts: its data as a JSON island (`id`), then
+ * uPlot, the chart kit and the page's own `script` (a page script built
+ * beside this file), each inlined, so the page loads nothing.
+ */
+export function chartScripts(id: string, data: unknown, script: PageScript): string {
+  return `<script type="application/json" id="${id}">${jsonIsland(data)}</script>
+<script>
+${inlineScript(uplotAsset('uPlot.iife.min.js'))}
+</script>
+<script>
+${inlineScript(pageScript('chart-kit'))}
+</script>
+<script>
+${inlineScript(pageScript(script))}
+</script>`;
 }
 
 /** A script's text made safe inside a `<script>` element: no `</script` or `<!--` in it. */
