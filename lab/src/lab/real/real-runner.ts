@@ -8,6 +8,7 @@ import { type VariantName, type VariantRun } from '../judge/results.js';
 import { judge } from '../judge/verdict.js';
 import { type ServiceScenario } from '../schema/service.js';
 import { type ProcessArgs } from './process-side.js';
+import { freePort } from './loopback.js';
 import { ProcessGroup, type RealChild } from './process-group.js';
 import { RealRunError } from './real-error.js';
 import { type ListenerProtocol, type ProcessReport, type UsersProtocol } from './real-messages.js';
@@ -34,8 +35,8 @@ const here = (file: string): string => fileURLToPath(new URL(file, import.meta.u
 /**
  * Runs `scenario` (fitted to the machine) on real processes on loopback, as
  * `variant`, and judges it as a simulation is judged: the same `Recorder`
- * counts the users' calls (each in the second it was sent) and the servers'
- * arrivals (the origin's load), the same `judge` reads them. The processes
+ * counts the users' calls (each in the second it was sent) and the requests
+ * sent to the servers (the origin's load), the same `judge` reads them. The processes
  * are a `ProcessGroup`'s: whatever happens (an error, a process that dies,
  * Ctrl-C), they are stopped before this returns or the lab exits.
  */
@@ -47,7 +48,8 @@ export async function runReal(scenario: ServiceScenario, variant: VariantName, o
   const group = new ProcessGroup();
   const base = { scenarioFile, variant, seed: options.seed, port: 0 };
   const listen = async (name: string, module: string, args: ProcessArgs): Promise<{ child: RealChild<ListenerProtocol>; origin: string }> => {
-    const child = group.fork<ListenerProtocol>(name, here(module), [JSON.stringify(args)]);
+    // A port of its own, in its arguments: a restarted server comes back on it, where its callers' connections point.
+    const child = group.fork<ListenerProtocol>(name, here(module), [JSON.stringify({ ...args, port: await freePort() })]);
     const { port } = await Promise.race([child.ready(), group.failure]);
     return { child, origin: `http://127.0.0.1:${port}` };
   };
@@ -77,13 +79,14 @@ export async function runReal(scenario: ServiceScenario, variant: VariantName, o
       progress();
       faults.cancel();
     }
-    const reports = new Map<string, ProcessReport[]>([['users', [await users.request({ type: 'report' })]]]);
-    for (let i = 0; i < servers.length; i++) {
-      const name = `server${i}`;
-      reports.set(name, [...(faults.earlier.get(name) ?? []), await group.child<ListenerProtocol>(name).request({ type: 'report' })]);
-    }
+    // The origin's load is what the innermost caller sent the servers (tier-clients.ts says why: a hung server reads nothing).
+    // The tiers were started innermost first, right after the servers; without tiers the users call the servers themselves.
+    const innermost = listeners[servers.length]?.child;
+    const usersReport = await users.request({ type: 'report' });
+    const load = innermost === undefined ? usersReport : await innermost.request({ type: 'report' });
+    const figures = judged(scenario, usersReport, load.sent ?? []);
     const host = await group.host(Math.ceil(scenario.durationS));
-    return { ...judged(scenario, reports), host };
+    return { ...figures, host };
   } finally {
     await group.close();
     rmSync(dir, { recursive: true, force: true });
@@ -105,18 +108,12 @@ function everySecond(fn: () => void): () => void {
  * restart (a new process on the old one's port, told time zero again).
  * `failed` rejects if a fault cannot be done.
  */
-function scheduleFaults(scenario: ServiceScenario, group: ProcessGroup, zero: number): { cancel(): void; failed: Promise<never>; earlier: ReadonlyMap<string, ProcessReport[]> } {
+function scheduleFaults(scenario: ServiceScenario, group: ProcessGroup, zero: number): { cancel(): void; failed: Promise<never> } {
   const cancels: (() => void)[] = [];
   let fail: (error: unknown) => void = () => {};
   const failed = new Promise<never>((_, reject) => (fail = reject));
   failed.catch(() => {});
   const at = (s: number, action: () => Promise<unknown>): void => void cancels.push(after(zero + s * 1000 - wallNowMs(), () => void action().catch(fail)));
-  // What a process counted before it is killed goes with it: asked for first, while it can still answer.
-  const earlier = new Map<string, ProcessReport[]>();
-  const keep = async (name: string): Promise<void> => {
-    const report = await group.child<ListenerProtocol>(name).request({ type: 'report' });
-    earlier.set(name, [...(earlier.get(name) ?? []), report]);
-  };
   const restart = async (name: string): Promise<void> => {
     await group.restart(name);
     await group.child<ListenerProtocol>(name).request({ type: 'start', zeroMs: zero });
@@ -124,34 +121,28 @@ function scheduleFaults(scenario: ServiceScenario, group: ProcessGroup, zero: nu
   for (const f of scenario.faults) {
     if (f.kind === 'hang') {
       const name = `server${f.server}`;
-      // A hung process counts nothing (it reads no request): what it counted before the hang is all there is of it.
-      at(f.startS, async () => (f.then === 'restart' ? await keep(name) : undefined, await group.stop(name)));
+      at(f.startS, () => group.stop(name));
       at(f.endS, () => (f.then === 'restart' ? restart(name) : group.cont(name)));
     } else if (f.kind === 'restart') {
-      for (const i of f.servers ?? [...Array(scenario.servers.count).keys()]) at(f.startS, async () => (await keep(`server${i}`), await restart(`server${i}`)));
+      for (const i of f.servers ?? [...Array(scenario.servers.count).keys()]) at(f.startS, () => restart(`server${i}`));
     }
   }
-  return { cancel: () => cancels.forEach((c) => c()), failed, earlier };
+  return { cancel: () => cancels.forEach((c) => c()), failed };
 }
 
-/** The run's figures: the users' calls and the servers' arrivals (each of a server's processes, through restarts) into a `Recorder`, judged. */
-function judged(scenario: ServiceScenario, reports: ReadonlyMap<string, readonly ProcessReport[]>): Omit<RealRun, 'host'> {
+/** The run's figures: the users' calls and the requests sent to the servers (`sent`, by second) into a `Recorder`, judged. */
+function judged(scenario: ServiceScenario, users: ProcessReport, sent: readonly number[]): Omit<RealRun, 'host'> {
   const recorder = new Recorder(scenario.durationS);
-  const calls = reports.get('users')?.[0]?.calls;
+  const calls = users.calls;
   if (calls === undefined) throw new RealRunError('the users reported no calls');
   const horizonMs = recorder.seconds * 1000;
   const measured = (i: number): boolean => calls[i]! >= 0 && calls[i]! < horizonMs;
   // Every call is started before any ends: the recorder counts what is in flight per second sent.
   for (let i = 0; i < calls.length; i += 3) if (measured(i)) recorder.started(calls[i]!);
   for (let i = 0; i < calls.length; i += 3) if (measured(i)) recorder.ended(calls[i]!, Math.max(calls[i]!, calls[i + 1]!), calls[i + 2] === 1 ? 'good' : 'bad');
-  for (let i = 0; i < scenario.servers.count; i++) {
-    // Each of the server's processes (a restart makes a new one) counted its own arrivals.
-    for (const report of reports.get(`server${i}`) ?? []) {
-      (report.arrivals ?? []).forEach((n, s) => {
-        for (let k = 0; k < n; k++) recorder.originQuery(s * 1000);
-      });
-    }
-  }
+  sent.forEach((n, s) => {
+    for (let k = 0; k < n; k++) recorder.originQuery(s * 1000);
+  });
   const series = recorder.series();
   const run: VariantRun = { summary: recorder.summary(scenario, series), series, characteristics: padded({}, recorder.seconds), skippedFaults: [] };
   return judge(scenario, run);

@@ -6,7 +6,9 @@ import { type Backoff } from '../schema/common.js';
 import { damperTierOptions } from '../world/service-damper.js';
 import { type ServiceScenario } from '../schema/service.js';
 import { tierSettings } from '../world/service-tiers.js';
+import { PerSecond } from './process-side.js';
 import { RealRunError } from './real-error.js';
+import { wallNowMs } from './wall-clock.js';
 
 /**
  * How client tier `t` of a real run calls the tier below it over HTTP: the
@@ -23,6 +25,13 @@ const RETRIED_CODES = ['ECONNRESET', 'ECONNREFUSED', 'ENOTFOUND', 'ENETDOWN', 'E
 /** What a tier's outgoing calls go through, and what it can say of itself. */
 export interface TierClient {
   readonly dispatcher: Dispatcher;
+  /**
+   * Every request it sent below (each attempt, retry and hedge), by second
+   * from time zero: counted as it leaves, so a request to a server that
+   * reads nothing (SIGSTOPped) counts as the simulation counts it, on
+   * arrival at a server that takes requests and answers none.
+   */
+  readonly sent: PerSecond;
   /** The tier's guards' stats (damper), for the run's record. */
   readonly stats: () => unknown;
   close(): Promise<void>;
@@ -35,7 +44,7 @@ export interface TierClient {
  * none; undici checks timeouts of over a second on a 500 ms tick, exactly
  * what the scenario's `timerTickMs` models).
  */
-function agentFor(attemptTimeoutMs: number | undefined): Agent {
+export function agentFor(attemptTimeoutMs: number | undefined): Agent {
   const timeout = attemptTimeoutMs ?? 0;
   return new Agent({ headersTimeout: timeout, bodyTimeout: timeout, keepAliveTimeout: 600_000, keepAliveMaxTimeout: 600_000 });
 }
@@ -65,12 +74,21 @@ export function naiveTierClient(scenario: ServiceScenario, t: number, below: rea
   const own = tierSettings(tiers, t, scenario.clients[0]!);
   const agent = agentFor(own.attemptTimeoutMs);
   // compose() wraps in order, so the retry interceptor is outermost: each of its attempts takes the next origin.
-  const dispatcher = agent.compose(roundRobin(below), interceptors.retry({ maxRetries: own.retries, errorCodes: RETRIED_CODES, ...undiciBackoff(own.backoff) }));
-  return { dispatcher, stats: () => undefined, close: () => agent.close() };
+  const sent = new PerSecond();
+  const dispatcher = agent.compose(counting(sent), roundRobin(below), interceptors.retry({ maxRetries: own.retries, errorCodes: RETRIED_CODES, ...undiciBackoff(own.backoff) }));
+  return { dispatcher, sent, stats: () => undefined, close: () => agent.close() };
+}
+
+/** An interceptor that counts each dispatch in `sent` as it goes out (composed innermost: what reaches the wire). */
+export function counting(sent: PerSecond): Dispatcher.DispatcherComposeInterceptor {
+  return (dispatch) => (options, handler) => {
+    sent.add(wallNowMs());
+    return dispatch(options, handler);
+  };
 }
 
 /** An interceptor that sends each dispatch to the next of `origins` in turn. */
-function roundRobin(origins: readonly string[]): Dispatcher.DispatcherComposeInterceptor {
+export function roundRobin(origins: readonly string[]): Dispatcher.DispatcherComposeInterceptor {
   let next = 0;
   return (dispatch) => (options, handler) => {
     const origin = origins[next]!;
@@ -90,5 +108,6 @@ export function damperTierClient(scenario: ServiceScenario, t: number, settings:
   const options = dependencyOptions<HttpUpstream>(settings, t, damperTierOptions(scenario, t), { clock, upstreams: below.map((origin) => ({ id: origin, target: { origin } })) });
   const dependency = new HttpDependency({ ...options, upstreams: below });
   const agent = agentFor(undefined);
-  return { dispatcher: agent.compose(damperInterceptor(dependency)), stats: () => dependency.stats(), close: async () => (dependency.close(), agent.close()) };
+  const sent = new PerSecond();
+  return { dispatcher: agent.compose(counting(sent), damperInterceptor(dependency)), sent, stats: () => dependency.stats(), close: async () => (dependency.close(), agent.close()) };
 }

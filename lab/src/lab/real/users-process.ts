@@ -13,20 +13,20 @@
 // retries are the users' (as the simulation's clients make them).
 import { createSystemClock, seededRandom } from 'damper';
 import { DEADLINE_HEADER, PRIORITY_HEADER } from 'damper/http';
-import { Agent, request } from 'undici';
+import { request } from 'undici';
 import { damperSettings } from '../damper-config.js';
 import { sampleMs } from '../engine/delay.js';
 import { retryDelayMs } from '../engine/retry-delay.js';
 import { type Population } from '../schema/common.js';
 import { activeAt, serviceState } from '../world/service-faults.js';
 import { joinGroup } from './child.js';
-import { processArgs } from './process-side.js';
+import { PerSecond, processArgs } from './process-side.js';
 import { type UsersProtocol } from './real-messages.js';
 import { after, wallNowMs } from './wall-clock.js';
-import { damperTierClient, naiveTierClient, type TierClient } from './tier-clients.js';
+import { agentFor, counting, damperTierClient, naiveTierClient, roundRobin, type TierClient } from './tier-clients.js';
 
 // First, so that its own start-up is metered and it leaves when the runner does.
-const link = joinGroup<UsersProtocol>({ warm: ({ seconds }) => warm(seconds), run: ({ zeroMs }) => run(zeroMs), report: () => ({ calls, stats: client.stats() }) });
+const link = joinGroup<UsersProtocol>({ warm: ({ seconds }) => warm(seconds), run: ({ zeroMs }) => run(zeroMs), report: () => ({ calls, sent: client.sent.values, stats: client.stats() }) });
 const { args, scenario } = processArgs();
 const clock = createSystemClock(args.seed);
 const random = seededRandom(args.seed * 7_919 + 17);
@@ -36,13 +36,15 @@ const origin = args.below[0]!;
 async function usersClient(): Promise<TierClient> {
   if (args.variant === 'damper') return damperTierClient(scenario, 0, await damperSettings(scenario, clock), clock, args.below);
   if (scenario.tiers !== undefined) return naiveTierClient(scenario, 0, args.below);
-  const agent = new Agent({ headersTimeout: 0, bodyTimeout: 0, keepAliveTimeout: 600_000, keepAliveMaxTimeout: 600_000 });
-  let next = 0;
-  const dispatcher = agent.compose((dispatch) => (options, handler) => dispatch({ ...options, origin: args.below[next++ % args.below.length]! }, handler));
-  return { dispatcher, stats: () => undefined, close: () => agent.close() };
+  const agent = agentFor(undefined);
+  const sent = new PerSecond();
+  return { dispatcher: agent.compose(counting(sent), roundRobin(args.below)), sent, stats: () => undefined, close: () => agent.close() };
 }
 const client = await usersClient();
 const populationsRetry = scenario.tiers === undefined;
+
+/** How long after its deadline a damper user's call is aborted, if the deadline has not ended it. */
+const DEADLINE_FIRST_MS = 100;
 
 /** Calls as [sent, ended, good] ms from time zero, flat; and the calls still out. */
 const calls: number[] = [];
@@ -60,7 +62,10 @@ function send(population: Population, then: (good: boolean) => void): void {
   const measured = recording;
   out++;
   const gaveUp = new AbortController();
-  const cancel = after(population.timeoutMs, () => gaveUp.abort());
+  // naive gives up at its timeout. damper's client has the timeout as the call's deadline, and it is the deadline that ends
+  // the call (counted against the upstream that did not answer in time, as a hung one is); the user's own abort is a
+  // safety net a moment later, which the dependency would count as nobody's fault. An answer after the timeout is bad either way.
+  const cancel = after(population.timeoutMs + (args.variant === 'damper' ? DEADLINE_FIRST_MS : 0), () => gaveUp.abort());
   const headers: Record<string, string> = args.variant === 'damper' ? { [DEADLINE_HEADER]: String(population.timeoutMs), [PRIORITY_HEADER]: population.priority } : {};
   const ended = (good: boolean): void => {
     cancel();
@@ -163,6 +168,7 @@ function warm(seconds: number): Promise<{ calls: number; good: number }> {
 /** The run: calls from time zero to the horizon, measured; resolves once every call sent has ended. */
 function run(zeroMs: number): Promise<null> {
   zero = zeroMs;
+  client.sent.zero = zeroMs;
   horizon = zero + scenario.durationS * 1000;
   after(zero - wallNowMs(), () => {
     recording = true;
