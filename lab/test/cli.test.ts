@@ -55,7 +55,7 @@ describe('a usage error is one line and which help to read, exit 2: not the whol
       [['lab', 'sweep', 'facebook-2010', '--trigger', '5..60'], /^damper: lab sweep needs two axes, got 1: /, 'damper lab sweep'],
       [['lab', 'sweep', 'facebook-2010', '--load', '1..2', '--trigger', '5..60', '--series'], 'lab sweep takes no --series: it is an option of lab', 'damper lab sweep'],
       [['lab', 'check'], /^damper: lab check needs a SCENARIO/, 'damper lab check'],
-      [['lab', 'check', 'retry-storm', '--json'], 'lab check takes no --json: it is an option of lab and lab sweep', 'damper lab check'],
+      [['lab', 'check', 'retry-storm', '--json'], 'lab check takes no --json: it is an option of lab, lab sweep and lab real', 'damper lab check'],
       [['lab', 'schema', '--seed', '2'], 'lab schema takes no --seed: it is an option of lab, lab sweep and lab check', 'damper lab schema'],
       [['lab', 'schema', 'retry-storm', 'web-farm'], 'lab schema takes at most one WORLD, got also: web-farm', 'damper lab schema'],
       [['help', 'lab', '--seed', '2'], 'help takes no --seed: it is an option of lab, lab sweep and lab check', 'damper'],
