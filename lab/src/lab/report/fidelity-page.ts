@@ -2,10 +2,10 @@ import { num } from '../format.js';
 import { originCapacity } from '../judge/best-possible.js';
 import { compareFidelity, type FidelityRow, hostPeaks } from '../judge/fidelity.js';
 import { agreementWords, barWords, FIGURE_NOTES, FIGURE_TITLES, figureValue, fittingWords, realWords } from '../judge/fidelity-words.js';
-import { type FaultSpan, type JudgedRun, type Series, type VariantName } from '../judge/results.js';
+import { type JudgedRun, type Series, type VariantName } from '../judge/results.js';
 import { type Fidelity, type FidelityVariant, type HostSeries } from '../real/real-run.js';
 import { triggerEndS, triggerStartS } from '../scenario.js';
-import { chartScripts, type ChartUnit, esc, inlineCss, PAGE_CSS, pageHead, siblingLink, uplotAsset, VARIANT_NOTES } from './report.js';
+import { chartScripts, type ChartTimeline, type ChartUnit, esc, inlineCss, PAGE_CSS, pageHead, siblingLink, uplotAsset, VARIANT_NOTES } from './report.js';
 
 /**
  * The fidelity page of `damper lab real` (issue 30, item 3): per variant, the
@@ -80,14 +80,7 @@ export interface FidelityChartVariant {
 }
 
 /** What the page's script (fidelity-charts.ts) reads. */
-export interface FidelityChartData {
-  readonly durationS: number;
-  /** The origin's capacity each second (the fitted scenario's): the origin chart's reference line. */
-  readonly originCapacity: readonly number[];
-  readonly objectiveP99Ms: number;
-  readonly triggerStartS: number;
-  readonly triggerEndS: number;
-  readonly faults: readonly FaultSpan[];
+export interface FidelityChartData extends ChartTimeline {
   /** The host's cores: the CPU charts' reference line. */
   readonly cores: number;
   readonly metrics: readonly FidelityMetric[];

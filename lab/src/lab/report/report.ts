@@ -127,8 +127,8 @@ export interface ChartData {
   readonly scenarios: readonly ChartScenario[];
 }
 
-export interface ChartScenario {
-  readonly name: string;
+/** A scenario's timeline as a page's charts draw it: its length, its reference lines and its shaded spans. */
+export interface ChartTimeline {
   readonly durationS: number;
   /** The origin's capacity each second: the origin chart's reference line. */
   readonly originCapacity: readonly number[];
@@ -136,6 +136,10 @@ export interface ChartScenario {
   readonly triggerStartS: number;
   readonly triggerEndS: number;
   readonly faults: readonly FaultSpan[];
+}
+
+export interface ChartScenario extends ChartTimeline {
+  readonly name: string;
   /** Per variant, the faults that did not happen to it (an operator action its health made unnecessary). */
   readonly skipped: Record<VariantName, readonly number[]>;
   readonly recoverySeconds: Record<VariantName, number | null>;
