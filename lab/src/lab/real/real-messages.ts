@@ -7,8 +7,6 @@
 
 /** What a process counted over the run. */
 export interface ProcessReport {
-  /** Servers: requests that reached the server, by second from time zero (before its admission), for the record. */
-  readonly arrivals?: readonly number[];
   /** The innermost caller (the users, or the innermost tier): requests it sent to the servers, by second from time zero: the origin's load. */
   readonly sent?: readonly number[];
   /** Users: every call as [sent ms, ended ms, 1 good | 0 bad], flat, ms from time zero. */

@@ -21,7 +21,7 @@ import { activeAt, serviceState } from '../world/service-faults.js';
 import { type Job, type Outcome, Server } from '../world/service-server.js';
 import { joinGroup } from './child.js';
 import { LOOPBACK } from './loopback.js';
-import { PerSecond, processArgs } from './process-side.js';
+import { processArgs } from './process-side.js';
 import { type ListenerProtocol, type ProcessReport } from './real-messages.js';
 import { after, wallNowMs } from './wall-clock.js';
 
@@ -29,7 +29,6 @@ import { after, wallNowMs } from './wall-clock.js';
 const link = joinGroup<ListenerProtocol>({ start: ({ zeroMs }) => (start(zeroMs), null), report: () => report() });
 const { args, scenario } = processArgs();
 const clock = createSystemClock(args.seed);
-const arrivals = new PerSecond();
 const server = new Server(clock, scenario.servers, seededRandom(args.seed * 1_000 + args.index), undefined);
 
 /** A server's outcome as HTTP: a value is a 200; a refusal (full queue) a 503; work dropped unstarted (its caller gone) a 504; else a 502. */
@@ -65,10 +64,7 @@ const admitted = (req: IncomingMessage, res: ServerResponse, scope: RequestScope
 const listener =
   args.variant === 'damper' ? damperAdmission(admissionOptions(settings, args.index, damperServerAdmission(scenario, clock), { clock }), admitted) : naive;
 
-const http = createServer((req, res) => {
-  arrivals.add(wallNowMs());
-  listener(req, res);
-});
+const http = createServer(listener);
 // Connections kept open longer than any run: the run measures the stacks, not reconnection after idle.
 http.keepAliveTimeout = 600_000;
 http.requestTimeout = 0;
@@ -80,9 +76,8 @@ function apply(s: number): void {
   server.keep = state.keep;
 }
 
-/** Time zero (a restarted server is told it again): arrivals count from it, and each fault's start and end is applied at its instant. */
+/** Time zero (a restarted server is told it again): each fault's start and end is applied at its instant. */
 function start(zero: number): void {
-  arrivals.zero = zero;
   const now = (wallNowMs() - zero) / 1000;
   apply(Math.max(0, now));
   const bounds = new Set(scenario.faults.flatMap((f) => [f.startS, f.endS]).filter((b) => b > now));
@@ -90,7 +85,7 @@ function start(zero: number): void {
 }
 
 function report(): ProcessReport {
-  return { arrivals: arrivals.values, ...(listener === naive ? {} : { stats: (listener as ReturnType<typeof damperAdmission>).stats() }) };
+  return listener === naive ? {} : { stats: (listener as ReturnType<typeof damperAdmission>).stats() };
 }
 
 http.listen(args.port, LOOPBACK, () => link.ready({ port: (http.address() as AddressInfo).port }));
