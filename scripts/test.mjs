@@ -157,6 +157,28 @@ const ONE_NODE = new Set([
   // machine; undici and node:http under damper/http run on both Nodes in
   // the library's http tests.
   'lab/test/real.test.js',
+  // The shipped incidents, whole, and their reports: the world's parts run
+  // on both Nodes in lab-service, the lab's run and its determinism in
+  // lab.test. On Node 20 these were 123 CPU s of a run that was CPU-bound
+  // (2026-12-04: 1,477 CPU s of tests on 2 cores, 949 s).
+  'lab/test/lab-discord.test.js',
+  'lab/test/lab-missourian.test.js',
+  'lab/test/lab-retry-storm.test.js',
+  // Chromium drawing the pages: its subject is the page, not the Node that
+  // wrote it (the pages' HTML is written and checked on both in report.test
+  // and sweep-report.test).
+  'lab/test/report.browser.test.js',
+  'lab/test/sweep-report.browser.test.js',
+  'lab/test/fidelity-page.browser.test.js',
+  // Sweeps and checks split into shards and merged by CLI processes: the
+  // sweep and check simulations again, and the merge's rules (properties
+  // over parts), which are the same JavaScript on either Node.
+  'lab/test/sweep-shard.test.js',
+  // The command line's words: usage, help, messages and exit codes, ~130
+  // CLI processes (53 CPU s on Node 20). The same JavaScript on either
+  // Node; what differs between them under a CLI (process exits, signals,
+  // streams) the library's real-process tests run on both.
+  'lab/test/cli.test.js',
 ]);
 
 /**

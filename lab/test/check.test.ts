@@ -14,6 +14,7 @@ import { loadScenarioSource } from '../src/lab/lab.js';
 import { ScenarioError } from '../src/lab/scenario.js';
 import { scenarioSource } from '../src/lab/scenario-source.js';
 import { type CellSummary, type SweepCell, type SweepResult } from '../src/lab/sweep/sweep.js';
+import { quarterStorm, scenarioDoc } from './support/scenario-doc.js';
 
 /**
  * `damper lab check`: the margin box and the distances on hand-made sweeps
@@ -192,20 +193,12 @@ describe('damper lab check command: exit 0 safe, 1 not, 2 bad input', () => {
   const main = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
   const cli = (...args: string[]) => spawnSync(process.execPath, [main, 'lab', ...args], { encoding: 'utf8' });
   const dir = mkdtempSync(join(tmpdir(), 'damper-check-'));
-  const storm = JSON.parse(readFileSync('scenarios/retry-storm.json', 'utf8')) as Record<string, unknown>;
-  /**
-   * retry-storm at a quarter of its size (one worker, a quarter of the queue
-   * and admission limit, each request held weighing four times as much, so
-   * every ratio is the shipped scenario's) with `rate` users/s for 100/s of
-   * capacity, 50 s watched after its longest trigger, a 2 × 2 check grid
-   * around its own point. A quarter of the calls: a check's naive cells are
-   * storms that last to the horizon (issue 29: the suite's budget).
-   */
+  const storm = scenarioDoc('retry-storm');
+  /** {@link quarterStorm} with `rate` users/s for 100/s of capacity, 50 s watched after its longest trigger, a 2 × 2 check grid around its own point. */
   const small = (name: string, rate: number): string => {
     const file = join(dir, `${name}.json`);
     const check = { axes: [{ axis: 'load', from: 0.9, to: 1.1 }, { axis: 'trigger', from: 20, to: 30 }], steps: 2 };
-    const servers = { ...(storm.servers as object), workers: 1, maxQueue: 250, admissionLimit: 4, slowdownPerInFlight: 0.008 };
-    writeFileSync(file, JSON.stringify({ ...storm, name, durationS: 200, servers, clients: [{ name: 'users', rate, timeoutMs: 2000 }], check }));
+    writeFileSync(file, JSON.stringify({ ...quarterStorm(rate), name, durationS: 200, check }));
     return file;
   };
 
