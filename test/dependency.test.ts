@@ -125,6 +125,31 @@ describe('never remove the last capacity (principle 5): open breakers are bounde
     assert.ok(!log.slice(from).includes('a'), 'a is out while b serves');
   });
 
+  test("an upstream out by its health checks counts: the open breaker of the last one left does not refuse (the Missourian's second server)", async () => {
+    const { clock, log, attempt, make } = world({ a: 'hang', b: 'shed' });
+    // a is hung: it never answers a health check either. b carries everything and sheds.
+    const health = { check: (target: string) => (target === 'answer of a' ? new Promise<void>(() => {}) : Promise.resolve()), interval: 1_000, timeout: 500, unhealthyThreshold: 1, healthyThreshold: 1 };
+    const d = make({ ...tripping, balancer: { health } });
+    /** Advances the clock until `p` settles (the health checks keep timers pending for ever: the clock is never idle). */
+    const until = async (p: Promise<unknown>): Promise<{ error?: unknown }> => {
+      const out: { error?: unknown; done?: true } = {};
+      p.then(
+        () => (out.done = true),
+        (error: unknown) => ((out.error = error), (out.done = true)),
+      );
+      while (out.done !== true) await clock.advance(10);
+      return out;
+    };
+    await clock.advance(2_000);
+    assert.equal(d.stats().balancer.upstreams.find((u) => u.id === 'a')!.state, 'unhealthy');
+    while (d.stats().upstreams.find((u) => u.id === 'b')!.breaker!.state !== 'open') await until(d.call(attempt));
+    const from = log.length;
+    const out = await until(d.call(attempt));
+    assert.deepEqual(log.slice(from), ['b'], 'the call went to b past its open breaker: a and b out would be every upstream');
+    assert.match(String(out.error), /503/, "b's own answer is the caller's, not a BreakerOpenError");
+    d.close();
+  });
+
   test('an upstream shedding (a 503) trips its breaker but is never ejected by the balancer: shedding is alive', async () => {
     const { clock, attempt, make } = world({ a: 'shed', b: 'ok' });
     const d = make({ throttle: false, retry: { maxAttempts: 1 }, balancer: { outliers: { consecutiveErrors: 2 } } });

@@ -354,12 +354,20 @@ export class Balancer<U> {
   }
 
   /**
-   * Whether `out` upstreams may be out of service at once by a health
-   * decision: within `maxEjectionShare`, and never all of them (principle 5).
-   * The bound of the balancer's own ejections, and of the per-upstream
-   * breakers of a `Dependency`, which take an upstream out as surely.
+   * Whether the upstreams whose breakers are open (`breakersOpen`, by id)
+   * may be out of service at once with those the balancer has out already
+   * (ejected, or failing their health checks): within `maxEjectionShare`,
+   * and never all of them (principle 5). The bound of the per-upstream
+   * breakers of a `Dependency`, which take an upstream out as surely as an
+   * ejection does, counted as the balancer's own ejections count (`eject`):
+   * a hung server out by its health checks and a breaker open on the last
+   * one, which sheds because it carries everything, are two out of two,
+   * and the breaker then takes the site down (the Missourian's second
+   * server; measured in docs/lab.md, "Real runs").
    */
-  mayBeOut(out: number): boolean {
+  mayBeOut(breakersOpen: ReadonlySet<string>): boolean {
+    let out = 0;
+    for (const s of this.slots) if (s.state !== 'healthy' || breakersOpen.has(s.id)) out++;
     return out === 0 || mayEject(out - 1, this.slots.length, this.outliers.maxEjectionShare);
   }
 

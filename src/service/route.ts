@@ -137,11 +137,11 @@ export class Route<U, T> {
   }
 }
 
-/** How many of an attempt's refusals were open breakers. */
-function openBreakers(refused: ReadonlyMap<string, unknown>): number {
-  let n = 0;
-  for (const error of refused.values()) if (classify(error) === 'breaker-open') n++;
-  return n;
+/** The upstreams of an attempt's refusals whose breakers were open, by id. */
+function openBreakers(refused: ReadonlyMap<string, unknown>): ReadonlySet<string> {
+  const open = new Set<string>();
+  for (const [id, error] of refused) if (classify(error) === 'breaker-open') open.add(id);
+  return open;
 }
 
 /** A refusal that is final: the pass past a bounded breaker, and a hedge, are not sent elsewhere. */

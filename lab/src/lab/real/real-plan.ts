@@ -16,7 +16,8 @@ export const MAX_REAL_S = 180;
  *
  * Built: open- and closed-loop populations, client tiers (retries, backoff,
  * attempt timeouts), servers (workers, queue, service time, slowdown with
- * what they hold, admission limit), and the faults `slowdown` (servers),
+ * what they hold, admission limit, processor sharing on `cores`), the
+ * balancer with its health checks (origin-picker.ts), and the faults `slowdown` (servers),
  * `capacity-drop`, `degrade-servers`, `hang` (SIGSTOP; then resume or
  * restart), `restart`, `load-spike` and `load-ramp` (open loop).
  */
@@ -27,8 +28,6 @@ export function realPlanProblems(scenario: ServiceScenario): string[] {
     problems.push(`${scenario.name}: runs ${scenario.durationS} s, and a real run is at most ${MAX_REAL_S} s: cut it (--duration) or shorten it (--time-scale)`);
   if (scenario.cache !== undefined) not('a cache tier (cache)');
   if (scenario.database !== undefined) not('a database (database)');
-  if (scenario.balancer !== undefined) not('a balancer with health checks (balancer)');
-  if (scenario.servers.cores !== undefined) not('processor sharing (servers.cores)');
   if (scenario.network.hopDelay.kind !== 'constant' || scenario.network.hopDelay.ms !== 0) not('a network delay (network.hopDelay)');
   scenario.tiers?.each?.forEach((t, i) => {
     if (t.servers !== undefined) not(`a tier's own servers (tiers.each[${i}].servers)`);

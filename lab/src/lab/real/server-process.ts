@@ -64,7 +64,9 @@ const admitted = (req: IncomingMessage, res: ServerResponse, scope: RequestScope
 const listener =
   args.variant === 'damper' ? damperAdmission(admissionOptions(settings, args.index, damperServerAdmission(scenario, clock), { clock }), admitted) : naive;
 
-const http = createServer(listener);
+// /health is the balancer's liveness check (damper's; origin-picker.ts), answered at once, outside the workers and
+// admission: a hung process never answers it, a slow one does.
+const http = createServer((req, res) => (req.url === '/health' ? void res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n') : listener(req, res)));
 // Connections kept open longer than any run: the run measures the stacks, not reconnection after idle.
 http.keepAliveTimeout = 600_000;
 http.requestTimeout = 0;

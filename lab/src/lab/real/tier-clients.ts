@@ -6,6 +6,7 @@ import { type Backoff } from '../schema/common.js';
 import { damperTierOptions } from '../world/service-damper.js';
 import { type ServiceScenario } from '../schema/service.js';
 import { tierSettings } from '../world/service-tiers.js';
+import { damperLiveness, naiveOrigins } from './origin-picker.js';
 import { PerSecond } from './process-side.js';
 import { RealRunError } from './real-error.js';
 import { wallNowMs } from './wall-clock.js';
@@ -66,17 +67,27 @@ function undiciBackoff(backoff: Backoff): { minTimeout: number; maxTimeout: numb
 /**
  * Tier `t`'s naive client: undici's retry interceptor with the tier's
  * retries and backoff (the first population's: undici takes one setting per
- * agent), each attempt sent round robin over `below` (as the simulation's
- * naive front picks a server per attempt).
+ * agent), each attempt sent to the origin `naiveOrigins` picks (round robin
+ * over `below`, or the naive balancer's pick: as the simulation's naive
+ * front picks a server per attempt).
  */
-export function naiveTierClient(scenario: ServiceScenario, t: number, below: readonly string[]): TierClient {
+export async function naiveTierClient(scenario: ServiceScenario, t: number, below: readonly string[], clock: Clock): Promise<TierClient> {
   const tiers = scenario.tiers!;
   const own = tierSettings(tiers, t, scenario.clients[0]!);
   const agent = agentFor(own.attemptTimeoutMs);
+  const origins = await naiveOrigins(scenario, t, below, clock);
   // compose() wraps in order, so the retry interceptor is outermost: each of its attempts takes the next origin.
   const sent = new PerSecond();
-  const dispatcher = agent.compose(counting(sent), roundRobin(below), interceptors.retry({ maxRetries: own.retries, errorCodes: RETRIED_CODES, ...undiciBackoff(own.backoff) }));
-  return { dispatcher, sent, stats: () => undefined, close: () => agent.close() };
+  const dispatcher = agent.compose(counting(sent), origins.interceptor, interceptors.retry({ maxRetries: own.retries, errorCodes: RETRIED_CODES, ...undiciBackoff(own.backoff) }));
+  return { dispatcher, sent, stats: () => undefined, close: async () => (await origins.close(), await agent.close()) };
+}
+
+/** The users' naive client without tiers: one attempt per request (the populations retry as the scenario says), to the origin `naiveOrigins` picks. */
+export async function naiveUsersClient(scenario: ServiceScenario, below: readonly string[], clock: Clock): Promise<TierClient> {
+  const agent = agentFor(undefined);
+  const origins = await naiveOrigins(scenario, 0, below, clock);
+  const sent = new PerSecond();
+  return { dispatcher: agent.compose(counting(sent), origins.interceptor), sent, stats: () => undefined, close: async () => (await origins.close(), await agent.close()) };
 }
 
 /** An interceptor that counts each dispatch in `sent` as it goes out (composed innermost: what reaches the wire). */
@@ -84,16 +95,6 @@ export function counting(sent: PerSecond): Dispatcher.DispatcherComposeIntercept
   return (dispatch) => (options, handler) => {
     sent.add(wallNowMs());
     return dispatch(options, handler);
-  };
-}
-
-/** An interceptor that sends each dispatch to the next of `origins` in turn. */
-export function roundRobin(origins: readonly string[]): Dispatcher.DispatcherComposeInterceptor {
-  let next = 0;
-  return (dispatch) => (options, handler) => {
-    const origin = origins[next]!;
-    next = (next + 1) % origins.length;
-    return dispatch({ ...options, origin }, handler);
   };
 }
 
@@ -105,7 +106,8 @@ export function roundRobin(origins: readonly string[]): Dispatcher.DispatcherCom
  * the agent sets none.
  */
 export function damperTierClient(scenario: ServiceScenario, t: number, settings: DamperSettings, clock: Clock, below: readonly string[]): TierClient {
-  const options = dependencyOptions<HttpUpstream>(settings, t, damperTierOptions(scenario, t), { clock, upstreams: below.map((origin) => ({ id: origin, target: { origin } })) });
+  const lab = { ...damperTierOptions(scenario, t), ...damperLiveness(scenario, t) };
+  const options = dependencyOptions<HttpUpstream>(settings, t, lab, { clock, upstreams: below.map((origin) => ({ id: origin, target: { origin } })) });
   const dependency = new HttpDependency({ ...options, upstreams: below });
   const agent = agentFor(undefined);
   const sent = new PerSecond();

@@ -27,7 +27,7 @@ const { args, scenario } = processArgs();
 const clock = createSystemClock(args.seed);
 const tier = args.index;
 const client =
-  args.variant === 'damper' ? damperTierClient(scenario, tier, await damperSettings(scenario, clock), clock, args.below) : naiveTierClient(scenario, tier, args.below);
+  args.variant === 'damper' ? damperTierClient(scenario, tier, await damperSettings(scenario, clock), clock, args.below) : await naiveTierClient(scenario, tier, args.below, clock);
 const origin = args.below[0]!;
 
 /** A failed call's answer to this tier's caller, as a gateway gives it: the status below when there was one, 504 for a timeout, 503 for overload, else 502. */

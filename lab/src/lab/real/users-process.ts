@@ -20,10 +20,10 @@ import { retryDelayMs } from '../engine/retry-delay.js';
 import { type Population } from '../schema/common.js';
 import { activeAt, serviceState } from '../world/service-faults.js';
 import { joinGroup } from './child.js';
-import { PerSecond, processArgs } from './process-side.js';
+import { processArgs } from './process-side.js';
 import { type UsersProtocol } from './real-messages.js';
 import { after, wallNowMs } from './wall-clock.js';
-import { agentFor, counting, damperTierClient, naiveTierClient, roundRobin, type TierClient } from './tier-clients.js';
+import { damperTierClient, naiveTierClient, naiveUsersClient, type TierClient } from './tier-clients.js';
 
 // First, so that its own start-up is metered and it leaves when the runner does.
 const link = joinGroup<UsersProtocol>({ warm: ({ seconds }) => warm(seconds), run: ({ zeroMs }) => run(zeroMs), report: () => ({ calls, sent: client.sent.values, stats: client.stats() }) });
@@ -35,10 +35,7 @@ const origin = args.below[0]!;
 /** The users' own client: tier 0 when the scenario has tiers; else one plain attempt per request (damper: a Dependency of one attempt). */
 async function usersClient(): Promise<TierClient> {
   if (args.variant === 'damper') return damperTierClient(scenario, 0, await damperSettings(scenario, clock), clock, args.below);
-  if (scenario.tiers !== undefined) return naiveTierClient(scenario, 0, args.below);
-  const agent = agentFor(undefined);
-  const sent = new PerSecond();
-  return { dispatcher: agent.compose(counting(sent), roundRobin(args.below)), sent, stats: () => undefined, close: () => agent.close() };
+  return scenario.tiers === undefined ? naiveUsersClient(scenario, args.below, clock) : naiveTierClient(scenario, 0, args.below, clock);
 }
 const client = await usersClient();
 const populationsRetry = scenario.tiers === undefined;

@@ -1,4 +1,4 @@
-import { type Priority, type Timer, type VirtualClock } from 'damper';
+import { type Clock, type Priority, type Timer } from 'damper';
 import { type HealthShape } from '../schema/common.js';
 import { type Source } from './origin-waits.js';
 
@@ -48,7 +48,7 @@ export class NaiveBalancer {
   private closed = false;
 
   constructor(
-    private readonly clock: VirtualClock,
+    private readonly clock: Clock,
     private readonly servers: readonly Endpoint[],
     private readonly shape: HealthShape,
     /** The page the probe requests (the front page). */
@@ -68,15 +68,25 @@ export class NaiveBalancer {
 
   /** Routes one request for `key`; resolves with how it was served or why not, never rejects. */
   send(key: string, priority: Priority): Promise<Served | Error> {
+    const i = this.pick();
+    return i === undefined ? Promise.resolve(NO_SERVER) : this.servers[i]!.handle(key, priority);
+  }
+
+  /**
+   * The server the next request goes to: the next in service after the
+   * last one picked, or none (every server is out: the 503 page). A real
+   * run's caller routes its own HTTP requests by it (real/naive-front.ts).
+   */
+  pick(): number | undefined {
     const n = this.servers.length;
     for (let k = 0; k < n; k++) {
       const i = (this.next + k) % n;
       if (this.up[i]!) {
         this.next = (i + 1) % n;
-        return this.servers[i]!.handle(key, priority);
+        return i;
       }
     }
-    return Promise.resolve(NO_SERVER);
+    return undefined;
   }
 
   /** Stops the health checks: no timer of the balancer is left on the clock. */

@@ -166,13 +166,17 @@ function tierHosts(clock: VirtualClock, pool: readonly Server[], tiers: ServiceT
 
 /** The balancer's liveness checks on the scenario's health shape: a hung server never answers one. */
 function liveness(servers: readonly Server[], shape: HealthShape): NonNullable<DependencyOptions<number>['balancer']> {
-  return {
-    health: {
-      check: (i, signal) => (servers[i]!.hung ? new Promise((_, reject) => onAbort(signal, () => reject(signal.reason))) : Promise.resolve()),
-      interval: shape.intervalS * 1000,
-      timeout: shape.timeoutMs,
-      unhealthyThreshold: shape.fall,
-      healthyThreshold: shape.rise,
-    },
-  };
+  return livenessChecks(shape, (i, signal) => (servers[i]!.hung ? new Promise((_, reject) => onAbort(signal, () => reject(signal.reason))) : Promise.resolve()));
+}
+
+/**
+ * The innermost tier's balancer options for the scenario's `balancer`:
+ * `check` every `intervalS`, a failure past `timeoutMs`, out after `fall`
+ * failures and back after `rise` passes. damper checks liveness (a process
+ * that answers at all), not response time: slow is not dead (principle 5).
+ * Shared by the simulation (a hung server never answers) and the real
+ * runner (an HTTP check a SIGSTOPped process never answers).
+ */
+export function livenessChecks<U>(shape: HealthShape, check: (target: U, signal: AbortSignal) => Promise<void>): NonNullable<DependencyOptions<U>['balancer']> {
+  return { health: { check, interval: shape.intervalS * 1000, timeout: shape.timeoutMs, unhealthyThreshold: shape.fall, healthyThreshold: shape.rise } };
 }
