@@ -78,7 +78,7 @@ export async function naiveTierClient(scenario: ServiceScenario, t: number, belo
   const origins = await naiveOrigins(scenario, t, below, clock);
   // compose() wraps in order, so the retry interceptor is outermost: each of its attempts takes the next origin.
   const sent = new PerSecond();
-  const dispatcher = agent.compose(counting(sent), origins.interceptor, interceptors.retry({ maxRetries: own.retries, errorCodes: RETRIED_CODES, ...undiciBackoff(own.backoff) }));
+  const dispatcher = agent.compose(counting(sent, below), origins.interceptor, interceptors.retry({ maxRetries: own.retries, errorCodes: RETRIED_CODES, ...undiciBackoff(own.backoff) }));
   return { dispatcher, sent, stats: () => undefined, close: async () => (await origins.close(), await agent.close()) };
 }
 
@@ -87,13 +87,19 @@ export async function naiveUsersClient(scenario: ServiceScenario, below: readonl
   const agent = agentFor(undefined);
   const origins = await naiveOrigins(scenario, 0, below, clock);
   const sent = new PerSecond();
-  return { dispatcher: agent.compose(counting(sent), origins.interceptor), sent, stats: () => undefined, close: async () => (await origins.close(), await agent.close()) };
+  return { dispatcher: agent.compose(counting(sent, below), origins.interceptor), sent, stats: () => undefined, close: async () => (await origins.close(), await agent.close()) };
 }
 
-/** An interceptor that counts each dispatch in `sent` as it goes out (composed innermost: what reaches the wire). */
-export function counting(sent: PerSecond): Dispatcher.DispatcherComposeInterceptor {
+/**
+ * An interceptor that counts in `sent` each dispatch that goes out to one of
+ * `below` (composed innermost: what reaches the wire). A request the naive
+ * balancer sends to its own 503 page reaches no server, and the simulation
+ * counts none there.
+ */
+export function counting(sent: PerSecond, below: readonly string[]): Dispatcher.DispatcherComposeInterceptor {
+  const servers = new Set(below.map((origin) => new URL(origin).origin));
   return (dispatch) => (options, handler) => {
-    sent.add(wallNowMs());
+    if (servers.has(new URL(String(options.origin)).origin)) sent.add(wallNowMs());
     return dispatch(options, handler);
   };
 }
@@ -111,5 +117,5 @@ export function damperTierClient(scenario: ServiceScenario, t: number, settings:
   const dependency = new HttpDependency({ ...options, upstreams: below });
   const agent = agentFor(undefined);
   const sent = new PerSecond();
-  return { dispatcher: agent.compose(counting(sent), damperInterceptor(dependency)), sent, stats: () => dependency.stats(), close: async () => (dependency.close(), agent.close()) };
+  return { dispatcher: agent.compose(counting(sent, below), damperInterceptor(dependency)), sent, stats: () => dependency.stats(), close: async () => (dependency.close(), agent.close()) };
 }
