@@ -10,7 +10,7 @@ import { scenarioDoc } from './support/scenario-doc.js';
 
 // discord-2019 is a service scenario (issue 28): a cache tier on 12 nodes in
 // front of the database, per-population keys, naive's three bugs as switches.
-// Simulations run in worker threads (see test/lab.test.ts), started together
+// Simulations run in worker threads (see test/lab-facebook.test.ts), started together
 // so they share the machine's cores while the unit tests below run.
 const discord = loadScenario('discord-2019') as Promise<ServiceScenario>;
 const bySeed = new Map(VERDICT_SEEDS.map((seed) => [seed, discord.then((s) => runIsolated(s, seed))]));

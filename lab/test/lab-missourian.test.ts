@@ -32,7 +32,7 @@ function goodputBetween(series: Series, fromS: number, toS: number): number {
   return good / Math.max(1, offered);
 }
 
-// Simulations run in worker threads (see test/lab.test.ts), started together.
+// Simulations run in worker threads (see test/lab-facebook.test.ts), started together.
 const missourian = loadScenario('missourian-2010');
 const bySeed = new Map(VERDICT_SEEDS.map((seed) => [seed, missourian.then((s) => runIsolated(s, seed))]));
 
