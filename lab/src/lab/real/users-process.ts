@@ -18,6 +18,7 @@ import { damperSettings } from '../damper-config.js';
 import { sampleMs } from '../engine/delay.js';
 import { retryDelayMs } from '../engine/retry-delay.js';
 import { type Population } from '../schema/common.js';
+import { KeySets } from '../world/key-sets.js';
 import { activeAt, serviceState } from '../world/service-faults.js';
 import { joinGroup } from './child.js';
 import { PerSecond, processArgs } from './process-side.js';
@@ -31,6 +32,10 @@ const { args, scenario } = processArgs();
 const clock = createSystemClock(args.seed);
 const random = seededRandom(args.seed * 7_919 + 17);
 const origin = args.below[0]!;
+/** Each population's key for its next call, drawn as the simulation's clients draw them (Zipf and hot keys); one key where keys mean nothing. */
+const keys = scenario.database === undefined ? undefined : new KeySets(scenario.clients, scenario.keys);
+const keyRandom = seededRandom(args.seed * 7_919 + 29);
+const keyOf = (population: Population): string => (keys === undefined ? 'key:0' : keys.pickerOf(population.name)(keyRandom));
 
 /** The users' own client: tier 0 when the scenario has tiers; else one plain attempt per request (damper: a Dependency of one attempt). */
 async function usersClient(): Promise<TierClient> {
@@ -56,8 +61,8 @@ let sending = false;
 const warmed = { calls: 0, good: 0 };
 let onIdle: (() => void) | undefined;
 
-/** One request of `population`: the user waits at most its timeout. `then` hears whether it was good. */
-function send(population: Population, then: (good: boolean) => void): void {
+/** One request of `population` for `key`: the user waits at most its timeout. `then` hears whether it was good. */
+function send(population: Population, key: string, then: (good: boolean) => void): void {
   const sent = wallNowMs();
   const measured = recording;
   out++;
@@ -80,7 +85,7 @@ function send(population: Population, then: (good: boolean) => void): void {
     then(inTime);
     if (out === 0) onIdle?.();
   };
-  request(`${origin}/work?key=key:0`, { dispatcher: client.dispatcher, signal: gaveUp.signal, headers }).then(
+  request(`${origin}/work?key=${encodeURIComponent(key)}`, { dispatcher: client.dispatcher, signal: gaveUp.signal, headers }).then(
     (answer) =>
       answer.body.text().then(
         () => ended(answer.statusCode === 200),
@@ -91,10 +96,10 @@ function send(population: Population, then: (good: boolean) => void): void {
 }
 
 /** A call: one request, or without tiers, its retries too as requests of their own (the population's backoff between them). */
-function call(population: Population, done: () => void, attempt = 0): void {
-  send(population, (good) => {
+function call(population: Population, done: () => void, attempt = 0, key = keyOf(population)): void {
+  send(population, key, (good) => {
     if (good || !populationsRetry || attempt >= population.retries || !sending) return done();
-    after(retryDelayMs(population.backoff, attempt + 1, random), () => call(population, done, attempt + 1));
+    after(retryDelayMs(population.backoff, attempt + 1, random), () => call(population, done, attempt + 1, key));
   });
 }
 
