@@ -49,6 +49,12 @@ export class DatabasePool implements Queryable, PgPoolLike {
   /** One query's service time, ms, as the simulated database rounds it. */
   readonly serviceMs: number;
   private readonly pool: pg.Pool;
+  /**
+   * Queries admitted and not yet done (on a connection, or waiting for one):
+   * counted here, because pg's own counts lag a burst (an idle connection
+   * is handed over on the next tick).
+   */
+  private held = 0;
 
   constructor(
     private readonly clock: Clock,
@@ -60,24 +66,35 @@ export class DatabasePool implements Queryable, PgPoolLike {
     this.pool = new pg.Pool({ host: LOOPBACK, port, user: 'postgres', database: 'postgres', max: shape.workers, idleTimeoutMillis: 0 });
     // An idle connection that drops (the database stopped at the run's end) must not crash the server.
     this.pool.on('error', () => {});
+    // Every connection handed out comes back once: its query is done (or cancelled), whoever asked for it.
+    this.pool.on('release', () => void this.held--);
   }
 
-  /** Opens every connection before traffic comes. */
+  /** Opens every connection before traffic comes, each having run the query once: a backend's first query loads its catalog (about 10 ms). */
   async open(): Promise<void> {
-    const clients = await Promise.all(Array.from({ length: this.shape.workers }, () => this.pool.connect()));
+    const clients = await Promise.all(Array.from({ length: this.shape.workers }, () => this.connection()));
+    await Promise.all(clients.map((client) => client.query(ROW_QUERY, ['', 0])));
     for (const client of clients) client.release();
   }
 
-  /** Counts a query reaching the database; false when it is refused (every connection busy, the queue full). */
+  /** Counts a query reaching the database; false when it is refused (every connection busy, the queue full: the simulated database's rule). */
   private admitted(): boolean {
     this.sent.add(wallNowMs());
-    const busy = this.pool.idleCount === 0 && this.pool.totalCount >= this.shape.workers;
-    return !(busy && this.pool.waitingCount >= this.shape.maxQueue);
+    return this.held < this.shape.workers + this.shape.maxQueue;
+  }
+
+  /** A connection, held until it is released. */
+  private connection(): Promise<pg.PoolClient> {
+    this.held++;
+    return this.pool.connect().catch((error: unknown) => {
+      this.held--;
+      throw error;
+    });
   }
 
   /** A connection for one query (`postgresLoader`'s way in), or the database's refusal. */
   connect(): Promise<PgClientLike> {
-    return this.admitted() ? this.pool.connect() : Promise.reject(OVERLOADED);
+    return this.admitted() ? this.connection() : Promise.reject(OVERLOADED);
   }
 
   /** `key`'s row, or why not (resolved, never rejected, as the simulated database answers). */
@@ -95,10 +112,12 @@ export class DatabasePool implements Queryable, PgPoolLike {
       const { timeoutMs, signal } = options;
       const timer = timeoutMs === undefined ? undefined : this.clock.setTimer(() => settle(TIMED_OUT), timeoutMs);
       const unsubscribe = signal === undefined ? undefined : onAbort(signal, () => settle(ABORTED));
-      this.pool.query<RowRecord>({ name: 'lab_row', text: ROW_QUERY, values: [key, this.serviceMs] }).then(
-        ({ rows }) => settle(rows[0] ?? NO_ROW),
-        (error: unknown) => settle(new QueryError(error instanceof Error ? error.message : String(error))),
-      );
+      this.connection()
+        .then((client) => client.query<RowRecord>({ name: 'lab_row', text: ROW_QUERY, values: [key, this.serviceMs] }).finally(() => client.release()))
+        .then(
+          ({ rows }) => settle(rows[0] ?? NO_ROW),
+          (error: unknown) => settle(new QueryError(error instanceof Error ? error.message : String(error))),
+        );
     });
   }
 

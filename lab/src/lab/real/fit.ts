@@ -541,7 +541,7 @@ function databaseServiceProblems(scenario: Scenario, fitted: Scenario, { timeSca
   const own = serviceMs(scenario.database);
   const now = serviceMs(fitted.database);
   if (now >= MIN_SERVICE_MS || now >= own) return [];
-  return [{ field: 'database.capacityQps', problem: `makes each query ${round(own)} ms of the database's time, ${round(now)} ms ÷ time-scale ${timeScale}, below MIN_SERVICE_MS (${MIN_SERVICE_MS} ms), where ${FLOORS.service!.why}: time-scale at most ${round(Math.max(1, own / MIN_SERVICE_MS))}` }];
+  return [{ field: 'database.capacityQps', problem: `makes each query ${round(own)} ms of the database’s time, ${round(now)} ms ÷ time-scale ${timeScale}, below MIN_SERVICE_MS (${MIN_SERVICE_MS} ms), where ${FLOORS.service!.why}: time-scale at most ${round(Math.max(1, own / MIN_SERVICE_MS))}` }];
 }
 
 function rateProblems(fitted: Scenario, { scale, timeScale }: Fitting): ScenarioProblem[] {
