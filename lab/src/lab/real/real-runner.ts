@@ -96,7 +96,9 @@ export async function runReal(scenario: ServiceScenario, variant: VariantName, o
     const usersReport = await users.request({ type: 'report' });
     const innermost = listeners[servers.length]?.child;
     const loads =
-      database === undefined ? [innermost === undefined ? usersReport : await innermost.request({ type: 'report' })] : await Promise.all(servers.map(({ child }) => child.request({ type: 'report' })));
+      database === undefined
+        ? [innermost === undefined ? usersReport : await innermost.request({ type: 'report' })]
+        : [...faults.earlier, ...(await Promise.all(servers.map(({ child }) => child.request({ type: 'report' }))))];
     const figures = judged(scenario, usersReport, summed(loads.map((load) => load.sent ?? [])));
     const host = await group.host(Math.ceil(scenario.durationS));
     return { ...figures, host };
@@ -130,14 +132,20 @@ function everySecond(fn: () => void): () => void {
  * those done to the data: an invalid value written to the database (and
  * pushed into every server's cache, as the write path does) and fixed at
  * its end, a cache flush, a database slowdown (the knob, for queries that
- * start then). `failed` rejects if a fault cannot be done.
+ * start then). `failed` rejects if a fault cannot be done. `earlier`: what
+ * each server replaced by a new process had reported by then.
  */
-function scheduleFaults(scenario: ServiceScenario, group: ProcessGroup, zero: number, database: RealPostgres | undefined): { cancel(): void; failed: Promise<never> } {
+function scheduleFaults(scenario: ServiceScenario, group: ProcessGroup, zero: number, database: RealPostgres | undefined): { cancel(): void; failed: Promise<never>; earlier: readonly ProcessReport[] } {
   const cancels: (() => void)[] = [];
   let fail: (error: unknown) => void = () => {};
   const failed = new Promise<never>((_, reject) => (fail = reject));
   failed.catch(() => {});
   const at = (s: number, action: () => Promise<unknown>): void => void cancels.push(after(zero + s * 1000 - wallNowMs(), () => void action().catch(fail)));
+  // With a database, a server counts the origin's load (its queries): what a process counted is asked for while it can answer, before it is replaced.
+  const earlier: ProcessReport[] = [];
+  const keep = async (name: string): Promise<void> => {
+    if (database !== undefined) earlier.push(await group.child<ListenerProtocol>(name).request({ type: 'report' }));
+  };
   const restart = async (name: string): Promise<void> => {
     await group.restart(name);
     await group.child<ListenerProtocol>(name).request({ type: 'start', zeroMs: zero });
@@ -157,13 +165,13 @@ function scheduleFaults(scenario: ServiceScenario, group: ProcessGroup, zero: nu
       for (const b of [f.startS, f.endS]) at(b, () => database!.slowdown(slowdownAt(b)));
     } else if (f.kind === 'hang') {
       const name = `server${f.server}`;
-      at(f.startS, () => group.stop(name));
+      at(f.startS, async () => (f.then === 'restart' ? await keep(name) : undefined, await group.stop(name)));
       at(f.endS, () => (f.then === 'restart' ? restart(name) : group.cont(name)));
     } else if (f.kind === 'restart') {
-      for (const i of f.servers ?? [...Array(scenario.servers.count).keys()]) at(f.startS, () => restart(`server${i}`));
+      for (const i of f.servers ?? [...Array(scenario.servers.count).keys()]) at(f.startS, async () => (await keep(`server${i}`), await restart(`server${i}`)));
     }
   }
-  return { cancel: () => cancels.forEach((c) => c()), failed };
+  return { cancel: () => cancels.forEach((c) => c()), failed, earlier };
 }
 
 /** The run's figures: the users' calls and the requests sent to the servers (`sent`, by second) into a `Recorder`, judged. */

@@ -54,6 +54,10 @@ const DEADLINE_FIRST_MS = 100;
 /** Calls as [sent, ended, good] ms from time zero, flat; and the calls still out. */
 const calls: number[] = [];
 let out = 0;
+/** The requests still out, by when they were sent (wall ms) and what they read: told on stderr if the run does not drain (`drainWatch`). */
+const open = new Set<{ readonly sent: number; readonly key: string }>();
+/** How often the users say what is still out once the horizon has passed, ms. */
+const DRAIN_REPORT_MS = 5_000;
 let recording = false;
 let zero = 0;
 let horizon = 0;
@@ -66,6 +70,8 @@ function send(population: Population, key: string, then: (good: boolean) => void
   const sent = wallNowMs();
   const measured = recording;
   out++;
+  const pending = { sent, key };
+  open.add(pending);
   const gaveUp = new AbortController();
   // naive gives up at its timeout. damper's client has the timeout as the call's deadline, and it is the deadline that ends
   // the call (counted against the upstream that did not answer in time, as a hung one is); the user's own abort is a
@@ -74,6 +80,7 @@ function send(population: Population, key: string, then: (good: boolean) => void
   const headers: Record<string, string> = args.variant === 'damper' ? { [DEADLINE_HEADER]: String(population.timeoutMs), [PRIORITY_HEADER]: population.priority } : {};
   const ended = (good: boolean): void => {
     cancel();
+    open.delete(pending);
     const at = wallNowMs();
     const inTime = good && at - sent <= population.timeoutMs;
     if (measured) calls.push(sent - zero, at - zero, inTime ? 1 : 0);
@@ -183,9 +190,27 @@ function run(zeroMs: number): Promise<null> {
   return new Promise((resolve) =>
     after(horizon - wallNowMs(), () => {
       sending = false;
-      void idle().then(() => resolve(null));
+      const stop = drainWatch();
+      void idle().then(() => (stop(), resolve(null)));
     }),
   );
+}
+
+/**
+ * Says on stderr, every few seconds until the returned stop, how many
+ * requests are still out and the oldest of them: a call that never ends (it
+ * should end at its timeout) hangs the run, and the runner's error carries
+ * this output.
+ */
+function drainWatch(): () => void {
+  let cancel = after(DRAIN_REPORT_MS, function report() {
+    let oldest: { readonly sent: number; readonly key: string } | undefined;
+    for (const r of open) if (oldest === undefined || r.sent < oldest.sent) oldest = r;
+    const age = oldest === undefined ? '' : `; the oldest sent ${Math.round(wallNowMs() - oldest.sent)} ms ago, for ${oldest.key}`;
+    process.stderr.write(`users: ${out} requests still out ${Math.round((wallNowMs() - horizon) / 1000)} s after the horizon${age}\n`);
+    cancel = after(DRAIN_REPORT_MS, report);
+  });
+  return () => cancel();
 }
 
 link.ready(null);
