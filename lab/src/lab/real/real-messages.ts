@@ -20,11 +20,16 @@ export interface ProcessReport {
   readonly stats?: unknown;
 }
 
-/** A server or a client tier: ready when it listens; told time zero (faults are scheduled from it); asked for its report. */
+/**
+ * A server or a client tier: ready when it listens; told time zero (faults
+ * are scheduled from it), and whether it is the run's first process in its
+ * place or a new one (a restart: its memory starts empty); asked for its
+ * report.
+ */
 export interface ListenerProtocol {
   readonly ready: { readonly port: number };
   readonly requests: {
-    readonly start: { readonly request: { readonly zeroMs: number }; readonly reply: null };
+    readonly start: { readonly request: { readonly zeroMs: number; readonly life: 'first' | 'restarted' }; readonly reply: null };
     readonly report: { readonly request: object; readonly reply: ProcessReport };
   };
 }

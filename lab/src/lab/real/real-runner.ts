@@ -80,7 +80,7 @@ export async function runReal(scenario: ServiceScenario, variant: VariantName, o
     const warmS = options.warmS ?? 3;
     await Promise.race([users.request({ type: 'warm', seconds: warmS }, { timeoutMs: warmS * 1000 + longest + DRAIN_SLACK_MS }), group.failure]);
     const zero = group.startClock(wallNowMs() + ZERO_AHEAD_MS);
-    await Promise.all(listeners.map(({ child }) => child.request({ type: 'start', zeroMs: zero })));
+    await Promise.all(listeners.map(({ child }) => child.request({ type: 'start', zeroMs: zero, life: 'first' })));
     const run = users.request({ type: 'run', zeroMs: zero }, { timeoutMs: zero - wallNowMs() + scenario.durationS * 1000 + longest + DRAIN_SLACK_MS });
     const faults = scheduleFaults(scenario, group, zero, database);
     const progress = everySecond(() => options.onProgress?.(Math.floor((wallNowMs() - zero) / 1000), scenario.durationS));
@@ -148,7 +148,7 @@ function scheduleFaults(scenario: ServiceScenario, group: ProcessGroup, zero: nu
   };
   const restart = async (name: string): Promise<void> => {
     await group.restart(name);
-    await group.child<ListenerProtocol>(name).request({ type: 'start', zeroMs: zero });
+    await group.child<ListenerProtocol>(name).request({ type: 'start', zeroMs: zero, life: 'restarted' });
   };
   const servers = Array.from({ length: scenario.servers.count }, (_, i) => group.child<ServerProcessProtocol>(`server${i}`));
   const slowdownAt = (s: number): number => serviceState(scenario, activeAt(scenario, s), s).databaseSlowdown;

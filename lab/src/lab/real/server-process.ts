@@ -31,7 +31,7 @@ import { after, wallNowMs } from './wall-clock.js';
 
 // First, so that its own start-up is metered and it leaves when the runner does.
 const link = joinGroup<ServerProcessProtocol>({
-  start: ({ zeroMs }) => (start(zeroMs), null),
+  start: ({ zeroMs, life }) => (start(zeroMs, life), null),
   report: () => report(),
   // The write path's push (an invalid value's start); a cache flush. The database itself is written by the runner.
   push: ({ key, row }) => (data?.tier.push(key, row), null),
@@ -99,10 +99,10 @@ function apply(s: number): void {
  * state at zero; a restarted one is a new process: its own cache is empty
  * (damper's warms, as `cache.warm` says), as the simulation restarts it.
  */
-function start(zero: number): void {
+function start(zero: number, life: 'first' | 'restarted'): void {
   if (data !== undefined) data.pool.sent.zero = zero;
   const now = (wallNowMs() - zero) / 1000;
-  if (now >= 0) data?.tier.restart?.(OWN);
+  if (life === 'restarted') data?.tier.restart?.(OWN);
   else after(zero - wallNowMs(), () => void data?.prewarm());
   apply(Math.max(0, now));
   const bounds = new Set(scenario.faults.flatMap((f) => [f.startS, f.endS]).filter((b) => b > now));
