@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { loadScenario, packageRoot, shippedScenarios } from '../src/lab/lab.js';
 import { runSummariesIsolated } from '../src/lab/engine/parallel.js';
 import { meanMs } from '../src/lab/engine/delay.js';
-import { FIELD_KINDS, fitScenario, FittingError, MAX_REQUESTS_PER_S, MIN_SERVICE_MS, MIN_TIMEOUT_MS, peakRequestsPerS } from '../src/lab/real/fit.js';
+import { FIELD_KINDS, fitScenario, FittingError, MAX_REQUESTS_PER_S, MIN_SERVICE_MS, MIN_TIMEOUT_MS, peakRequestsPerS, poolsThatNeverBind } from '../src/lab/real/fit.js';
 import { type Fitting } from '../src/lab/real/real-run.js';
 import { scenarioJsonSchema } from '../src/lab/schema/index.js';
 import { numericFields } from '../src/lab/schema/numeric-fields.js';
@@ -19,6 +19,7 @@ import { scenarioDoc } from './support/scenario-doc.js';
 
 const retryStorm = (): Promise<ServiceScenario> => loadScenario('retry-storm');
 const retryStormParsed = checkScenario(scenarioDoc('retry-storm'), 'retry-storm.json');
+const facebookParsed = checkScenario(scenarioDoc('facebook-2010'), 'facebook-2010.json');
 
 /** An example file (lab/examples/), as written. */
 function exampleDoc(name: string): Record<string, unknown> {
@@ -247,11 +248,30 @@ describe('loopback’s fixed costs: the limits past which a fitting is no longer
     assert.ok(lines.some((l) => l.startsWith('retry-storm: objective.p99Ms: 500 ms ÷ time-scale 10 is 50 ms, below MIN_TIMEOUT_MS (100 ms)')), lines.join('\n'));
   });
 
-  test('a scenario’s own duration below a floor is left as written, and refused only when shortened', async () => {
-    // Facebook's servers answer in 1 ms (the database is what matters there).
-    const facebook = await loadScenario('facebook-2010');
-    assert.deepEqual(fitScenario(facebook, { scale: 0.5, timeScale: 1 }).servers.service, { kind: 'constant', ms: 1 });
-    assert.match(refusal(() => fitScenario(facebook, { scale: 0.5, timeScale: 1.25 })).join('\n'), /servers\.service\.ms: 1 ms ÷ time-scale 1\.25 is 0\.8 ms, below MIN_SERVICE_MS .*: time-scale at most 1$/m);
+  test('a scenario’s own duration below a floor is left as written, and refused only when shortened', () => {
+    // A web tier of 4 workers at 1 ms: its service time is its capacity.
+    const bound = changed(scenarioDoc('facebook-2010'), (d) => ((d['servers'] as Record<string, unknown>)['workers'] = 4));
+    assert.deepEqual(fitScenario(bound, { scale: 0.5, timeScale: 1 }).servers.service, { kind: 'constant', ms: 1 });
+    assert.match(refusal(() => fitScenario(bound, { scale: 0.5, timeScale: 1.25 })).join('\n'), /servers\.service\.ms: 1 ms ÷ time-scale 1\.25 is 0\.8 ms, below MIN_SERVICE_MS .*: time-scale at most 1$/m);
+  });
+
+  test('the service floor holds only where a pool’s workers bind: facebook-2010’s web tier of 100,000 workers at 1 ms never fills', async () => {
+    const facebook = fitScenario(await loadScenario('facebook-2010'), { scale: 1, timeScale: 2, durationS: 180 });
+    assert.deepEqual([facebook.servers.service, poolsThatNeverBind(facebook)], [{ kind: 'constant', ms: 0.5 }, ['servers']]);
+    // 2,000 reads/s, each held at most 0.5 s by the users plus 5 s of the database's full queue: about 11,000 at once, × 2 of margin.
+    const justAbove = changed(scenarioDoc('facebook-2010'), (d) => ((d['servers'] as Record<string, unknown>)['workers'] = 22_100));
+    const justBelow = changed(scenarioDoc('facebook-2010'), (d) => ((d['servers'] as Record<string, unknown>)['workers'] = 21_900));
+    assert.deepEqual(poolsThatNeverBind(fitScenario(justAbove, { scale: 1, timeScale: 2 })), ['servers']);
+    assert.deepEqual(poolsThatNeverBind(fitScenario(justBelow, { scale: 1, timeScale: 1 })), []);
+    assert.match(refusal(() => fitScenario(justBelow, { scale: 1, timeScale: 2 })).join('\n'), /servers\.service\.ms: 1 ms ÷ time-scale 2 is 0\.5 ms, below MIN_SERVICE_MS/);
+  });
+
+  test(`the database’s service time (workers × 1000 ÷ capacityQps) keeps the floor: its queries are its capacity`, async () => {
+    // 2 workers at 100 queries/s: 20 ms a query; ÷ 5 is 4 ms.
+    assert.deepEqual(refusal(() => fitScenario(facebookParsed, { scale: 1, timeScale: 5 })).filter((l) => l.includes('database')), [
+      'facebook-2010: database.capacityQps: makes each query 20 ms of the database’s time, 4 ms ÷ time-scale 5, below MIN_SERVICE_MS (5 ms), where loopback HTTP and Node’s timers add about half a millisecond to every request: time-scale at most 4',
+    ]);
+    assert.deepEqual(fitScenario(await loadScenario('facebook-2010'), { scale: 1, timeScale: 2 }).database, { capacityQps: 200, workers: 2, maxQueue: 1000 });
   });
 
   test(`more than MAX_REQUESTS_PER_S (${MAX_REQUESTS_PER_S}) at the retry storm’s peak is refused, saying the largest scale`, () => {

@@ -56,10 +56,15 @@ describe('a real run agrees with its simulation: the same verdict, goodput durin
 });
 
 describe('what the real runner does not build yet is refused before anything starts, in one line naming it', () => {
-  test('the shipped incidents with a cache tier and a database, and a horizon past 180 s', async () => {
+  test('the shipped incidents with cache nodes, several servers on one database, an operator’s conditional action, and a horizon past 180 s', async () => {
+    const discord = realPlanProblems(await loadScenario('discord-2019')).join('\n');
+    assert.match(discord, /discord-2019: a cache tier on nodes \(cache\.nodes: redis-server processes on a ring\) is not run on real processes yet/);
+    assert.match(discord, /discord-2019: a database behind several servers \(database with servers\.count > 1\) is not run on real processes yet/);
     const facebook = await loadScenario('facebook-2010');
-    assert.match(realPlanProblems(facebook).join('\n'), /facebook-2010: a cache tier \(cache\) is not run on real processes yet/);
+    assert.match(realPlanProblems(facebook).join('\n'), /facebook-2010: an operator's conditional action \(faults\[1\] \(cut-traffic\)\.when\) is not run on real processes yet/);
     assert.throws(() => checkRealPlan(facebook), (e) => e instanceof RealRunError && /^lab real: facebook-2010: runs 960 s, and a real run is at most 180 s/.test(e.message));
+    // Cut to 180 s at time-scale 2, the operator's action (at 400 s) falls outside the run: nothing is refused.
+    assert.deepEqual(realPlanProblems(fitScenario(facebook, { scale: 1, timeScale: 2, durationS: 180 })), []);
     const storm = fitScenario(await loadScenario('retry-storm'), { scale: 0.25, timeScale: 2, durationS: 150 });
     assert.deepEqual(realPlanProblems(storm), []);
   });

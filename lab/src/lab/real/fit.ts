@@ -53,6 +53,12 @@ export const DEFAULT_FITTING: Fitting = { scale: 1, timeScale: 1 };
  * floor a server's real capacity (workers ÷ service time) is no longer the
  * modelled one. A scenario's own shorter service time is left as written (a
  * fitting does not make it worse), but none is shortened below the floor.
+ *
+ * The floor guards a capacity, so it holds only where the service time
+ * bounds one: a pool's whose workers the run can fill ({@link poolsThatNeverBind}:
+ * facebook-2010's web tier of 100,000 workers at 1 ms bounds nothing, and its
+ * half-millisecond of overhead per request only adds latency), and the
+ * database's (`workers × 1000 ÷ capacityQps`: its queries are its capacity).
  */
 export const MIN_SERVICE_MS = 5;
 
@@ -283,7 +289,7 @@ export function fitScenario(scenario: Scenario, fitting: Fitting & { readonly du
   if (problems.length > 0) throw new FittingError(scenario.name, problems);
   const sites: Site[] = [];
   let fitted = fitNumbers(scenario, fitting, sites);
-  problems.push(...siteProblems(sites, fitting));
+  problems.push(...siteProblems(sites, fitting, poolsThatNeverBind(fitted)), ...databaseServiceProblems(scenario, fitted, fitting));
   if (fitting.durationS !== undefined) {
     const need = triggerEndS(fitted) + fitted.objective.holdS;
     if (fitting.durationS < need) problems.push({ field: 'durationS', problem: `${fitting.durationS} s ends before the last trigger’s end (${round(triggerEndS(fitted))} s, fitted) and objective.holdS (${round(fitted.objective.holdS)} s) after it: give at least ${round(need)} s` });
@@ -377,8 +383,8 @@ function isWhole(x: number): boolean {
   return Math.abs(x - Math.round(x)) <= 1e-9 * Math.max(1, Math.abs(x));
 }
 
-/** What the sites' values became that the schema or the floors refuse. */
-function siteProblems(sites: readonly Site[], fitting: Fitting): ScenarioProblem[] {
+/** What the sites' values became that the schema or the floors refuse; `free`: the pools whose service time bounds nothing (no floor under it). */
+function siteProblems(sites: readonly Site[], fitting: Fitting, free: readonly string[]): ScenarioProblem[] {
   const problems: ScenarioProblem[] = [];
   for (const site of sites) {
     if (site.kind === 'axis' || site.fitted === site.value) continue;
@@ -386,7 +392,7 @@ function siteProblems(sites: readonly Site[], fitting: Fitting): ScenarioProblem
     if (site.schema.integer && !isWhole(site.fitted)) problems.push({ field: site.field, problem: `${site.value} ${how} is ${round(site.fitted)}, not a whole number: ${wholeHint(site, sites, fitting)}` });
     const range = outOfRange(site.schema, site.fitted);
     if (range !== undefined) problems.push({ field: site.field, problem: `${site.value} ${how} is ${round(site.fitted)}, ${range}` });
-    const floor = FLOORS[site.kind];
+    const floor = site.kind === 'service' && free.some((pool) => site.field.startsWith(`${pool}.`)) ? undefined : FLOORS[site.kind];
     // The scenario's own value below the floor stands (time-scale 1 or less); a shorter one is the fitting's doing.
     if (floor !== undefined && site.fitted < floor.ms && site.fitted < site.value) {
       problems.push({ field: site.field, problem: `${site.value} ms ${how} is ${round(site.fitted)} ms, below ${floor.name} (${floor.ms} ms), where ${floor.why}: time-scale at most ${round(Math.max(1, site.value / floor.ms))}` });
@@ -498,6 +504,44 @@ function keyProblems(fitted: Scenario): ScenarioProblem[] {
     if (count !== undefined && Number(rank[2]) >= count) problems.push({ field: `faults[${i}].key`, problem: `"${f.key}" is not one of the fitted keys (${rank[1]}:0 … ${rank[1]}:${count - 1}): name a more popular one, or give a larger scale` });
   });
   return problems;
+}
+
+/**
+ * How many times the most requests a pool can ever hold at once its workers
+ * must be to bound nothing: arrivals come in bursts (Poisson), and a retry
+ * storm's peak is an estimate.
+ */
+const NEVER_BINDS_MARGIN = 2;
+
+/**
+ * The pools of servers (`servers`, `tiers.each[i].servers`) whose workers
+ * never all fill in `fitted`: more than {@link NEVER_BINDS_MARGIN} × the
+ * most requests the run can hold at once, its peak requests a second
+ * ({@link peakRequestsPerS}) each held at most as long as any can be (the
+ * longest timeout a caller or a server waits, the database's full queue
+ * drained, and the pool's own service). Such a pool's service time is
+ * latency, not capacity, so no service floor applies to it. A pool of cores
+ * always binds: its service time is work that shares them.
+ */
+export function poolsThatNeverBind(fitted: Scenario): string[] {
+  if (fitted.world !== 'service') return [];
+  const db = fitted.database;
+  const drainMs = db === undefined ? 0 : ((db.workers + db.maxQueue) * 1000) / db.capacityQps;
+  const waitMs = Math.max(...fitted.clients.map((c) => c.timeoutMs), fitted.cache?.loadTimeoutMs ?? 0);
+  const peak = peakRequestsPerS(fitted);
+  const pools: [string, Pick<Extract<Scenario, { world: 'service' }>['servers'], 'workers' | 'cores' | 'service'>][] = [['servers', fitted.servers]];
+  fitted.tiers?.each?.forEach((t, i) => t.servers !== undefined && pools.push([`tiers.each[${i}].servers`, t.servers]));
+  return pools.filter(([, pool]) => pool.cores === undefined && pool.workers > (NEVER_BINDS_MARGIN * peak * (waitMs + drainMs + meanMs(pool.service))) / 1000).map(([at]) => at);
+}
+
+/** The database's service time (`workers × 1000 ÷ capacityQps`, its queries' time in PostgreSQL) shortened below {@link MIN_SERVICE_MS}. */
+function databaseServiceProblems(scenario: Scenario, fitted: Scenario, { timeScale }: Fitting): ScenarioProblem[] {
+  if (scenario.world !== 'service' || fitted.world !== 'service' || scenario.database === undefined || fitted.database === undefined) return [];
+  const serviceMs = (d: { workers: number; capacityQps: number }): number => (d.workers * 1000) / d.capacityQps;
+  const own = serviceMs(scenario.database);
+  const now = serviceMs(fitted.database);
+  if (now >= MIN_SERVICE_MS || now >= own) return [];
+  return [{ field: 'database.capacityQps', problem: `makes each query ${round(own)} ms of the database’s time, ${round(now)} ms ÷ time-scale ${timeScale}, below MIN_SERVICE_MS (${MIN_SERVICE_MS} ms), where ${FLOORS.service!.why}: time-scale at most ${round(Math.max(1, own / MIN_SERVICE_MS))}` }];
 }
 
 function rateProblems(fitted: Scenario, { scale, timeScale }: Fitting): ScenarioProblem[] {

@@ -14,6 +14,8 @@ export interface ProcessArgs {
   readonly index: number;
   /** The origins this process calls (the tier below, or the servers). */
   readonly below: readonly string[];
+  /** A server's: the loopback port of the run's PostgreSQL, when the scenario has a database. */
+  readonly databasePort?: number;
 }
 
 /** This process's arguments and scenario. */

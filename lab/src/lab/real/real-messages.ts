@@ -4,10 +4,15 @@
  * for the protocols, so the two ends cannot drift apart. Time is wall-clock
  * ms (wall-clock.ts); figures are counted from the run's time zero.
  */
+import { type Row } from '../world/database.js';
 
 /** What a process counted over the run. */
 export interface ProcessReport {
-  /** The innermost caller (the users, or the innermost tier): requests it sent to the servers, by second from time zero: the origin's load. */
+  /**
+   * The origin's load, by second from time zero: without a database, the
+   * innermost caller's (the users', or the innermost tier's) requests to the
+   * servers; with one, each server's queries to it.
+   */
   readonly sent?: readonly number[];
   /** Users: every call as [sent ms, ended ms, 1 good | 0 bad], flat, ms from time zero. */
   readonly calls?: readonly number[];
@@ -15,12 +20,31 @@ export interface ProcessReport {
   readonly stats?: unknown;
 }
 
-/** A server or a client tier: ready when it listens; told time zero (faults are scheduled from it); asked for its report. */
+/**
+ * A server or a client tier: ready when it listens; told time zero (faults
+ * are scheduled from it), and whether it is the run's first process in its
+ * place or a new one (a restart: its memory starts empty); asked for its
+ * report.
+ */
 export interface ListenerProtocol {
   readonly ready: { readonly port: number };
   readonly requests: {
-    readonly start: { readonly request: { readonly zeroMs: number }; readonly reply: null };
+    readonly start: { readonly request: { readonly zeroMs: number; readonly life: 'first' | 'restarted' }; readonly reply: null };
     readonly report: { readonly request: object; readonly reply: ProcessReport };
+  };
+}
+
+/**
+ * A server: a listener that also holds its part of the cache tier in its
+ * memory (cache.scope server, or the one in-process cache of a tier of one
+ * server): the write path pushes a freshly written row into it (an invalid
+ * value's start), a cache flush empties it.
+ */
+export interface ServerProcessProtocol {
+  readonly ready: ListenerProtocol['ready'];
+  readonly requests: ListenerProtocol['requests'] & {
+    readonly push: { readonly request: { readonly key: string; readonly row: Row }; readonly reply: null };
+    readonly flush: { readonly request: object; readonly reply: null };
   };
 }
 

@@ -17,17 +17,25 @@ export const MAX_REAL_S = 180;
  * Built: open- and closed-loop populations, client tiers (retries, backoff,
  * attempt timeouts), servers (workers, queue, service time, slowdown with
  * what they hold, admission limit, processor sharing on `cores`), the
- * balancer with its health checks (origin-picker.ts), and the faults `slowdown` (servers),
- * `capacity-drop`, `degrade-servers`, `hang` (SIGSTOP; then resume or
- * restart), `restart`, `load-spike` and `load-ramp` (open loop).
+ * balancer with its health checks (origin-picker.ts), a database behind one
+ * server (PostgreSQL, postgres.ts) with the cache in the server's memory
+ * (scope server, or the tier's one cache), and the faults `slowdown`
+ * (servers, database), `capacity-drop`, `degrade-servers`, `hang` (SIGSTOP;
+ * then resume or restart), `restart`, `load-spike` and `load-ramp` (open
+ * loop), `invalid-value`, `cache-flush`.
  */
 export function realPlanProblems(scenario: ServiceScenario): string[] {
   const problems: string[] = [];
   const not = (what: string): void => void problems.push(`${scenario.name}: ${what} is not run on real processes yet`);
   if (scenario.durationS > MAX_REAL_S)
     problems.push(`${scenario.name}: runs ${scenario.durationS} s, and a real run is at most ${MAX_REAL_S} s: cut it (--duration) or shorten it (--time-scale)`);
-  if (scenario.cache !== undefined) not('a cache tier (cache)');
-  if (scenario.database !== undefined) not('a database (database)');
+  // One server's pool of database.workers connections is the database's bound; several servers' pools would add up (docs/lab.md: pgbouncer would share one).
+  if (scenario.database !== undefined && scenario.servers.count > 1) not('a database behind several servers (database with servers.count > 1)');
+  if (scenario.servers.databaseConnections !== undefined) not('a server’s own pool of database connections (servers.databaseConnections)');
+  if (scenario.servers.missService !== undefined) not('work on a row loaded from the database (servers.missService)');
+  if (scenario.cache?.nodes !== undefined) not('a cache tier on nodes (cache.nodes: redis-server processes on a ring)');
+  // The tier's one cache lives in the server's process: a new process would lose what the simulation's tier keeps.
+  const tierInServer = scenario.cache !== undefined && scenario.cache.scope !== 'server' && scenario.cache.nodes === undefined;
   if (scenario.network.hopDelay.kind !== 'constant' || scenario.network.hopDelay.ms !== 0) not('a network delay (network.hopDelay)');
   scenario.tiers?.each?.forEach((t, i) => {
     if (t.servers !== undefined) not(`a tier's own servers (tiers.each[${i}].servers)`);
@@ -44,16 +52,20 @@ export function realPlanProblems(scenario: ServiceScenario): string[] {
     if ('when' in f && f.when !== undefined) not(`an operator's conditional action (${at}.when)`);
     switch (f.kind) {
       case 'slowdown':
-        if (f.target !== 'servers') not(`a slowdown of the ${f.target} (${at})`);
+        if (f.target === 'cache') not(`a slowdown of the ${f.target} (${at})`);
         break;
       case 'load-spike':
       case 'load-ramp':
         if (closed) not(`a load change on a closed-loop population (${at})`);
         break;
-      case 'capacity-drop':
-      case 'degrade-servers':
       case 'hang':
       case 'restart':
+        if (tierInServer && (f.kind === 'restart' || f.then === 'restart')) not(`a restart of the server that holds the cache tier in its memory (${at}, cache.scope tier)`);
+        break;
+      case 'capacity-drop':
+      case 'degrade-servers':
+      case 'invalid-value':
+      case 'cache-flush':
         break;
       default:
         not(`the fault ${at}`);

@@ -11,7 +11,10 @@ import { type ProcessArgs } from './process-side.js';
 import { freePort } from './loopback.js';
 import { ProcessGroup, type RealChild } from './process-group.js';
 import { RealRunError } from './real-error.js';
-import { type ListenerProtocol, type ProcessReport, type UsersProtocol } from './real-messages.js';
+import { type ListenerProtocol, type ProcessReport, type ServerProcessProtocol, type UsersProtocol } from './real-messages.js';
+import { startPostgres, type RealPostgres } from './postgres.js';
+import { KeySets } from '../world/key-sets.js';
+import { activeAt, serviceState } from '../world/service-faults.js';
 import { checkRealPlan } from './real-plan.js';
 import { type RealRun } from './real-run.js';
 import { after, wallNowMs } from './wall-clock.js';
@@ -35,8 +38,10 @@ const here = (file: string): string => fileURLToPath(new URL(file, import.meta.u
 /**
  * Runs `scenario` (fitted to the machine) on real processes on loopback, as
  * `variant`, and judges it as a simulation is judged: the same `Recorder`
- * counts the users' calls (each in the second it was sent) and the requests
- * sent to the servers (the origin's load), the same `judge` reads them. The processes
+ * counts the users' calls (each in the second it was sent) and the origin's
+ * load (the requests sent to the servers, or with a database the servers'
+ * queries to it), the same `judge` reads them. A database is a PostgreSQL
+ * the run starts in its temp dir (postgres.ts). The processes
  * are a `ProcessGroup`'s: whatever happens (an error, a process that dies,
  * Ctrl-C), they are stopped before this returns or the lab exits.
  */
@@ -53,9 +58,15 @@ export async function runReal(scenario: ServiceScenario, variant: VariantName, o
     const { port } = await Promise.race([child.ready(), group.failure]);
     return { child, origin: `http://127.0.0.1:${port}` };
   };
+  let database: RealPostgres | undefined;
   try {
+    if (scenario.database !== undefined) {
+      const keys = new KeySets(scenario.clients, scenario.keys).keys;
+      database = await startPostgres(group, dir, keys, scenario.database.workers * scenario.servers.count);
+    }
+    const databasePort = database?.port;
     const servers = [];
-    for (let i = 0; i < scenario.servers.count; i++) servers.push(await listen(`server${i}`, 'server-process.js', { ...base, index: i, below: [] }));
+    for (let i = 0; i < scenario.servers.count; i++) servers.push(await listen(`server${i}`, 'server-process.js', { ...base, index: i, below: [], ...(databasePort === undefined ? {} : { databasePort }) }));
     const listeners = [...servers];
     let below = servers.map((s) => s.origin);
     for (let t = (scenario.tiers?.count ?? 1) - 1; t >= 1; t--) {
@@ -69,9 +80,9 @@ export async function runReal(scenario: ServiceScenario, variant: VariantName, o
     const warmS = options.warmS ?? 3;
     await Promise.race([users.request({ type: 'warm', seconds: warmS }, { timeoutMs: warmS * 1000 + longest + DRAIN_SLACK_MS }), group.failure]);
     const zero = group.startClock(wallNowMs() + ZERO_AHEAD_MS);
-    await Promise.all(listeners.map(({ child }) => child.request({ type: 'start', zeroMs: zero })));
+    await Promise.all(listeners.map(({ child }) => child.request({ type: 'start', zeroMs: zero, life: 'first' })));
     const run = users.request({ type: 'run', zeroMs: zero }, { timeoutMs: zero - wallNowMs() + scenario.durationS * 1000 + longest + DRAIN_SLACK_MS });
-    const faults = scheduleFaults(scenario, group, zero);
+    const faults = scheduleFaults(scenario, group, zero, database);
     const progress = everySecond(() => options.onProgress?.(Math.floor((wallNowMs() - zero) / 1000), scenario.durationS));
     try {
       await Promise.race([run, group.failure, faults.failed]);
@@ -79,18 +90,30 @@ export async function runReal(scenario: ServiceScenario, variant: VariantName, o
       progress();
       faults.cancel();
     }
-    // The origin's load is what the innermost caller sent the servers (tier-clients.ts says why: a hung server reads nothing).
-    // The tiers were started innermost first, right after the servers; without tiers the users call the servers themselves.
-    const innermost = listeners[servers.length]?.child;
+    // The origin's load: with a database, the queries the servers sent it (as the simulated database records them); without, what
+    // the innermost caller sent the servers (tier-clients.ts says why: a hung server reads nothing). The tiers were started
+    // innermost first, right after the servers; without tiers the users call the servers themselves.
     const usersReport = await users.request({ type: 'report' });
-    const load = innermost === undefined ? usersReport : await innermost.request({ type: 'report' });
-    const figures = judged(scenario, usersReport, load.sent ?? []);
+    const innermost = listeners[servers.length]?.child;
+    const loads =
+      database === undefined
+        ? [innermost === undefined ? usersReport : await innermost.request({ type: 'report' })]
+        : [...faults.earlier, ...(await Promise.all(servers.map(({ child }) => child.request({ type: 'report' }))))];
+    const figures = judged(scenario, usersReport, summed(loads.map((load) => load.sent ?? [])));
     const host = await group.host(Math.ceil(scenario.durationS));
     return { ...figures, host };
   } finally {
+    await database?.close().catch(() => {});
     await group.close();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** Per-second counts of several processes, added second by second. */
+function summed(counts: readonly (readonly number[])[]): number[] {
+  const sum = Array.from({ length: Math.max(0, ...counts.map((c) => c.length)) }, () => 0);
+  for (const c of counts) c.forEach((n, s) => (sum[s]! += n));
+  return sum;
 }
 
 /** Calls `fn` once a second until the returned cancel is called. */
@@ -105,29 +128,50 @@ function everySecond(fn: () => void): () => void {
 /**
  * The faults done to processes, at their instants from `zero`: a hang
  * (SIGSTOP until it ends, then SIGCONT, or a restart), an operator's
- * restart (a new process on the old one's port, told time zero again).
- * `failed` rejects if a fault cannot be done.
+ * restart (a new process on the old one's port, told time zero again); and
+ * those done to the data: an invalid value written to the database (and
+ * pushed into every server's cache, as the write path does) and fixed at
+ * its end, a cache flush, a database slowdown (the knob, for queries that
+ * start then). `failed` rejects if a fault cannot be done. `earlier`: what
+ * each server replaced by a new process had reported by then.
  */
-function scheduleFaults(scenario: ServiceScenario, group: ProcessGroup, zero: number): { cancel(): void; failed: Promise<never> } {
+function scheduleFaults(scenario: ServiceScenario, group: ProcessGroup, zero: number, database: RealPostgres | undefined): { cancel(): void; failed: Promise<never>; earlier: readonly ProcessReport[] } {
   const cancels: (() => void)[] = [];
   let fail: (error: unknown) => void = () => {};
   const failed = new Promise<never>((_, reject) => (fail = reject));
   failed.catch(() => {});
   const at = (s: number, action: () => Promise<unknown>): void => void cancels.push(after(zero + s * 1000 - wallNowMs(), () => void action().catch(fail)));
+  // With a database, a server counts the origin's load (its queries): what a process counted is asked for while it can answer, before it is replaced.
+  const earlier: ProcessReport[] = [];
+  const keep = async (name: string): Promise<void> => {
+    if (database !== undefined) earlier.push(await group.child<ListenerProtocol>(name).request({ type: 'report' }));
+  };
   const restart = async (name: string): Promise<void> => {
     await group.restart(name);
-    await group.child<ListenerProtocol>(name).request({ type: 'start', zeroMs: zero });
+    await group.child<ListenerProtocol>(name).request({ type: 'start', zeroMs: zero, life: 'restarted' });
   };
+  const servers = Array.from({ length: scenario.servers.count }, (_, i) => group.child<ServerProcessProtocol>(`server${i}`));
+  const slowdownAt = (s: number): number => serviceState(scenario, activeAt(scenario, s), s).databaseSlowdown;
   for (const f of scenario.faults) {
-    if (f.kind === 'hang') {
+    if (f.kind === 'invalid-value') {
+      at(f.startS, async () => {
+        const row = await database!.write(f.key, false);
+        await Promise.all(servers.map((server) => server.request({ type: 'push', key: f.key, row })));
+      });
+      at(f.endS, () => database!.write(f.key, true));
+    } else if (f.kind === 'cache-flush') {
+      at(f.startS, () => Promise.all(servers.map((server) => server.request({ type: 'flush' }))));
+    } else if (f.kind === 'slowdown' && f.target === 'database') {
+      for (const b of [f.startS, f.endS]) at(b, () => database!.slowdown(slowdownAt(b)));
+    } else if (f.kind === 'hang') {
       const name = `server${f.server}`;
-      at(f.startS, () => group.stop(name));
+      at(f.startS, async () => (f.then === 'restart' ? await keep(name) : undefined, await group.stop(name)));
       at(f.endS, () => (f.then === 'restart' ? restart(name) : group.cont(name)));
     } else if (f.kind === 'restart') {
-      for (const i of f.servers ?? [...Array(scenario.servers.count).keys()]) at(f.startS, () => restart(`server${i}`));
+      for (const i of f.servers ?? [...Array(scenario.servers.count).keys()]) at(f.startS, async () => (await keep(`server${i}`), await restart(`server${i}`)));
     }
   }
-  return { cancel: () => cancels.forEach((c) => c()), failed };
+  return { cancel: () => cancels.forEach((c) => c()), failed, earlier };
 }
 
 /** The run's figures: the users' calls and the requests sent to the servers (`sent`, by second) into a `Recorder`, judged. */

@@ -10,7 +10,10 @@
 // damper: behind `damperAdmission`, with the options the simulation gives
 // the same server (`damperServerAdmission` under the configuration's
 // `admission(i)`), and a request whose signal has aborted is dropped by the
-// worker that takes it up, as in the simulation.
+// worker that takes it up, as in the simulation. With a database, each
+// request reads its key through the world's own data tier (server-data.ts:
+// the cache in this process's memory, PostgreSQL behind it), and the
+// queries this server sends the database are the origin's load.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { type AddressInfo } from 'node:net';
 import { createSystemClock, type Priority, type RequestScope, seededRandom } from 'damper';
@@ -22,17 +25,33 @@ import { type Job, type Outcome, Server } from '../world/service-server.js';
 import { joinGroup } from './child.js';
 import { LOOPBACK } from './loopback.js';
 import { processArgs } from './process-side.js';
-import { type ListenerProtocol, type ProcessReport } from './real-messages.js';
+import { type ProcessReport, type ServerProcessProtocol } from './real-messages.js';
+import { OWN, serverData } from './server-data.js';
 import { after, wallNowMs } from './wall-clock.js';
 
 // First, so that its own start-up is metered and it leaves when the runner does.
-const link = joinGroup<ListenerProtocol>({ start: ({ zeroMs }) => (start(zeroMs), null), report: () => report() });
+const link = joinGroup<ServerProcessProtocol>({
+  start: ({ zeroMs, life }) => (start(zeroMs, life), null),
+  report: () => report(),
+  // The write path's push (an invalid value's start); a cache flush. The database itself is written by the runner.
+  push: ({ key, row }) => (data?.tier.push(key, row), null),
+  flush: () => (data?.tier.flush(), null),
+});
 const { args, scenario } = processArgs();
 const clock = createSystemClock(args.seed);
-const server = new Server(clock, scenario.servers, seededRandom(args.seed * 1_000 + args.index), undefined);
+const settings = args.variant === 'damper' ? await damperSettings(scenario, clock) : {};
+const data = await serverData(scenario, args.variant, args.index, args.seed, clock, settings, args.databasePort);
+// Traffic before time zero (the warm-up) finds the steady state too; time zero puts it back as the simulation starts.
+await data?.prewarm();
+const server = new Server(clock, scenario.servers, seededRandom(args.seed * 1_000 + args.index), data?.tier.reader(OWN));
 
-/** A server's outcome as HTTP: a value is a 200; a refusal (full queue) a 503; work dropped unstarted (its caller gone) a 504; else a 502. */
-const STATUS: Readonly<Record<Outcome, number>> = { ok: 200, invalid: 200, refused: 503, shed: 503, dropped: 504, error: 502 };
+/**
+ * A server's outcome as HTTP: a value is a 200; a refusal (full queue) a
+ * 503; work dropped unstarted (its caller gone) a 504; else a 502. An
+ * invalid value served as if it were valid is a 422: the page was made, but
+ * wrong, and the users count it bad, as the simulation's clients do.
+ */
+const STATUS: Readonly<Record<Outcome, number>> = { ok: 200, invalid: 422, refused: 503, shed: 503, dropped: 504, error: 502 };
 
 function answer(res: ServerResponse, outcome: Outcome): void {
   // The caller has gone: nobody reads this answer, but the work was done (naive: node:http never said).
@@ -43,8 +62,6 @@ function answer(res: ServerResponse, outcome: Outcome): void {
 function keyOf(req: IncomingMessage): string {
   return new URL(req.url ?? '/', 'http://server').searchParams.get('key') ?? 'key:0';
 }
-
-const settings = args.variant === 'damper' ? await damperSettings(scenario, clock) : {};
 
 /** naive: submitted as it comes; nobody tells the server its caller left. */
 const naive = (req: IncomingMessage, res: ServerResponse): void => server.submit({ key: keyOf(req), priority: 'normal', done: (outcome) => answer(res, outcome) });
@@ -78,16 +95,25 @@ function apply(s: number): void {
   server.keep = state.keep;
 }
 
-/** Time zero (a restarted server is told it again): each fault's start and end is applied at its instant. */
-function start(zero: number): void {
+/**
+ * Time zero (a restarted server is told it again): each fault's start and
+ * end is applied at its instant. The first process starts from the steady
+ * state at zero; a restarted one is a new process: its own cache is empty
+ * (damper's warms, as `cache.warm` says), as the simulation restarts it.
+ */
+function start(zero: number, life: 'first' | 'restarted'): void {
+  if (data !== undefined) data.pool.sent.zero = zero;
   const now = (wallNowMs() - zero) / 1000;
+  if (life === 'restarted') data?.tier.restart?.(OWN);
+  else after(zero - wallNowMs(), () => void data?.prewarm());
   apply(Math.max(0, now));
   const bounds = new Set(scenario.faults.flatMap((f) => [f.startS, f.endS]).filter((b) => b > now));
   for (const b of bounds) after(zero + b * 1000 - wallNowMs(), () => apply(b));
 }
 
 function report(): ProcessReport {
-  return listener === naive ? {} : { stats: (listener as ReturnType<typeof damperAdmission>).stats() };
+  const sent = data === undefined ? {} : { sent: data.pool.sent.values };
+  return listener === naive ? sent : { ...sent, stats: (listener as ReturnType<typeof damperAdmission>).stats() };
 }
 
 http.listen(args.port, LOOPBACK, () => link.ready({ port: (http.address() as AddressInfo).port }));

@@ -18,6 +18,7 @@ import { damperSettings } from '../damper-config.js';
 import { sampleMs } from '../engine/delay.js';
 import { retryDelayMs } from '../engine/retry-delay.js';
 import { type Population } from '../schema/common.js';
+import { KeySets } from '../world/key-sets.js';
 import { activeAt, serviceState } from '../world/service-faults.js';
 import { joinGroup } from './child.js';
 import { processArgs } from './process-side.js';
@@ -31,6 +32,10 @@ const { args, scenario } = processArgs();
 const clock = createSystemClock(args.seed);
 const random = seededRandom(args.seed * 7_919 + 17);
 const origin = args.below[0]!;
+/** Each population's key for its next call, drawn as the simulation's clients draw them (Zipf and hot keys); one key where keys mean nothing. */
+const keys = scenario.database === undefined ? undefined : new KeySets(scenario.clients, scenario.keys);
+const keyRandom = seededRandom(args.seed * 7_919 + 29);
+const keyOf = (population: Population): string => (keys === undefined ? 'key:0' : keys.pickerOf(population.name)(keyRandom));
 
 /** The users' own client: tier 0 when the scenario has tiers; else one plain attempt per request (damper: a Dependency of one attempt). */
 async function usersClient(): Promise<TierClient> {
@@ -46,6 +51,10 @@ const DEADLINE_FIRST_MS = 100;
 /** Calls as [sent, ended, good] ms from time zero, flat; and the calls still out. */
 const calls: number[] = [];
 let out = 0;
+/** The requests still out, by when they were sent (wall ms) and what they read: told on stderr if the run does not drain (`drainWatch`). */
+const open = new Set<{ readonly sent: number; readonly key: string }>();
+/** How often the users say what is still out once the horizon has passed, ms. */
+const DRAIN_REPORT_MS = 5_000;
 let recording = false;
 let zero = 0;
 let horizon = 0;
@@ -53,11 +62,13 @@ let sending = false;
 const warmed = { calls: 0, good: 0 };
 let onIdle: (() => void) | undefined;
 
-/** One request of `population`: the user waits at most its timeout. `then` hears whether it was good. */
-function send(population: Population, then: (good: boolean) => void): void {
+/** One request of `population` for `key`: the user waits at most its timeout. `then` hears whether it was good. */
+function send(population: Population, key: string, then: (good: boolean) => void): void {
   const sent = wallNowMs();
   const measured = recording;
   out++;
+  const pending = { sent, key };
+  open.add(pending);
   const gaveUp = new AbortController();
   // naive gives up at its timeout. damper's client has the timeout as the call's deadline, and it is the deadline that ends
   // the call (counted against the upstream that did not answer in time, as a hung one is); the user's own abort is a
@@ -66,6 +77,7 @@ function send(population: Population, then: (good: boolean) => void): void {
   const headers: Record<string, string> = args.variant === 'damper' ? { [DEADLINE_HEADER]: String(population.timeoutMs), [PRIORITY_HEADER]: population.priority } : {};
   const ended = (good: boolean): void => {
     cancel();
+    open.delete(pending);
     const at = wallNowMs();
     const inTime = good && at - sent <= population.timeoutMs;
     if (measured) calls.push(sent - zero, at - zero, inTime ? 1 : 0);
@@ -77,7 +89,7 @@ function send(population: Population, then: (good: boolean) => void): void {
     then(inTime);
     if (out === 0) onIdle?.();
   };
-  request(`${origin}/work?key=key:0`, { dispatcher: client.dispatcher, signal: gaveUp.signal, headers }).then(
+  request(`${origin}/work?key=${encodeURIComponent(key)}`, { dispatcher: client.dispatcher, signal: gaveUp.signal, headers }).then(
     (answer) =>
       answer.body.text().then(
         () => ended(answer.statusCode === 200),
@@ -88,10 +100,10 @@ function send(population: Population, then: (good: boolean) => void): void {
 }
 
 /** A call: one request, or without tiers, its retries too as requests of their own (the population's backoff between them). */
-function call(population: Population, done: () => void, attempt = 0): void {
-  send(population, (good) => {
+function call(population: Population, done: () => void, attempt = 0, key = keyOf(population)): void {
+  send(population, key, (good) => {
     if (good || !populationsRetry || attempt >= population.retries || !sending) return done();
-    after(retryDelayMs(population.backoff, attempt + 1, random), () => call(population, done, attempt + 1));
+    after(retryDelayMs(population.backoff, attempt + 1, random), () => call(population, done, attempt + 1, key));
   });
 }
 
@@ -175,9 +187,27 @@ function run(zeroMs: number): Promise<null> {
   return new Promise((resolve) =>
     after(horizon - wallNowMs(), () => {
       sending = false;
-      void idle().then(() => resolve(null));
+      const stop = drainWatch();
+      void idle().then(() => (stop(), resolve(null)));
     }),
   );
+}
+
+/**
+ * Says on stderr, every few seconds until the returned stop, how many
+ * requests are still out and the oldest of them: a call that never ends (it
+ * should end at its timeout) hangs the run, and the runner's error carries
+ * this output.
+ */
+function drainWatch(): () => void {
+  let cancel = after(DRAIN_REPORT_MS, function report() {
+    let oldest: { readonly sent: number; readonly key: string } | undefined;
+    for (const r of open) if (oldest === undefined || r.sent < oldest.sent) oldest = r;
+    const age = oldest === undefined ? '' : `; the oldest sent ${Math.round(wallNowMs() - oldest.sent)} ms ago, for ${oldest.key}`;
+    process.stderr.write(`users: ${out} requests still out ${Math.round((wallNowMs() - horizon) / 1000)} s after the horizon${age}\n`);
+    cancel = after(DRAIN_REPORT_MS, report);
+  });
+  return () => cancel();
 }
 
 link.ready(null);

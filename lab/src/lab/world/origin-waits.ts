@@ -1,4 +1,4 @@
-import { type VirtualClock } from 'damper';
+import { type Clock } from 'damper';
 import { type ClientRequest } from '../engine/clients.js';
 import { type Queryable, QueryError, type Row } from './database.js';
 
@@ -28,7 +28,7 @@ export function markSource(req: ClientRequest, source: Source): void {
 export class OriginWaits {
   private readonly loadedAt = new Map<string, number>();
 
-  constructor(private readonly clock: VirtualClock) {}
+  constructor(private readonly clock: Clock) {}
 
   /** A query for `key` came back (a row or an error): called by the loader. */
   loaded(key: string): void {
@@ -47,12 +47,29 @@ export class OriginWaits {
   }
 }
 
+/** damper's loader of a row: a key and the load's signal in, the row out; a failed query rejects (an error is not a value). */
+export type RowLoader = (context: { key: string; signal: AbortSignal }) => Promise<Row>;
+
+/**
+ * Where damper's `Cache` loads its rows from, as a loader made for `waits`
+ * (each load's return, row or error, told to it): the simulated database
+ * ({@link queried}), or in a real run PostgreSQL through `damper/postgres`
+ * (real/postgres-rows.ts). One type for both, so the data tier is composed
+ * once for the simulation and the real server alike.
+ */
+export type RowOrigin = (waits: OriginWaits) => RowLoader;
+
+/** The simulated database (or a pool in front of it) as a {@link RowOrigin}. */
+export function queried(db: Queryable): RowOrigin {
+  return (waits) => databaseLoader(db, waits);
+}
+
 /**
  * damper's loader of a key from the simulated database: the query under the
  * load's signal, its return told to `waits`; a failed query rejects (an error
  * is not a value).
  */
-export function databaseLoader(db: Queryable, waits: OriginWaits): (context: { key: string; signal: AbortSignal }) => Promise<Row> {
+export function databaseLoader(db: Queryable, waits: OriginWaits): RowLoader {
   return async ({ key, signal }) => {
     const outcome = await db.query(key, { signal });
     waits.loaded(key);

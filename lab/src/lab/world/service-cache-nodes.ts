@@ -8,6 +8,7 @@ import { type CacheShape, type DatabaseAccess, damperRead, type DataTier, naiveQ
 import { NaiveBreaker } from './naive-breaker.js';
 import { type DataRead } from './service-server.js';
 import { held, steadyState } from './steady-state.js';
+import { queried } from './origin-waits.js';
 
 /**
  * The service world's cache tier as a component of its own
@@ -127,7 +128,7 @@ export function damperCacheNodes(clock: VirtualClock, db: DatabaseAccess, cluste
   // Each server's client to the nodes, through a pool of its own when the scenario gives one.
   const store = (): SharedBackend => (size === undefined ? cluster : new PooledBackend(cluster, new CommandPool(size)));
   const caches = Array.from({ length: servers }, (_, i) => new Cache<Row>(options(i, { store: store(), namespace })));
-  const reads = caches.map((cache, i) => damperRead(clock, cache, db.server(i)));
+  const reads = caches.map((cache, i) => damperRead(clock, cache, queried(db.server(i))));
   return {
     caches,
     reader: (server) => reads[server]!,

@@ -1,7 +1,7 @@
-import { Cache, type CacheOptions, OverloadedError, type Priority, type VirtualClock } from 'damper';
+import { Cache, type CacheOptions, type Clock, OverloadedError, type Priority } from 'damper';
 import { type CacheCounts, type RetryCounts } from '../judge/lab-counters.js';
 import { type Queryable, QueryError, type Row } from './database.js';
-import { databaseLoader, OriginWaits, type Source } from './origin-waits.js';
+import { OriginWaits, type RowOrigin, type Source } from './origin-waits.js';
 import { StaleAnswers } from './stale-answers.js';
 import { type DataRead } from './service-server.js';
 import { type ServiceScenario } from '../schema/service.js';
@@ -76,7 +76,7 @@ export interface QueryCounts {
  * what is left of the time (Discord 2019's third bug: no budget, no
  * backoff, and the clients retry on top). `then` hears the last outcome.
  */
-export function naiveQuery(clock: VirtualClock, way: Queryable, key: string, timeoutMs: number, retries: number, counts: QueryCounts, then: (outcome: Row | QueryError) => void): void {
+export function naiveQuery(clock: Clock, way: Queryable, key: string, timeoutMs: number, retries: number, counts: QueryCounts, then: (outcome: Row | QueryError) => void): void {
   const deadline = clock.now() + timeoutMs;
   const attempt = (n: number): void => {
     counts.cache.loads++;
@@ -112,7 +112,7 @@ export function naiveQuery(clock: VirtualClock, way: Queryable, key: string, tim
  * page cache in the web server's memory), counted apart (`counts(i)`), and
  * a restart empties it; else one map stands for the tier (`counts(0)`).
  */
-export function naiveCache(clock: VirtualClock, db: DatabaseAccess, shape: CacheShape, servers: number, counts: (server: number) => QueryCounts): DataTier {
+export function naiveCache(clock: Clock, db: DatabaseAccess, shape: CacheShape, servers: number, counts: (server: number) => QueryCounts): DataTier {
   type Pages = Map<string, { row: Row; expires: number }>;
   const tiers: Pages[] = Array.from({ length: shape.scope === 'server' ? servers : 1 }, () => new Map());
   /** Restarts per map: a render of a process since restarted is lost with it. */
@@ -177,10 +177,10 @@ export function damperCacheDefaults(shape: CacheShape, keyCount: number, databas
   };
 }
 
-/** damper's cache tier: one real `Cache` (coalescing, stale window, validation, origin budget) with `options`. */
-export function damperCache(clock: VirtualClock, db: Queryable, options: CacheOptions<Row>): DataTier & { readonly caches: readonly Cache<Row>[] } {
+/** damper's cache tier: one real `Cache` (coalescing, stale window, validation, origin budget) with `options`, loading from `origin`. */
+export function damperCache(clock: Clock, origin: RowOrigin, options: CacheOptions<Row>): DataTier & { readonly caches: readonly Cache<Row>[] } {
   const cache = new Cache<Row>({ ...options, clock });
-  const read = damperRead(clock, cache, db);
+  const read = damperRead(clock, cache, origin);
   return {
     caches: [cache],
     reader: () => read,
@@ -196,13 +196,13 @@ export function damperCache(clock: VirtualClock, db: Queryable, options: CacheOp
  * cache in a web server's memory): a real `Cache` per server with
  * `options(i)` (the lab's, under the configuration's `cache(i)`; asked again
  * at a restart, as a new process builds its cache anew), loading through
- * the server's own way to the database. A restart replaces the server's
+ * the server's own way to the database (`origin(i)`). A restart replaces the server's
  * `Cache` with an empty one, which, with `shape.warm`, loads every key,
  * most read first, with `Cache.warm` within that budget (at background
  * priority, under the cache's own origin budget) while traffic returns to
  * it. `watch(cache, i)` instruments each, again after a restart.
  */
-export function damperServerCaches(clock: VirtualClock, db: DatabaseAccess, shape: CacheShape, servers: number, options: (server: number) => CacheOptions<Row>, watch: (cache: Cache<Row>, server: number) => () => void): DataTier & { readonly caches: readonly Cache<Row>[] } {
+export function damperServerCaches(clock: Clock, origin: (server: number) => RowOrigin, shape: CacheShape, servers: number, options: (server: number) => CacheOptions<Row>, watch: (cache: Cache<Row>, server: number) => () => void): DataTier & { readonly caches: readonly Cache<Row>[] } {
   const caches: Cache<Row>[] = [];
   const reads: DataRead[] = [];
   const unwatch: (() => void)[] = [];
@@ -212,7 +212,7 @@ export function damperServerCaches(clock: VirtualClock, db: DatabaseAccess, shap
     unwatch[i]?.();
     const cache = new Cache<Row>({ ...options(i), clock });
     caches[i] = cache;
-    reads[i] = damperRead(clock, cache, db.server(i));
+    reads[i] = damperRead(clock, cache, origin(i));
     unwatch[i] = watch(cache, i);
     return cache;
   };
@@ -231,7 +231,7 @@ export function damperServerCaches(clock: VirtualClock, db: DatabaseAccess, shap
       if (shape.warm === undefined) return;
       const stop = new AbortController();
       warming[i] = stop;
-      const loader = databaseLoader(db.server(i), new OriginWaits(clock));
+      const loader = origin(i)(new OriginWaits(clock));
       cache.warm(ranked, loader, { rate: shape.warm.rate, concurrency: shape.warm.concurrency, signal: stop.signal }).catch(() => {});
     },
     prewarm: async (keys, row, freshMs) => {
@@ -242,15 +242,41 @@ export function damperServerCaches(clock: VirtualClock, db: DatabaseAccess, shap
   };
 }
 
+/** How a variant's in-process cache tier is made and watched: naive's counts per map (named `server=i`, or '' for the tier's one), or damper's options and gauges per `Cache`. */
+export type InProcessVariant =
+  | { readonly variant: 'naive'; readonly counts: (name: string) => QueryCounts }
+  | {
+      readonly variant: 'damper';
+      /** Server `i`'s `Cache` options (0 for the one that stands for the tier), asked again at a restart. */
+      readonly options: (server: number) => CacheOptions<Row>;
+      readonly watch: (cache: Cache<Row>, labels: { readonly server?: number }) => () => void;
+    };
+
 /**
- * A read through damper's `cache`, loading from `db`: whether it waited for
+ * The cache tier held in the servers' own memory (no `cache.nodes`), per
+ * variant: naive's look-aside maps, or damper's `Cache`, one per server
+ * with `scope: 'server'`, else one standing for the tier (facebook-2010).
+ * One composition for the simulation and for a real run's server
+ * (real/server-data.ts), so the two cannot build different tiers: they
+ * differ only in `db` and `origin` (the simulated database, or PostgreSQL).
+ */
+export function inProcessTier(clock: Clock, shape: CacheShape, servers: number, db: DatabaseAccess, origin: { server(i: number): RowOrigin; readonly tier: RowOrigin }, how: InProcessVariant): DataTier & { readonly caches?: readonly Cache<Row>[] } {
+  if (how.variant === 'naive') return naiveCache(clock, db, shape, servers, (i) => how.counts(shape.scope === 'server' ? `server=${i}` : ''));
+  if (shape.scope === 'server') return damperServerCaches(clock, (i) => origin.server(i), shape, servers, how.options, (cache, i) => how.watch(cache, { server: i }));
+  const tier = damperCache(clock, origin.tier, how.options(0));
+  how.watch(tier.caches[0]!, {});
+  return tier;
+}
+
+/**
+ * A read through damper's `cache`, loading from `origin`: whether it waited for
  * the database is told by the loads it shared, whether it was answered
  * stale at once by the cache's own `stale` event (stale-answers.ts).
  */
-export function damperRead(clock: VirtualClock, cache: Cache<Row>, db: Queryable): DataRead {
+export function damperRead(clock: Clock, cache: Cache<Row>, origin: RowOrigin): DataRead {
   const waits = new OriginWaits(clock);
   const stale = new StaleAnswers(cache);
-  const loader = databaseLoader(db, waits);
+  const loader = origin(waits);
   // One options object per priority, made once: the hot path must not allocate.
   const options = new Map<Priority, { readonly priority: Priority }>();
   const optionsOf = (priority: Priority): { readonly priority: Priority } => {

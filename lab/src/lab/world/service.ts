@@ -16,7 +16,7 @@ import { Database, type Queryable, QueryError, type Row } from './database.js';
 import { type Answer, answerOf } from './service-answers.js';
 import { sampleMs } from '../engine/delay.js';
 import { damperService } from './service-damper.js';
-import { damperCache, damperCacheDefaults, damperServerCaches, type DatabaseAccess, type DataTier, databaseOnly, naiveCache, type QueryCounts } from './service-data.js';
+import { damperCacheDefaults, type DatabaseAccess, type DataTier, databaseOnly, inProcessTier, type QueryCounts } from './service-data.js';
 import { ConnectionPool } from './connection-pool.js';
 import { serverCapacityQps } from './service-best.js';
 import { serviceState, type ServiceState } from './service-faults.js';
@@ -25,7 +25,7 @@ import { type CacheCluster } from './cache-nodes.js';
 import { naiveCall, naiveFront, roundRobin } from './service-naive.js';
 import { Server } from './service-server.js';
 import { TrafficCut } from './traffic-cut.js';
-import { markSource } from './origin-waits.js';
+import { markSource, queried } from './origin-waits.js';
 
 /**
  * The service world (issue 12, part 2): a system a user shapes to their own
@@ -132,22 +132,18 @@ function dataTier(clock: VirtualClock, scenario: ServiceScenario, observed: Obse
   if (shape === undefined) return databaseOnly(db);
   const servers = scenario.servers.count;
   const workers = scenario.database!.workers;
+  // In the servers' memory: naive's maps or damper's Cache(s), composed as a real run's server composes them.
+  const origin = { server: (i: number) => queried(db.server(i)), tier: queried(db.tier) };
   if (observed.variant === 'naive') {
     // A server that tries failed queries again is a retrying client too.
     const counts = (name: string): QueryCounts => ({ cache: observed.counters.cache(name), ...(shape.naive.queryRetries > 0 ? { retry: observed.counters.retry(name) } : {}) });
-    if (nodes === undefined) return naiveCache(clock, db, shape, servers, (i) => counts(shape.scope === 'server' ? `server=${i}` : ''));
+    if (nodes === undefined) return inProcessTier(clock, shape, servers, db, origin, { variant: 'naive', counts });
     return naiveCacheNodes(clock, db, nodes, shape, (i) => counts(`server=${i}`));
   }
-  if (shape.scope === 'server') {
-    // Each server's own Cache under the configuration's cache(i), asked again when the server restarts.
-    const own = (i: number): CacheOptions<Row> => cacheOptions(settings, i, damperCacheDefaults(shape, keyCount, workers), { clock });
-    return damperServerCaches(clock, db, shape, servers, own, (cache, i) => observed.gauges.watch(cache, { server: i }));
-  }
   if (nodes === undefined) {
-    // The lab's options under the configuration's cache(0): one Cache stands for the whole cache tier (facebook-2010).
-    const tier = damperCache(clock, db.tier, cacheOptions(settings, 0, damperCacheDefaults(shape, keyCount, workers), { clock }));
-    observed.gauges.watch(tier.caches[0]!, {});
-    return tier;
+    // Each server's own Cache (or the tier's one, facebook-2010) under the configuration's cache(i), asked again when a server restarts.
+    const options = (i: number): CacheOptions<Row> => cacheOptions(settings, i, damperCacheDefaults(shape, keyCount, workers), { clock });
+    return inProcessTier(clock, shape, servers, db, origin, { variant: 'damper', options, watch: observed.gauges.watch });
   }
   // Each server's Cache under the configuration's cache(i), the origin budget split over the servers.
   const lab = (i: number, shared: NonNullable<CacheOptions<Row>['shared']>): CacheOptions<Row> => {

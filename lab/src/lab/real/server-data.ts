@@ -1,0 +1,52 @@
+import { type Clock } from 'damper';
+import { cacheOptions, type DamperSettings } from '../damper-config.js';
+import { remainingFreshness } from '../engine/streams.js';
+import { type VariantName } from '../judge/results.js';
+import { type ServiceScenario } from '../schema/service.js';
+import { KeySets } from '../world/key-sets.js';
+import { damperCacheDefaults, type DatabaseAccess, type DataTier, databaseOnly, inProcessTier, type InProcessVariant } from '../world/service-data.js';
+import { DatabasePool, postgresOrigin } from './database-pool.js';
+
+/** A real server's data tier, and the pool its queries go through (the origin's load is counted there). */
+export interface ServerData {
+  readonly tier: DataTier;
+  readonly pool: DatabasePool;
+  /** Puts the tier in the state a run starts from, fresh from now: every key cached, its remaining freshness drawn as the simulation draws it. */
+  prewarm(): Promise<void>;
+}
+
+/** The one server's data read: there is one server per process, and a tier of its own counts as server 0. */
+export const OWN = 0;
+
+/**
+ * What stands behind a real run's server `index`: the world's own data
+ * tier (`inProcessTier`, or the database alone), composed as the simulation
+ * composes it, over PostgreSQL on `databasePort` instead of the simulated
+ * database. naive: the look-aside map with the scenario's naive switches,
+ * querying the pool; damper: `Cache` with the lab's options under the
+ * configuration's `cache(index)`, loading through `postgresLoader`. The
+ * tier is in this process's memory: a cache of scope server is this
+ * server's, and a tier's one cache stands for the tier only while the tier
+ * has one server (real-plan.ts). Undefined without a database.
+ */
+export async function serverData(scenario: ServiceScenario, variant: VariantName, index: number, seed: number, clock: Clock, settings: DamperSettings, databasePort: number | undefined): Promise<ServerData | undefined> {
+  const database = scenario.database;
+  if (database === undefined) return undefined;
+  if (databasePort === undefined) throw new Error('a server of a scenario with a database is told its port');
+  const pool = new DatabasePool(clock, databasePort, database);
+  await pool.open();
+  const db: DatabaseAccess = { server: () => pool, tier: pool };
+  const shape = scenario.cache;
+  if (shape === undefined) return { tier: databaseOnly(db), pool, prewarm: async () => {} };
+  const keys = new KeySets(scenario.clients, scenario.keys);
+  const origin = postgresOrigin(pool);
+  // Nobody reads a real server's characteristic counts: the run is judged from the users' calls and the queries.
+  const how: InProcessVariant =
+    variant === 'naive'
+      ? { variant, counts: () => ({ cache: { requests: 0, loads: 0, stale: 0 } }) }
+      : { variant, options: () => cacheOptions(settings, index, damperCacheDefaults(shape, keys.keys.length, database.workers), { clock }), watch: () => () => {} };
+  const tier = inProcessTier(clock, shape, 1, db, { server: () => origin, tier: origin }, how);
+  // Every row as the database first has it: version 1, valid.
+  const prewarm = (): Promise<void> => tier.prewarm(keys, () => ({ version: 1, valid: true }), remainingFreshness(seed, shape.ttlS * 1000), seed);
+  return { tier, pool, prewarm };
+}

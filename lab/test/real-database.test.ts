@@ -1,0 +1,71 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { withDamperConfig } from '../src/lab/damper-config.js';
+import { compareVariant, verdictClass } from '../src/lab/judge/fidelity.js';
+import { loadScenario } from '../src/lab/lab.js';
+import { runFidelity } from '../src/lab/real/fidelity-run.js';
+import { runReal } from '../src/lab/real/real-runner.js';
+
+/**
+ * The real runner's database and in-process cache (issue 30): facebook-2010's
+ * system (test/fixtures/real-config-cache.json: one web server, the cache
+ * in its memory, PostgreSQL behind it, an invalid value of the hot key for
+ * 10 s) run in virtual time and for real, and the PostgreSQL each run
+ * starts is gone after it, however the run ends.
+ */
+
+/** The pids of the PostgreSQL servers a real run started (their data directory is in a run's temp dir), read from /proc. */
+function runsPostgres(): number[] {
+  return readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .flatMap((d) => {
+      try {
+        const args = readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0');
+        return args.some((a) => a.includes('/damper-real-') && a.endsWith('/postgres/data')) ? [Number(d)] : [];
+      } catch {
+        return [];
+      }
+    });
+}
+
+/** The run's temp dirs left in the temp dir. */
+function runDirs(): string[] {
+  return readdirSync(tmpdir()).filter((d) => d.startsWith('damper-real-') && !d.startsWith('damper-real-cli-'));
+}
+
+describe('a real run with a database and a cache agrees with its simulation: the same verdict, goodput during the trigger within 10 points, recovery within max(3 s, 25 %), amplification within 25 %', () => {
+  test('real-config-cache: naive stuck (the fixer deletes keys on errors) and damper healthy (the last known good kept), both ways, each figure within its bar', async () => {
+    const scenario = await loadScenario('test/fixtures/real-config-cache.json');
+    const before = runDirs();
+    const fidelity = await runFidelity(scenario, { scale: 1, timeScale: 1 }, { seed: 1, runs: 1 });
+    for (const variant of ['naive', 'damper'] as const) {
+      const v = fidelity.variants[variant]!;
+      const row = compareVariant(scenario, v);
+      const words = row.figures.map((f) => `${f.figure}: simulated ${JSON.stringify(f.simulated)}, real ${JSON.stringify(f.real)}, ${f.agrees === false ? 'DISAGREES' : 'agrees'}`).join('; ');
+      assert.equal(verdictClass(scenario, v.simulated), variant === 'naive' ? 'stuck' : 'stayed healthy', `${variant}'s simulation: ${words}`);
+      assert.ok(row.agrees, `${variant}: ${words}`);
+    }
+    assert.deepEqual(runsPostgres(), [], 'no PostgreSQL of a run is left');
+    assert.deepEqual(runDirs().filter((d) => !before.includes(d)), [], 'no run dir is left');
+  });
+});
+
+describe('nothing a real run starts outlives it', () => {
+  test('a run that fails once its PostgreSQL is up (a server cannot load its configuration) stops the database and removes its data', async () => {
+    const scenario = await loadScenario('test/fixtures/real-config-cache.json');
+    const dir = mkdtempSync(join(tmpdir(), 'damper-config-'));
+    try {
+      const config = join(dir, 'broken.mjs');
+      writeFileSync(config, "export default () => { throw new Error('no configuration today'); };\n");
+      const before = runDirs();
+      await assert.rejects(runReal(withDamperConfig(scenario, config), 'damper', { seed: 1 }), /server0 exited|no configuration today/);
+      assert.deepEqual(runsPostgres(), [], 'no PostgreSQL of a run is left');
+      assert.deepEqual(runDirs().filter((d) => !before.includes(d)), [], 'no run dir is left');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
