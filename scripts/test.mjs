@@ -113,6 +113,9 @@ const REAL_TIME = new Map([
   // a core, its users and server at up to 0.35 each), weighed above half
   // the cores like real.test so it runs beside no other heavy real-time
   // file (event loops late are what the host meter reads as the machine's).
+  // Its fidelity run is skipped until the jam it met is found (the file
+  // says why); what runs is its cleanup check, a PostgreSQL started and
+  // stopped.
   ['lab/test/real-database.test.js', 1.2],
 ]);
 
@@ -206,7 +209,7 @@ const EXPECTED_S = new Map([
   ['lab/test/check.test.js', 80],
   ['lab/test/verdict-watch.test.js', 60],
   ['lab/test/real.test.js', 170],
-  ['lab/test/real-database.test.js', 100],
+  ['lab/test/real-database.test.js', 15],
   ['lab/test/example-checkout.test.js', 70],
   ['lab/test/service-scenarios.test.js', 50],
   ['lab/test/lab-discord.test.js', 45],
