@@ -1,7 +1,7 @@
-import { type Clock, onAbort } from 'damper';
+import { type Clock } from 'damper';
 import { type PgClientLike, type PgPoolLike, postgresLoader } from 'damper/postgres';
 import pg from 'pg';
-import { DatabaseOverloadedError, type Queryable, QueryAbandonedError, QueryError, type Row } from '../world/database.js';
+import { callerSide, OVERLOADED, type Queryable, QueryError, type Row } from '../world/database.js';
 import { type RowOrigin } from '../world/origin-waits.js';
 import { LOOPBACK } from './loopback.js';
 import { ROW_QUERY, type RowRecord } from './postgres.js';
@@ -15,10 +15,6 @@ export interface DatabaseShape {
   readonly maxQueue: number;
 }
 
-// Raised by the thousand in an overload: one instance each, no stack per query (as the simulated database does).
-const OVERLOADED = new DatabaseOverloadedError();
-const TIMED_OUT = new QueryAbandonedError('no answer before the caller timed out');
-const ABORTED = new QueryAbandonedError('aborted by the caller');
 const NO_ROW = new QueryError('the database has no such row');
 
 /**
@@ -100,25 +96,14 @@ export class DatabasePool implements Queryable, PgPoolLike {
   /** `key`'s row, or why not (resolved, never rejected, as the simulated database answers). */
   query(key: string, options: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<Row | QueryError> {
     if (!this.admitted()) return Promise.resolve(OVERLOADED);
-    return new Promise<Row | QueryError>((answer) => {
-      let settled = false;
-      const settle = (outcome: Row | QueryError): void => {
-        if (settled) return;
-        settled = true;
-        timer?.cancel();
-        unsubscribe?.();
-        answer(outcome);
-      };
-      const { timeoutMs, signal } = options;
-      const timer = timeoutMs === undefined ? undefined : this.clock.setTimer(() => settle(TIMED_OUT), timeoutMs);
-      const unsubscribe = signal === undefined ? undefined : onAbort(signal, () => settle(ABORTED));
+    return callerSide(this.clock, options, (settle) =>
       this.connection()
         .then((client) => client.query<RowRecord>({ name: 'lab_row', text: ROW_QUERY, values: [key, this.serviceMs] }).finally(() => client.release()))
         .then(
           ({ rows }) => settle(rows[0] ?? NO_ROW),
           (error: unknown) => settle(new QueryError(error instanceof Error ? error.message : String(error))),
-        );
-    });
+        ),
+    );
   }
 
   close(): Promise<void> {

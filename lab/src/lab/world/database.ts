@@ -1,4 +1,4 @@
-import { onAbort, type Timer, type VirtualClock } from 'damper';
+import { type Clock, onAbort, type Timer, type VirtualClock } from 'damper';
 import { type Recorder } from '../judge/metrics.js';
 import { type Network } from '../engine/network.js';
 import { Fifo } from './fifo.js';
@@ -30,9 +30,32 @@ export class QueryAbandonedError extends QueryError {
 
 // The world raises these by the million in an overload; building a stack
 // trace for each was most of a naive run's time, and nobody reads them.
-const OVERLOADED = new DatabaseOverloadedError();
+export const OVERLOADED = new DatabaseOverloadedError();
 const TIMED_OUT = new QueryAbandonedError('no answer before the caller timed out');
 const ABORTED = new QueryAbandonedError('aborted by the caller');
+
+/**
+ * A query's answer as its caller waits for it: what `start` settles it
+ * with, or a {@link QueryAbandonedError} when `timeoutMs` passes or `signal`
+ * aborts first, whichever comes first (the rest is ignored). The database
+ * never learns that its caller left: the query runs on.
+ */
+export function callerSide(clock: Clock, options: { timeoutMs?: number; signal?: AbortSignal }, start: (settle: (outcome: Row | QueryError) => void) => void): Promise<Row | QueryError> {
+  return new Promise<Row | QueryError>((answer) => {
+    let settled = false;
+    const settle = (outcome: Row | QueryError): void => {
+      if (settled) return;
+      settled = true;
+      timer?.cancel();
+      unsubscribe();
+      answer(outcome);
+    };
+    const { timeoutMs, signal } = options;
+    const timer = timeoutMs === undefined ? undefined : clock.setTimer(() => settle(TIMED_OUT), timeoutMs);
+    const unsubscribe = signal === undefined ? NOOP : onAbort(signal, () => settle(ABORTED));
+    start(settle);
+  });
+}
 
 interface Job {
   readonly key: string;
@@ -118,20 +141,7 @@ export class Database implements Queryable {
    * never learns of them, as without a network.
    */
   private across(network: Network, key: string, options: { timeoutMs?: number; signal?: AbortSignal }): Promise<Row | QueryError> {
-    return new Promise<Row | QueryError>((answer) => {
-      let settled = false;
-      const settle = (outcome: Row | QueryError): void => {
-        if (settled) return;
-        settled = true;
-        timer?.cancel();
-        unsubscribe();
-        answer(outcome);
-      };
-      const { timeoutMs, signal } = options;
-      const timer = timeoutMs === undefined ? undefined : this.clock.setTimer(() => settle(TIMED_OUT), timeoutMs);
-      const unsubscribe = signal === undefined ? NOOP : onAbort(signal, () => settle(ABORTED));
-      network.hop(() => void this.arrive(key, {}).then((outcome) => network.hop(() => settle(outcome))));
-    });
+    return callerSide(this.clock, options, (settle) => network.hop(() => void this.arrive(key, {}).then((outcome) => network.hop(() => settle(outcome)))));
   }
 
   /** A query as it reaches the database. */
