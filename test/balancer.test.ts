@@ -451,6 +451,18 @@ describe('pick for callers that manage the call (an HTTP client)', () => {
     assert.throws(() => b.pick(null as unknown as undefined), ConfigError);
     assert.equal(b.stats().picks, 0);
   });
+
+  test('mayBeOut counts the open breakers with the upstreams already out; its argument is a Set of ids', async () => {
+    const clock = new VirtualClock({ seed: 1 });
+    // u0 never answers its health checks: out after the first.
+    const b = make(clock, { n: 2, health: { check: (t: string) => (t === 'u0' ? new Promise<void>(() => {}) : Promise.resolve()), interval: 1_000, timeout: 500, unhealthyThreshold: 1 } });
+    assert.equal(b.mayBeOut(new Set(['u1'])), true, 'one of two out: within the default share');
+    await clock.advance(2_000);
+    assert.equal(b.mayBeOut(new Set()), true);
+    assert.equal(b.mayBeOut(new Set(['u1'])), false, 'u0 out by its checks and u1 by its breaker: every upstream');
+    assert.throws(() => b.mayBeOut(1 as unknown as Set<string>), ConfigError);
+    b.close();
+  });
 });
 
 describe('configuration', () => {

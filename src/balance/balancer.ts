@@ -366,6 +366,8 @@ export class Balancer<U> {
    * server; measured in docs/lab.md, "Real runs").
    */
   mayBeOut(breakersOpen: ReadonlySet<string>): boolean {
+    // A count was its argument until the bound counted the upstreams already out: say so rather than read every one as closed.
+    if (!(breakersOpen instanceof Set)) throw new ConfigError(`mayBeOut(breakersOpen): a Set of upstream ids, got ${describe(breakersOpen)}`);
     let out = 0;
     for (const s of this.slots) if (s.state !== 'healthy' || breakersOpen.has(s.id)) out++;
     return out === 0 || mayEject(out - 1, this.slots.length, this.outliers.maxEjectionShare);
