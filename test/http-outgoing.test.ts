@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, fork } from 'node:child_process';
 import { after, describe, test } from 'node:test';
+import { connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { Agent, type Dispatcher, request } from 'undici';
 import { BreakerOpenError, ConfigError, HeaderError, RetryBudget, systemClock } from '../src/index.js';
@@ -192,6 +193,45 @@ describe('a retry storm cannot start here: attempts stay within the budget, over
     assert.equal(u.ejected, false);
     // Back from SIGSTOP, it serves again at once: nothing took it out.
     assert.equal((await call(agent, 'after')).status, 200);
+  });
+
+  // undici starts a request (the controller that can abort it) only once it has a connection, and hears no abort before
+  // (nodejs/undici#386). A server frozen with its accept queue full takes no connection: the kernel drops the SYNs and
+  // connect() waits on their retransmission, up to undici's 10-s connect timeout. The attempt must end by its own timeout
+  // and the deadline all the same, and a call with neither by its caller's abort.
+  test('a server that takes no connection (frozen, its accept queue full): a new request ends by its attempt timeout and its deadline, a bare one by its caller’s abort', { timeout: 30_000 }, async () => {
+    const frozen = await upstream('ok', 'frozen', '1');
+    frozen.child.kill('SIGSTOP');
+    // Fill the accept queue (a backlog of 1 holds two connections): from here every SYN is dropped.
+    const fillers = Array.from({ length: 4 }, () => connect(frozen.port, '127.0.0.1').on('error', () => {}));
+    closers.push(async () => fillers.forEach((f) => f.destroy()));
+    await sleep(100);
+    const timed = client({ upstreams: [frozen.origin], timeout: 600, retry: { maxAttempts: 2, attemptTimeout: 200, baseDelay: 10, maxDelay: 20 }, breaker: false, throttle: false });
+    const bare = client({ upstreams: [frozen.origin], breaker: false, throttle: false });
+    const controller = new AbortController();
+    const reason = new Error('user left');
+    const started = performance.now();
+    const [attempts, deadline, aborted] = await Promise.all([
+      call(timed.agent, 'two-attempts'),
+      call(timed.agent, 'deadline', 'GET', { 'x-damper-deadline-ms': '300' }),
+      request('http://service.test/x', { dispatcher: bare.agent, signal: controller.signal, headers: { 'x-test-id': 'bare' } }).then(
+        () => 'answered',
+        (e: unknown) => ({ ms: performance.now() - started, error: e }),
+      ),
+      sleep(250).then(() => controller.abort(reason)),
+    ]);
+    frozen.child.kill('SIGCONT');
+    assert.equal(attempts.status, undefined, 'a frozen server answers nothing');
+    assert.ok(attempts.ms < 600 + 300, `two attempts of 200 ms within a 600-ms timeout took ${attempts.ms.toFixed(0)} ms`);
+    assert.equal(timed.log.filter((s) => s.id === 'two-attempts').length, 2, 'the first attempt ended at its timeout, so the retry went out');
+    assert.ok(deadline.ms < 300 + 300, `a 300-ms deadline took ${deadline.ms.toFixed(0)} ms`);
+    // Over for the balancer and the limits too, not only for the caller: an attempt still counted in flight until undici's
+    // connect timeout fills the upstream's share of every limit with calls nobody waits for.
+    assert.equal(timed.dependency.stats().balancer.upstreams[0]!.inFlight, 0, 'every attempt is over');
+    assert.notEqual(aborted, 'answered');
+    const { ms, error } = aborted as { ms: number; error: unknown };
+    assert.equal(error, reason, "the caller hears its own reason");
+    assert.ok(ms < 250 + 300, `aborted at 250 ms, the request ended at ${ms.toFixed(0)} ms`);
   });
 });
 

@@ -3,7 +3,8 @@
 // Missourian's web server hung) without stopping itself. Not a test (no
 // .test.ts suffix).
 //
-// argv[2] is its behaviour: `ok` answers 200 with its name; `503` answers 503
+// argv[2] is its behaviour: `ok` answers 200 with its name (listening with an
+// accept queue of argv[4] connections when given); `503` answers 503
 // (with `Retry-After: <argv[4]>` when given); `ok-then-503` answers 200 to its
 // first argv[4] requests and 503 to every later one; `stream` answers 200 and
 // sends one chunk every 50 ms for argv[4] ms. argv[3] is its name. It tells the
@@ -44,7 +45,7 @@ const server = createServer((req, res) => {
 });
 
 server.keepAliveTimeout = 30_000;
-server.listen(0, '127.0.0.1', () => {
+server.listen({ port: 0, host: '127.0.0.1', ...(mode === 'ok' && arg !== undefined ? { backlog: Number(arg) } : {}) }, () => {
   process.send?.({ port: (server.address() as AddressInfo).port });
 });
 // The parent gone, nothing is left behind.

@@ -144,6 +144,7 @@ export class Exchange implements Controller {
       const { dependency, options } = this;
       const attempt = new AttemptHandler(this, upstream, signal, resolve, reject);
       this.live.add(attempt);
+      attempt.watch();
       const set: [string, string][] = [];
       // The time left for this attempt: the earlier of the deadline and its own timeout.
       const until = signal === NEVER_ABORTS ? undefined : deadlineOf(signal);
@@ -255,6 +256,8 @@ class AttemptHandler implements Handler {
   private readonly chunks: Buffer[] = [];
   private bytes = 0;
   private ending: { readonly trailers: Headers } | { readonly error: Error } | undefined;
+  /** Why the attempt was over before undici started it: the reason its dispatch is aborted with when undici does. */
+  private endedBy: Error | undefined;
   private unsubscribe: () => void = NOOP;
 
   constructor(
@@ -265,27 +268,60 @@ class AttemptHandler implements Handler {
     private readonly reject: (error: unknown) => void,
   ) {}
 
+  /**
+   * Watches the attempt's signal (its timeout, the deadline, the caller's
+   * abort) from the moment it is dispatched. undici starts a request
+   * (`onRequestStart`, the controller that can abort it) only once it has a
+   * connection, and hears no abort before (nodejs/undici#386): a request
+   * waiting for a connection to a server slow to accept (frozen, its accept
+   * queue full) would outlive its timeout and its deadline by the connect
+   * timeout, 10 s by default, every call in the limiter's count and nothing
+   * counted against the upstream meanwhile. Seen as a jam in the lab's real
+   * runs (issue 30): users' calls ending seconds after their timeout.
+   */
+  watch(): void {
+    const signal = this.signal;
+    // The first attempt of a bare call: only its caller can end it, through the exchange (`callerAborted`).
+    if (signal === NEVER_ABORTS) return;
+    this.unsubscribe = onAbort(signal, () => this.walkAway(asError(signal.reason)));
+  }
+
   onRequestStart(controller: Controller): void {
     this.controller = controller;
     if (this.phase === 'over') {
-      // Cancelled before undici started it (the other of a hedged pair answered first).
-      controller.abort(new AbortedError(`the attempt to upstream ${this.upstream.id} lost to the other of a hedged pair`, undefined));
+      // Over before undici started it: walked away from while it waited for a connection, or the other of a hedged pair answered first.
+      controller.abort(this.endedBy!);
       return;
     }
-    const signal = this.signal;
-    if (signal === NEVER_ABORTS) {
-      // The first attempt of a bare call: only its caller can end it, through the exchange (`callerAborted`).
+    if (this.signal === NEVER_ABORTS) {
       if (this.exchange.aborted) this.callerAborted();
       return;
     }
-    // The attempt's timeout, the deadline or the caller's abort ends the dispatch, with its reason.
-    if (signal.aborted) controller.abort(asError(signal.reason));
-    else this.unsubscribe = onAbort(signal, () => controller.abort(asError(signal.reason)));
+    if (this.signal.aborted) controller.abort(asError(this.signal.reason));
   }
 
   /** The caller aborted a bare call while this, its first attempt, was out: the dispatch ends with the caller's reason. */
   callerAborted(): void {
-    if (this.signal === NEVER_ABORTS) this.controller?.abort(this.exchange.reason!);
+    if (this.signal === NEVER_ABORTS) this.walkAway(this.exchange.reason!);
+  }
+
+  /**
+   * The attempt's time is up (or its caller left): a started dispatch is
+   * aborted, and undici's error ends the attempt; one undici has not started
+   * (still waiting for a connection) ends now, and is aborted when undici
+   * starts it (`onRequestStart`).
+   */
+  private walkAway(reason: Error): void {
+    if (this.controller !== undefined) {
+      this.controller.abort(reason);
+      return;
+    }
+    if (this.phase !== 'sending') return;
+    this.phase = 'over';
+    this.endedBy = reason;
+    this.unsubscribe();
+    this.exchange.over(this);
+    this.failed(reason);
   }
 
   onResponseStart(controller: Controller, status: number, headers: Headers, message?: string): void {
@@ -374,6 +410,7 @@ class AttemptHandler implements Handler {
     if (this.phase === 'over' || this.phase === 'delivering') return;
     const error = new AbortedError(`the attempt to upstream ${this.upstream.id} lost to the other of a hedged pair`, undefined);
     this.phase = 'over';
+    this.endedBy = error;
     this.unsubscribe();
     this.exchange.over(this);
     this.chunks.length = 0;

@@ -73,11 +73,12 @@ function send(population: Population, key: string, then: (good: boolean) => void
   // naive gives up at its timeout. damper's client has the timeout as the call's deadline, and it is the deadline that ends
   // the call (counted against the upstream that did not answer in time, as a hung one is); the user's own abort is a
   // safety net a moment later, which the dependency would count as nobody's fault. An answer after the timeout is bad either way.
-  const cancel = after(population.timeoutMs + (args.variant === 'damper' ? DEADLINE_FIRST_MS : 0), () => gaveUp.abort());
-  const headers: Record<string, string> = args.variant === 'damper' ? { [DEADLINE_HEADER]: String(population.timeoutMs), [PRIORITY_HEADER]: population.priority } : {};
-  const ended = (good: boolean): void => {
-    cancel();
-    open.delete(pending);
+  // The user's view of the call, recorded once: its answer, or giving up at the abort. A request undici has not started
+  // (waiting for a connection) hears no abort until it has one (nodejs/undici#386), but its user has gone all the same.
+  let recorded = false;
+  const record = (good: boolean): void => {
+    if (recorded) return;
+    recorded = true;
     const at = wallNowMs();
     const inTime = good && at - sent <= population.timeoutMs;
     if (measured) calls.push(sent - zero, at - zero, inTime ? 1 : 0);
@@ -85,8 +86,19 @@ function send(population: Population, key: string, then: (good: boolean) => void
       warmed.calls++;
       if (inTime) warmed.good++;
     }
-    out--;
     then(inTime);
+  };
+  const cancel = after(population.timeoutMs + (args.variant === 'damper' ? DEADLINE_FIRST_MS : 0), () => {
+    gaveUp.abort();
+    record(false);
+  });
+  const headers: Record<string, string> = args.variant === 'damper' ? { [DEADLINE_HEADER]: String(population.timeoutMs), [PRIORITY_HEADER]: population.priority } : {};
+  // The request itself ends later, if ever: the run drains them all (a request that never ends is a defect, `drainWatch`).
+  const ended = (good: boolean): void => {
+    cancel();
+    record(good);
+    open.delete(pending);
+    out--;
     if (out === 0) onIdle?.();
   };
   request(`${origin}/work?key=${encodeURIComponent(key)}`, { dispatcher: client.dispatcher, signal: gaveUp.signal, headers }).then(
