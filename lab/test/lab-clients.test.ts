@@ -2,27 +2,10 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { VirtualClock } from 'damper';
 import { type ClientWorld, Clients } from '../src/lab/engine/clients.js';
-import { loadScenario } from '../src/lab/lab.js';
 import { Recorder } from '../src/lab/judge/metrics.js';
 import { Network } from '../src/lab/engine/network.js';
-import { runIsolated } from '../src/lab/engine/parallel.js';
 import { retryDelayMs } from '../src/lab/engine/retry-delay.js';
 import { type Backoff, type FaultSpanDoc, type ScenarioCommon } from '../src/lab/schema/common.js';
-import { service, type ServiceScenario } from '../src/lab/world/service.js';
-
-/** The shipped retry storm, its naive tiers backing off per `backoff`, its ×4 slowdown held `size` s. */
-const storm = (backoff: Backoff, size: number): Promise<ServiceScenario> =>
-  loadScenario('retry-storm').then((s) => {
-    const { tiers } = s as ServiceScenario;
-    return service.trigger.resize({ ...(s as ServiceScenario), tiers: { ...tiers!, each: tiers!.each!.map((t) => ({ ...t, backoff })) } }, size);
-  });
-const FULL_JITTER: Backoff = { kind: 'full-jitter', baseMs: 1000, maxMs: 30_000 };
-// Started at once, in worker threads, to share the cores with the unit tests below.
-const edge = {
-  immediateAt2: storm({ kind: 'none' }, 2).then((s) => runIsolated(s, 1)),
-  jitterAt2: storm(FULL_JITTER, 2).then((s) => runIsolated(s, 1)),
-  jitterAt3: storm(FULL_JITTER, 3).then((s) => runIsolated(s, 1)),
-};
 
 describe('a naive client’s retry delays, per backoff', () => {
   const never = (): number => assert.fail('no draw without full jitter');
@@ -99,19 +82,6 @@ describe('the client driver retries per its population’s backoff, in virtual t
 
   test('none: every retry at once', async () => {
     for (const g of await retryGaps({ kind: 'none' })) assert.deepEqual(g, [0, 0, 0, 0]);
-  });
-});
-
-describe('naive backoff moves the retry storm’s edge without removing the loop', () => {
-  test('a 2 s slowdown collapses immediate retries, not full-jitter ones; 3 s collapses both', async () => {
-    const immediate = (await edge.immediateAt2).variants.naive.summary;
-    assert.equal(immediate.recoverySeconds, null, `immediate retries recovered after ${immediate.recoverySeconds} s`);
-    const jitter = (await edge.jitterAt2).variants.naive.summary;
-    assert.ok(jitter.recoverySeconds !== null && jitter.recoverySeconds <= 30, `full jitter: recovery ${jitter.recoverySeconds}`);
-    // Backoff spreads the retries but no budget bounds them: past the edge every call still makes all its attempts.
-    const longer = (await edge.jitterAt3).variants.naive.summary;
-    assert.equal(longer.recoverySeconds, null, `full jitter at 3 s recovered after ${longer.recoverySeconds} s`);
-    assert.ok(longer.amplification >= 10, `amplification ${longer.amplification}`);
   });
 });
 
