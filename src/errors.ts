@@ -94,10 +94,21 @@ export class BreakerOpenError extends DamperError {
   }
 }
 
-/** The caller's deadline passed, or no attempt could finish before it. */
+/**
+ * The caller's deadline passed, or no attempt could finish before it.
+ *
+ * `phase` says where: `admission` when it passed before a guard let the call
+ * through (while it waited in a limiter's or a rate limiter's queue, or on
+ * arrival): the call never reached the dependency, so it says nothing about
+ * it, and a cache does not hold it against the key (a refusal by its origin
+ * budget, like an `OverloadedError`); `call` when it passed during the call.
+ */
 export class DeadlineExceededError extends DamperError {
-  constructor(message: string) {
+  readonly phase: 'admission' | 'call';
+
+  constructor(message: string, phase: 'admission' | 'call' = 'call') {
     super('DEADLINE_EXCEEDED', message);
+    this.phase = phase;
   }
 }
 

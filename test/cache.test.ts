@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { AbortedError, ArgumentError, Cache, type CacheOptions, ConcurrencyLimiter, ConfigError, LoaderError, LoadTimeoutError, OverloadedError, ValidationError, VirtualClock } from '../src/index.js';
+import { AbortedError, ArgumentError, Cache, type CacheOptions, ConcurrencyLimiter, ConfigError, InMemorySharedStore, LoaderError, LoadTimeoutError, OverloadedError, RateLimiter, ValidationError, VirtualClock } from '../src/index.js';
 import { deferred, hangingSchema, track } from './helpers.js';
 
 function setup<V>(options: CacheOptions<V> = {}): { clock: VirtualClock; cache: Cache<V> } {
@@ -396,6 +396,32 @@ describe('origin budget', () => {
     hold.resolve(0);
     await clock.settle();
     assert.equal(blocker.value, 0);
+  });
+});
+
+describe('a load refused by the origin budget is not the key\'s failure', () => {
+  // A RateLimiter whose queueTimeout is longer than the cache's loadTimeout: a queued load meets its load timeout (or
+  // its deadline) in the queue, never having reached the origin. Held against the key, it left a failure marker in the
+  // shared tier and every process backed the key off (the lab's discord-2019 served stale settings 94–141 s past the
+  // nodes' recovery).
+  test("a load whose deadline passes in the budget's queue leaves no failure marker: another process loads the key at once", async () => {
+    const clock = new VirtualClock();
+    const store = new InMemorySharedStore({ clock });
+    const shared = { store, namespace: 'app' };
+    const options = { clock, loadTimeout: 100, earlyRefresh: 0, ttlJitter: 0, backoff: { base: 1_000, max: 30_000, jitter: 0 } };
+    const a = new Cache<number>({ ...options, shared, guard: new RateLimiter({ clock, rate: 1, burst: 1, queueTimeout: 1_000 }) });
+    const b = new Cache<number>({ ...options, shared });
+    // The second's one token, spent.
+    assert.equal(await a.get('other', () => 1), 1);
+    let origin = 0;
+    const refused = track(a.get('k', () => ++origin));
+    await clock.advance(150);
+    assert.ok(refused.error instanceof LoadTimeoutError, String(refused.error));
+    assert.equal(origin, 0, 'the load never reached the origin');
+    // Had the refusal been held against the key, b would get a LeaseBackoffError for the next second, with no load.
+    const loaded = track(b.get('k', () => 7));
+    await clock.advance(50);
+    assert.equal(loaded.value, 7);
   });
 });
 

@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import { ClusterFlight, type LeaseStore, type Resolution, type ResolveRequest } from '../src/cache/cluster-flight.js';
 import { HardTimeout } from '../src/cache/hard-timeout.js';
 import { type Called } from '../src/cache/shared-tier.js';
-import { CircuitBreaker, InMemorySharedStore, LeaseBackoffError, OverloadedError, SharedTierError, sleep, VirtualClock } from '../src/index.js';
+import { CircuitBreaker, DeadlineExceededError, InMemorySharedStore, LeaseBackoffError, OverloadedError, SharedTierError, sleep, VirtualClock } from '../src/index.js';
 import { decodeEnvelope, encodeEnvelope } from '../src/stores/envelope.js';
 import { track } from './helpers.js';
 
@@ -199,6 +199,17 @@ describe('an error is not a value, across the cluster (principle 1)', () => {
     assert.equal(w.store.calls.fail, 0);
     const answer = await within(w, 100, w.processes[1]!.flight.resolve(request(w, loader(w, 40))));
     assert.equal(answer.kind, 'loaded');
+    assertLeasesGivenBack(w);
+  });
+
+  test("a load whose deadline passed in the holder's origin budget's queue leaves no marker either; one that passed during the load does", async () => {
+    const w = world(2);
+    const queued = new DeadlineExceededError('deadline for "k" passed while it waited for a token', 'admission');
+    const [refused] = await resolveAll(w, [request(w, loader(w, 0, queued))]);
+    assert.equal(refused!.kind, 'failed');
+    assert.equal(w.store.calls.fail, 0, 'the budget refused it: nothing is held against the key');
+    await resolveAll(w, [request(w, loader(w, 0, new DeadlineExceededError('call for key "k" passed its deadline')))]);
+    assert.equal(w.store.calls.fail, 1, 'the origin did not answer in time: the key backs off');
     assertLeasesGivenBack(w);
   });
 

@@ -13,7 +13,7 @@ import { type Flight, type FlightKind, Flights, type Outcome } from './flight.js
 import { HardTimeout } from './hard-timeout.js';
 import { type LocalTier } from './local-tier.js';
 import { type ResolvedLoadOptions } from './options.js';
-import { countsAgainstKey } from './refusal.js';
+import { countsAgainstKey, unreachedRefusal } from './refusal.js';
 import { type Lookup, type SharedTier } from './shared-tier.js';
 import { type CacheCounters } from './stats.js';
 import { checkTags, sharesTag } from './tags.js';
@@ -211,7 +211,11 @@ export class ReadPath<V> {
     // A superseded load of this key still holds the origin: wait for it to land, within this load's time.
     // Its outcome is not this load's (it was read before the write that superseded it), and it never rejects.
     if (flight.predecessor !== undefined) await beforeAbort<unknown>(flight.predecessor.promise, hard.signal, () => undefined);
-    const loaded = await this.parts.guard.run((attempt) => this.callLoader(load, attempt), context);
+    let reached = false;
+    const loaded = await this.parts.guard.run((attempt) => ((reached = true), this.callLoader(load, attempt)), context).catch((error: unknown) => {
+      // Timed out, or past its deadline, while the guard held it back (its queue): it never reached the origin (refusal.ts).
+      throw reached ? error : unreachedRefusal(error, hard.expired);
+    });
     if (check === undefined || loaded === undefined) return loaded;
     const checked = check(loaded);
     // The hard timeout covers validation too: an async validator that never settles ends with the load's LoadTimeoutError.

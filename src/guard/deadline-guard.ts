@@ -65,7 +65,7 @@ export class DeadlineGuard implements Guard {
     if (context.signal.aborted) return Promise.reject(new AbortedError(`call for key "${context.key}" aborted`, context.signal.reason));
     if (at <= now) {
       this.expired++;
-      return Promise.reject(new DeadlineExceededError(`deadline for key "${context.key}" passed before the call started`));
+      return Promise.reject(new DeadlineExceededError(`deadline for key "${context.key}" passed before the call started`, 'admission'));
     }
     const { key } = context;
     return runAbandonable(task, {

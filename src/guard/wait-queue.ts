@@ -161,7 +161,7 @@ export class WaitQueue<R extends string, E extends string> {
     const { key, signal } = context;
     if (signal.aborted) return Promise.reject(new AbortedError(`call for "${key}" aborted before it was admitted`, signal.reason));
     const deadline = effectiveDeadline(context);
-    if (deadline !== undefined && deadline <= this.clock.now()) return this.refuse(this.deadlineReason, key, context.priority, new DeadlineExceededError(`deadline for "${key}" passed before it was admitted`));
+    if (deadline !== undefined && deadline <= this.clock.now()) return this.refuse(this.deadlineReason, key, context.priority, new DeadlineExceededError(`deadline for "${key}" passed before it was admitted`, 'admission'));
     if (!context.wait) return this.refuse('busy', key, context.priority, new OverloadedError(`${this.options.reached(rank)}; "${key}" not queued because a value can be served meanwhile`));
     return undefined;
   }
@@ -192,7 +192,7 @@ export class WaitQueue<R extends string, E extends string> {
     return new Promise<void>((resolve, reject) => {
       const waiter = new Waiter(key, priority, rank, now, resolve, reject);
       waiter.timer = this.clock.setTimer(() => {
-        if (byDeadline) this.refuseWaiter(waiter, this.deadlineReason, new DeadlineExceededError(`deadline for "${key}" passed while it waited for ${this.options.awaits}`));
+        if (byDeadline) this.refuseWaiter(waiter, this.deadlineReason, new DeadlineExceededError(`deadline for "${key}" passed while it waited for ${this.options.awaits}`, 'admission'));
         else this.refuseWaiter(waiter, 'timeout', new OverloadedError(`"${key}" waited ${ms} ms for ${this.options.awaits}${note}`));
       }, ms);
       // One listener per signal however many calls share it (a server's shutdown signal, say).
