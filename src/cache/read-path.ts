@@ -212,10 +212,17 @@ export class ReadPath<V> {
     // Its outcome is not this load's (it was read before the write that superseded it), and it never rejects.
     if (flight.predecessor !== undefined) await beforeAbort<unknown>(flight.predecessor.promise, hard.signal, () => undefined);
     let reached = false;
-    const loaded = await this.parts.guard.run((attempt) => ((reached = true), this.callLoader(load, attempt)), context).catch((error: unknown) => {
+    let loaded: V;
+    try {
+      // Awaited as it was (no .catch in between): the lab's replays keep their order of microtasks.
+      loaded = await this.parts.guard.run((attempt) => {
+        reached = true;
+        return this.callLoader(load, attempt);
+      }, context);
+    } catch (error) {
       // Timed out, or past its deadline, while the guard held it back (its queue): it never reached the origin (refusal.ts).
       throw reached ? error : unreachedRefusal(error, hard.expired);
-    });
+    }
     if (check === undefined || loaded === undefined) return loaded;
     const checked = check(loaded);
     // The hard timeout covers validation too: an async validator that never settles ends with the load's LoadTimeoutError.
