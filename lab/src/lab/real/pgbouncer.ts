@@ -33,6 +33,8 @@ import { asServerUser, SERVER_USER, serverUserDir } from './server-user.js';
  * `workers + maxQueue`, would split the queue: a server alone under load
  * (the other one hung, missourian-2010) could queue only half of it.
  */
+
+/** The pgbouncer a real run started, as its servers reach it. */
 export interface RealPgbouncer {
   readonly port: number;
 }
