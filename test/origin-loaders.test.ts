@@ -105,6 +105,16 @@ describe('postgresLoader (real PostgreSQL)', () => {
     assert.match(rows[0]?.name ?? '', /^damper_[0-9a-f]{16}$/);
   });
 
+  test('name: false sends an unnamed statement, as a pooler in transaction mode needs: nothing stays prepared on the connection', async () => {
+    const text = 'SELECT title FROM articles WHERE id = $1';
+    const load = postgresLoader({ pool, text, row: (r: { title: string }) => r.title, name: false });
+    assert.equal(await load(context('a1')), 'First');
+    assert.equal(await load(context('a2')), 'Second');
+    const { rows } = await pool.query('SELECT name FROM pg_prepared_statements WHERE statement = $1', [text]);
+    assert.deepEqual(rows, []);
+    assert.throws(() => postgresLoader({ pool, text: 'SELECT 1', row: articleRow, name: '' }), ConfigError);
+  });
+
   test('more than one row is a typed error, not a value', async () => {
     const load = postgresLoader({ pool, text: 'SELECT tag FROM tags WHERE article_id = $1', row: (r: { tag: string }) => r.tag });
     assert.equal(await load(context('a2')), 'sport');

@@ -7,24 +7,31 @@ import { withDamperConfig } from '../src/lab/damper-config.js';
 import { compareVariant, verdictClass } from '../src/lab/judge/fidelity.js';
 import { loadScenario } from '../src/lab/lab.js';
 import { runFidelity } from '../src/lab/real/fidelity-run.js';
+import { systemClock } from 'damper';
+import { DatabasePool } from '../src/lab/real/database-pool.js';
+import { startPgbouncer } from '../src/lab/real/pgbouncer.js';
+import { startPostgres } from '../src/lab/real/postgres.js';
+import { ProcessGroup } from '../src/lab/real/process-group.js';
 import { runReal } from '../src/lab/real/real-runner.js';
+import { wallNowMs } from '../src/lab/real/wall-clock.js';
+import { OVERLOADED, QueryError } from '../src/lab/world/database.js';
 
 /**
  * The real runner's database and in-process cache (issue 30): facebook-2010's
  * system (test/fixtures/real-config-cache.json: one web server, the cache
- * in its memory, PostgreSQL behind it, an invalid value of the hot key for
- * 10 s) run in virtual time and for real, and the PostgreSQL each run
- * starts is gone after it, however the run ends.
+ * in its memory, PostgreSQL behind pgbouncer, an invalid value of the hot
+ * key for 10 s) run in virtual time and for real, and the PostgreSQL and
+ * pgbouncer each run starts are gone after it, however the run ends.
  */
 
-/** The pids of the PostgreSQL servers a real run started (their data directory is in a run's temp dir), read from /proc. */
-function runsPostgres(): number[] {
+/** The pids of the PostgreSQL servers and pgbouncers a real run started (their data directory, their configuration, in a run's temp dir), read from /proc. */
+function runsDatabase(): number[] {
   return readdirSync('/proc')
     .filter((d) => /^\d+$/.test(d))
     .flatMap((d) => {
       try {
         const args = readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0');
-        return args.some((a) => a.includes('/damper-real-') && a.endsWith('/postgres/data')) ? [Number(d)] : [];
+        return args.some((a) => a.includes('/damper-real-') && (a.endsWith('/postgres/data') || a.endsWith('/pgbouncer/pgbouncer.ini'))) ? [Number(d)] : [];
       } catch {
         return [];
       }
@@ -52,13 +59,13 @@ describe('a real run with a database and a cache agrees with its simulation: the
       assert.equal(verdictClass(scenario, v.simulated), variant === 'naive' ? 'stuck' : 'stayed healthy', `${variant}'s simulation: ${words}`);
       assert.ok(row.agrees, `${variant}: ${words}`);
     }
-    assert.deepEqual(runsPostgres(), [], 'no PostgreSQL of a run is left');
+    assert.deepEqual(runsDatabase(), [], 'no PostgreSQL or pgbouncer of a run is left');
     assert.deepEqual(runDirs().filter((d) => !before.includes(d)), [], 'no run dir is left');
   });
 });
 
 describe('nothing a real run starts outlives it', () => {
-  test('a run that fails once its PostgreSQL is up (a server cannot load its configuration) stops the database and removes its data', async () => {
+  test('a run that fails once its PostgreSQL and pgbouncer are up (a server cannot load its configuration) stops both and removes their files', async () => {
     const scenario = await loadScenario('test/fixtures/real-config-cache.json');
     const dir = mkdtempSync(join(tmpdir(), 'damper-config-'));
     try {
@@ -66,9 +73,42 @@ describe('nothing a real run starts outlives it', () => {
       writeFileSync(config, "export default () => { throw new Error('no configuration today'); };\n");
       const before = runDirs();
       await assert.rejects(runReal(withDamperConfig(scenario, config), 'damper', { seed: 1 }), /server0 exited|no configuration today/);
-      assert.deepEqual(runsPostgres(), [], 'no PostgreSQL of a run is left');
+      assert.deepEqual(runsDatabase(), [], 'no PostgreSQL or pgbouncer of a run is left');
       assert.deepEqual(runDirs().filter((d) => !before.includes(d)), [], 'no run dir is left');
     } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('several servers share the database’s one bound through pgbouncer, as the simulated database has one', () => {
+  test('two servers’ pools, one worker and a queue of one: two queries are served one after the other, the others refused as overloaded; the group stops pgbouncer', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'damper-real-'));
+    const group = new ProcessGroup({ selfName: null });
+    // A query of 1 s: four logins at once reach pgbouncer long before the first one's slot frees.
+    const shape = { capacityQps: 1, workers: 1, maxQueue: 1 };
+    const pools: DatabasePool[] = [];
+    try {
+      const database = await startPostgres(group, dir, ['k'], shape.workers);
+      await database.close();
+      const { port } = await startPgbouncer(group, dir, database.port, shape);
+      pools.push(new DatabasePool(systemClock, port, shape), new DatabasePool(systemClock, port, shape));
+      await Promise.all(pools.map((p) => p.open()));
+      for (const p of pools) p.sent.zero = wallNowMs();
+      const started = performance.now();
+      // Each server alone holds no more than the bound (2): only pgbouncer can refuse these.
+      const outcomes = await Promise.all(pools.flatMap((p) => [p, p]).map((p) => p.query('k').then((o) => ({ o, ms: performance.now() - started }))));
+      const served = outcomes.filter(({ o }) => !(o instanceof QueryError));
+      assert.equal(served.length, 2, JSON.stringify(outcomes));
+      assert.equal(outcomes.filter(({ o }) => o === OVERLOADED).length, 2, JSON.stringify(outcomes));
+      // One worker for both servers: the second answer comes a service time after the first.
+      assert.ok(Math.max(...served.map((s) => s.ms)) >= 1900, JSON.stringify(outcomes));
+      assert.equal(pools[0]!.sent.values.reduce((a, b) => a + b, 0) + pools[1]!.sent.values.reduce((a, b) => a + b, 0), 4, 'every query counted, refused or not');
+      assert.equal(runsDatabase().length, 2, 'PostgreSQL and pgbouncer');
+    } finally {
+      await Promise.all(pools.map((p) => p.close()));
+      await group.close();
+      assert.deepEqual(runsDatabase(), [], 'no PostgreSQL or pgbouncer of the run is left');
       rmSync(dir, { recursive: true, force: true });
     }
   });

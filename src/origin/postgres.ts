@@ -16,7 +16,8 @@ export { type OriginLoader, TOO_MANY_ROWS } from './loader.js';
 
 /** The part of a `pg.PoolClient` the loader uses. */
 export interface PgClientLike {
-  query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: unknown[] }>;
+  /** `name` absent: an unnamed statement (`postgresLoader`'s `name: false`). */
+  query(config: { name?: string; text: string; values: unknown[] }): Promise<{ rows: unknown[] }>;
   /** `release(true)` destroys the connection instead of returning it to the pool. */
   release(destroy?: boolean): void;
   /** pg's EventEmitter side: a checked-out client reports a dropped connection as an `error` event. */
@@ -52,8 +53,14 @@ export interface PostgresLoaderOptions<V, R> {
    * Name of the prepared statement, so each connection parses and plans the
    * query once. Default: `damper_` and a hash of `text` (two loaders with the
    * same text share it; pg refuses one name for two texts).
+   *
+   * `false`: an unnamed statement, parsed and planned with each query. What a
+   * pooler in transaction mode needs: pgbouncer before 1.21 hands each
+   * transaction whichever server connection is free, where a statement
+   * prepared on another one does not exist (or, on a new client connection,
+   * already exists under that name).
    */
-  name?: string;
+  name?: string | false;
 }
 
 
@@ -105,11 +112,12 @@ export function postgresLoader<V, R = Record<string, unknown>>(options: Postgres
   if (typeof text !== 'string' || text.trim() === '') throw new ConfigError('postgresLoader: `text` must be a non-empty SQL string');
   const params = checkRowOptions('postgresLoader', options);
   const name = options.name ?? `damper_${createHash('sha256').update(text).digest('hex').slice(0, 16)}`;
-  if (typeof name !== 'string' || name === '') throw new ConfigError('postgresLoader: `name` must be a non-empty string');
+  if (name !== false && (typeof name !== 'string' || name === '')) throw new ConfigError('postgresLoader: `name` must be a non-empty string, or false for an unnamed statement');
+  const statement = name === false ? {} : { name };
 
   return async ({ key, signal }) => {
     signal.throwIfAborted();
-    const rows = await cancellableQuery(pool, { name, text, values: params(key) }, signal);
+    const rows = await cancellableQuery(pool, { ...statement, text, values: params(key) }, signal);
     return oneRow(key, rows, row);
   };
 }
@@ -118,7 +126,7 @@ export function postgresLoader<V, R = Record<string, unknown>>(options: Postgres
 const QUERY_CANCELED = '57014';
 
 /** Runs one query on its own connection; on abort, rejects at once and cancels it on the server. */
-function cancellableQuery(pool: PgPoolLike, config: { name: string; text: string; values: unknown[] }, signal: AbortSignal): Promise<unknown[]> {
+function cancellableQuery(pool: PgPoolLike, config: { name?: string; text: string; values: unknown[] }, signal: AbortSignal): Promise<unknown[]> {
   return new Promise<unknown[]>((resolve, reject) => {
     let client: PgClientLike | undefined;
     let cancelSent = false;

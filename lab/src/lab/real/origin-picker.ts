@@ -8,6 +8,7 @@ import { KeySets } from '../world/key-sets.js';
 import { NaiveBalancer, SERVED, ServerError } from '../world/naive-balancer.js';
 import { livenessChecks } from '../world/service-damper.js';
 import { LOOPBACK } from './loopback.js';
+import { after, wallNowMs } from './wall-clock.js';
 
 /**
  * How a real run's caller picks the origin of each request it sends below:
@@ -25,6 +26,8 @@ export function callsServers(scenario: ServiceScenario, t: number): boolean {
 /** An interceptor that routes each request, and what it holds open. */
 export interface OriginPicker {
   readonly interceptor: Dispatcher.DispatcherComposeInterceptor;
+  /** Time zero (a wall-clock instant, ms): the picker starts from the state its simulation starts from. */
+  start(zeroMs: number): void;
   close(): Promise<void>;
 }
 
@@ -51,7 +54,7 @@ export function roundRobin(origins: readonly string[]): Dispatcher.DispatcherCom
  */
 export async function naiveOrigins(scenario: ServiceScenario, t: number, below: readonly string[], clock: Clock): Promise<OriginPicker> {
   const shape = scenario.balancer;
-  if (shape === undefined || !callsServers(scenario, t)) return { interceptor: roundRobin(below), close: async () => {} };
+  if (shape === undefined || !callsServers(scenario, t)) return { interceptor: roundRobin(below), start: () => {}, close: async () => {} };
   const probes = new Agent({ keepAliveTimeout: 600_000, keepAliveMaxTimeout: 600_000 });
   const endpoints = below.map((origin) => ({
     handle: (key: string) =>
@@ -61,16 +64,27 @@ export async function naiveOrigins(scenario: ServiceScenario, t: number, below: 
       ),
   }));
   const probeKey = scenario.database === undefined ? 'key:0' : (new KeySets(scenario.clients, scenario.keys).keys[0] ?? '');
-  const door = new NaiveBalancer(clock, endpoints, shape, probeKey);
+  let door = new NaiveBalancer(clock, endpoints, shape, probeKey);
   const noServer = createServer((_, res) => res.writeHead(503, { 'content-type': 'text/plain' }).end('no web server in service\n'));
   await new Promise<void>((resolve) => noServer.listen(0, LOOPBACK, resolve));
   const nowhere = `http://${LOOPBACK}:${(noServer.address() as AddressInfo).port}`;
+  let cancelZero = (): void => {};
   return {
     interceptor: (dispatch) => (options, handler) => {
       const i = door.pick();
       return dispatch({ ...options, origin: i === undefined ? nowhere : below[i]! }, handler);
     },
+    // A new balancer at time zero, as the simulation's starts then: every server in service, server i first probed at
+    // (i + 1) ÷ n of the interval. The warm-up's one probed from this process's start, at no set phase: with rise 6
+    // and fall 1 on a 4-s interval, a phase seconds off moved when servers came back (missourian-2010, docs/lab.md).
+    start: (zeroMs) => {
+      cancelZero = after(zeroMs - wallNowMs(), () => {
+        door.close();
+        door = new NaiveBalancer(clock, endpoints, shape, probeKey);
+      });
+    },
     close: async () => {
+      cancelZero();
       door.close();
       noServer.close();
       await probes.close();

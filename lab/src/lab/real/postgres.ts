@@ -1,11 +1,12 @@
 import { execFile } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { type Row } from '../world/database.js';
 import { freePort, LOOPBACK } from './loopback.js';
 import { type ProcessGroup } from './process-group.js';
 import { RealRunError } from './real-error.js';
+import { asServerUser, SERVER_USER, serverUserDir } from './server-user.js';
 
 /**
  * The database of a real run: a PostgreSQL of its own, never the machine's.
@@ -18,9 +19,10 @@ import { RealRunError } from './real-error.js';
  *
  * The rows are the scenario's keys (key, version, valid), every one valid
  * at first, as the simulated `Database` has them; `knob` holds the database
- * slowdown a fault sets. PostgreSQL refuses to run as root, so as root the
- * binaries run as the `postgres` user (`setpriv`, which execs them: the
- * keeper's pid is the postmaster's).
+ * slowdown a fault sets. The servers reach it through the run's pgbouncer
+ * (pgbouncer.ts); the runner's own connection, which writes the faults,
+ * comes straight here. As root the binaries run as `postgres`
+ * (server-user.ts).
  */
 
 /** The database a real run started, as the runner uses it: where it listens, and the faults written to it. */
@@ -49,11 +51,9 @@ export interface RowRecord {
   readonly valid: boolean;
 }
 
-/** The user the server runs as when the lab is root: Debian's. */
-const SERVER_USER = 'postgres';
 /** How long initdb may take, ms: about a second when idle. */
 const INITDB_TIMEOUT_MS = 60_000;
-/** Connections beyond the servers' pools: the runner's own, and room for a cancel's. */
+/** Connections beyond pgbouncer's: the runner's own, and room for a cancel's. */
 const SPARE_CONNECTIONS = 5;
 
 /** The directory of the newest PostgreSQL server binaries (Debian's `/usr/lib/postgresql/<major>/bin`), or `$PG_BIN`. */
@@ -65,20 +65,6 @@ export function postgresBin(): string {
   const newest = majors.sort((a, b) => Number.parseFloat(b) - Number.parseFloat(a))[0];
   if (newest === undefined) throw new RealRunError('a database needs PostgreSQL’s server binaries (apt-get install postgresql; found none in /usr/lib/postgresql/*/bin, and PG_BIN is not set)');
   return join(root, newest, 'bin');
-}
-
-const asRoot = process.getuid?.() === 0;
-
-/** `binary args` as PostgreSQL accepts to be run: as `postgres` when we are root. */
-function asServerUser(binary: string, args: readonly string[]): { readonly command: string; readonly args: readonly string[] } {
-  return asRoot ? { command: 'setpriv', args: [`--reuid=${SERVER_USER}`, `--regid=${SERVER_USER}`, '--clear-groups', '--', binary, ...args] } : { command: binary, args };
-}
-
-/** The server user's uid and gid, for the directories it must own. */
-function serverUserIds(): Promise<{ uid: number; gid: number }> {
-  const id = (flag: string): Promise<number> =>
-    new Promise((resolve, reject) => execFile('id', [flag, SERVER_USER], (error, out) => (error ? reject(new RealRunError(`running as root, and there is no ${SERVER_USER} user to run PostgreSQL as`)) : resolve(Number(out.trim())))));
-  return Promise.all([id('-u'), id('-g')]).then(([uid, gid]) => ({ uid, gid }));
 }
 
 /** Runs initdb into `dataDir`: a cluster with trust authentication on loopback, no sync (it is thrown away with the run). */
@@ -94,18 +80,11 @@ async function initdb(bin: string, base: string, dataDir: string): Promise<void>
 /**
  * Starts the run's PostgreSQL in `runDir` (the run's temp dir, removed with
  * it) as the group's process `database`, and fills its table with `keys`.
- * `connections`: how many the servers' pools hold together.
+ * `connections`: how many pgbouncer opens to it (the database's workers).
  */
 export async function startPostgres(group: ProcessGroup, runDir: string, keys: readonly string[], connections: number): Promise<RealPostgres> {
   const bin = postgresBin();
-  const base = join(runDir, 'postgres');
-  mkdirSync(base);
-  if (asRoot) {
-    const { uid, gid } = await serverUserIds();
-    // The server user passes through the run's dir (not reads it) to its own.
-    chmodSync(runDir, 0o711);
-    chownSync(base, uid, gid);
-  }
+  const base = await serverUserDir(runDir, 'postgres');
   const dataDir = join(base, 'data');
   await initdb(bin, base, dataDir);
   const port = await freePort();

@@ -17,9 +17,11 @@ export const MAX_REAL_S = 180;
  * Built: open- and closed-loop populations, client tiers (retries, backoff,
  * attempt timeouts), servers (workers, queue, service time, slowdown with
  * what they hold, admission limit, processor sharing on `cores`), the
- * balancer with its health checks (origin-picker.ts), a database behind one
- * server (PostgreSQL, postgres.ts) with the cache in the server's memory
- * (scope server, or the tier's one cache), and the faults `slowdown`
+ * balancer with its health checks (origin-picker.ts), a database
+ * (PostgreSQL, postgres.ts) behind any number of servers sharing its bound
+ * (pgbouncer.ts), the work of rendering a loaded row (`missService`), the
+ * cache in the servers' memory (scope server, or the tier's one cache in
+ * front of one server), and the faults `slowdown`
  * (servers, database), `capacity-drop`, `degrade-servers`, `hang` (SIGSTOP;
  * then resume or restart), `restart`, `load-spike` and `load-ramp` (open
  * loop), `invalid-value`, `cache-flush`.
@@ -29,13 +31,12 @@ export function realPlanProblems(scenario: ServiceScenario): string[] {
   const not = (what: string): void => void problems.push(`${scenario.name}: ${what} is not run on real processes yet`);
   if (scenario.durationS > MAX_REAL_S)
     problems.push(`${scenario.name}: runs ${scenario.durationS} s, and a real run is at most ${MAX_REAL_S} s: cut it (--duration) or shorten it (--time-scale)`);
-  // One server's pool of database.workers connections is the database's bound; several servers' pools would add up (docs/lab.md: pgbouncer would share one).
-  if (scenario.database !== undefined && scenario.servers.count > 1) not('a database behind several servers (database with servers.count > 1)');
   if (scenario.servers.databaseConnections !== undefined) not('a server’s own pool of database connections (servers.databaseConnections)');
-  if (scenario.servers.missService !== undefined) not('work on a row loaded from the database (servers.missService)');
   if (scenario.cache?.nodes !== undefined) not('a cache tier on nodes (cache.nodes: redis-server processes on a ring)');
-  // The tier's one cache lives in the server's process: a new process would lose what the simulation's tier keeps.
+  // The tier's one cache lives in the server's process: a new process would lose what the simulation's tier keeps, and
+  // several servers would each have their own where the simulation has one for all.
   const tierInServer = scenario.cache !== undefined && scenario.cache.scope !== 'server' && scenario.cache.nodes === undefined;
+  if (tierInServer && scenario.servers.count > 1) not('the tier’s one cache in front of several servers (cache.scope tier without cache.nodes, servers.count > 1: each server process would have its own)');
   if (scenario.network.hopDelay.kind !== 'constant' || scenario.network.hopDelay.ms !== 0) not('a network delay (network.hopDelay)');
   scenario.tiers?.each?.forEach((t, i) => {
     if (t.servers !== undefined) not(`a tier's own servers (tiers.each[${i}].servers)`);

@@ -12,6 +12,7 @@ import { freePort } from './loopback.js';
 import { ProcessGroup, type RealChild } from './process-group.js';
 import { RealRunError } from './real-error.js';
 import { type ListenerProtocol, type ProcessReport, type ServerProcessProtocol, type UsersProtocol } from './real-messages.js';
+import { startPgbouncer } from './pgbouncer.js';
 import { startPostgres, type RealPostgres } from './postgres.js';
 import { KeySets } from '../world/key-sets.js';
 import { activeAt, serviceState } from '../world/service-faults.js';
@@ -41,7 +42,8 @@ const here = (file: string): string => fileURLToPath(new URL(file, import.meta.u
  * counts the users' calls (each in the second it was sent) and the origin's
  * load (the requests sent to the servers, or with a database the servers'
  * queries to it), the same `judge` reads them. A database is a PostgreSQL
- * the run starts in its temp dir (postgres.ts). The processes
+ * the run starts in its temp dir (postgres.ts), behind a pgbouncer every
+ * server shares (pgbouncer.ts). The processes
  * are a `ProcessGroup`'s: whatever happens (an error, a process that dies,
  * Ctrl-C), they are stopped before this returns or the lab exits.
  */
@@ -59,12 +61,14 @@ export async function runReal(scenario: ServiceScenario, variant: VariantName, o
     return { child, origin: `http://127.0.0.1:${port}` };
   };
   let database: RealPostgres | undefined;
+  // The servers' way to the database: pgbouncer, whose bound they share; the runner's own connection (the faults' writes) goes straight to it.
+  let databasePort: number | undefined;
   try {
     if (scenario.database !== undefined) {
       const keys = new KeySets(scenario.clients, scenario.keys).keys;
-      database = await startPostgres(group, dir, keys, scenario.database.workers * scenario.servers.count);
+      database = await startPostgres(group, dir, keys, scenario.database.workers);
+      databasePort = (await startPgbouncer(group, dir, database.port, scenario.database)).port;
     }
-    const databasePort = database?.port;
     const servers = [];
     for (let i = 0; i < scenario.servers.count; i++) servers.push(await listen(`server${i}`, 'server-process.js', { ...base, index: i, below: [], ...(databasePort === undefined ? {} : { databasePort }) }));
     const listeners = [...servers];

@@ -4,6 +4,7 @@ import { remainingFreshness } from '../engine/streams.js';
 import { type VariantName } from '../judge/results.js';
 import { type ServiceScenario } from '../schema/service.js';
 import { KeySets } from '../world/key-sets.js';
+import { type Render, rendering } from '../world/render.js';
 import { damperCacheDefaults, type DatabaseAccess, type DataTier, databaseOnly, inProcessTier, type InProcessVariant } from '../world/service-data.js';
 import { DatabasePool, postgresOrigin } from './database-pool.js';
 
@@ -24,22 +25,25 @@ export const OWN = 0;
  * composes it, over PostgreSQL on `databasePort` instead of the simulated
  * database. naive: the look-aside map with the scenario's naive switches,
  * querying the pool; damper: `Cache` with the lab's options under the
- * configuration's `cache(index)`, loading through `postgresLoader`. The
+ * configuration's `cache(index)`, loading through `postgresLoader`; each
+ * row got rendered with `render` first (`servers.missService`). The
  * tier is in this process's memory: a cache of scope server is this
  * server's, and a tier's one cache stands for the tier only while the tier
  * has one server (real-plan.ts). Undefined without a database.
  */
-export async function serverData(scenario: ServiceScenario, variant: VariantName, index: number, seed: number, clock: Clock, settings: DamperSettings, databasePort: number | undefined): Promise<ServerData | undefined> {
+export async function serverData(scenario: ServiceScenario, variant: VariantName, index: number, seed: number, clock: Clock, settings: DamperSettings, databasePort: number | undefined, render: Render | undefined): Promise<ServerData | undefined> {
   const database = scenario.database;
   if (database === undefined) return undefined;
   if (databasePort === undefined) throw new Error('a server of a scenario with a database is told its port');
   const pool = new DatabasePool(clock, databasePort, database);
   await pool.open();
-  const db: DatabaseAccess = { server: () => pool, tier: pool };
+  // With servers.missService, a row the server gets is rendered on it before it is handed on, as the simulation's databaseAccess does.
+  const way = render === undefined ? pool : rendering(pool, render);
+  const db: DatabaseAccess = { server: () => way, tier: pool };
   const shape = scenario.cache;
   if (shape === undefined) return { tier: databaseOnly(db), pool, prewarm: async () => {} };
   const keys = new KeySets(scenario.clients, scenario.keys);
-  const origin = postgresOrigin(pool);
+  const origin = postgresOrigin(pool, render);
   // Nobody reads a real server's characteristic counts: the run is judged from the users' calls and the queries.
   const how: InProcessVariant =
     variant === 'naive'

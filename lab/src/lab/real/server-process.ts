@@ -19,6 +19,8 @@ import { type AddressInfo } from 'node:net';
 import { createSystemClock, type Priority, type RequestScope, seededRandom } from 'damper';
 import { damperAdmission } from 'damper/http';
 import { admissionOptions, damperSettings } from '../damper-config.js';
+import { stream, STREAMS } from '../engine/streams.js';
+import { renderOn } from '../world/render.js';
 import { damperServerAdmission } from '../world/service-damper.js';
 import { activeAt, serviceState } from '../world/service-faults.js';
 import { type Job, type Outcome, Server } from '../world/service-server.js';
@@ -40,7 +42,10 @@ const link = joinGroup<ServerProcessProtocol>({
 const { args, scenario } = processArgs();
 const clock = createSystemClock(args.seed);
 const settings = args.variant === 'damper' ? await damperSettings(scenario, clock) : {};
-const data = await serverData(scenario, args.variant, args.index, args.seed, clock, settings, args.databasePort);
+const missService = scenario.servers.missService;
+// A row got from the database is rendered on this server's workers or cores (a timer's wait, as its other service times), its time drawn as the simulation's.
+const render = missService === undefined ? undefined : renderOn(() => server, missService, stream(args.seed * 1_000 + args.index, STREAMS.renderTime));
+const data = await serverData(scenario, args.variant, args.index, args.seed, clock, settings, args.databasePort, render);
 // Traffic before time zero (the warm-up) finds the steady state too; time zero puts it back as the simulation starts.
 await data?.prewarm();
 const server = new Server(clock, scenario.servers, seededRandom(args.seed * 1_000 + args.index), data?.tier.reader(OWN));

@@ -6,7 +6,7 @@ import { type Backoff } from '../schema/common.js';
 import { damperTierOptions } from '../world/service-damper.js';
 import { type ServiceScenario } from '../schema/service.js';
 import { tierSettings } from '../world/service-tiers.js';
-import { damperLiveness, naiveOrigins } from './origin-picker.js';
+import { damperLiveness, naiveOrigins, type OriginPicker } from './origin-picker.js';
 import { PerSecond } from './process-side.js';
 import { RealRunError } from './real-error.js';
 import { wallNowMs } from './wall-clock.js';
@@ -35,7 +35,17 @@ export interface TierClient {
   readonly sent: PerSecond;
   /** The tier's guards' stats (damper), for the run's record. */
   readonly stats: () => unknown;
+  /** Time zero (a wall-clock instant, ms): `sent` counts from it, and the origin picker starts from its simulation's state. */
+  start(zeroMs: number): void;
   close(): Promise<void>;
+}
+
+/** A client's `start`: `sent` counted from time zero, and `origins` told it. */
+function startAt(sent: PerSecond, origins: Pick<OriginPicker, 'start'>): (zeroMs: number) => void {
+  return (zeroMs) => {
+    sent.zero = zeroMs;
+    origins.start(zeroMs);
+  };
 }
 
 /**
@@ -79,7 +89,7 @@ export async function naiveTierClient(scenario: ServiceScenario, t: number, belo
   // compose() wraps in order, so the retry interceptor is outermost: each of its attempts takes the next origin.
   const sent = new PerSecond();
   const dispatcher = agent.compose(counting(sent, below), origins.interceptor, interceptors.retry({ maxRetries: own.retries, errorCodes: RETRIED_CODES, ...undiciBackoff(own.backoff) }));
-  return { dispatcher, sent, stats: () => undefined, close: async () => (await origins.close(), await agent.close()) };
+  return { dispatcher, sent, stats: () => undefined, start: startAt(sent, origins), close: async () => (await origins.close(), await agent.close()) };
 }
 
 /** The users' naive client without tiers: one attempt per request (the populations retry as the scenario says), to the origin `naiveOrigins` picks. */
@@ -87,7 +97,7 @@ export async function naiveUsersClient(scenario: ServiceScenario, below: readonl
   const agent = agentFor(undefined);
   const origins = await naiveOrigins(scenario, 0, below, clock);
   const sent = new PerSecond();
-  return { dispatcher: agent.compose(counting(sent, below), origins.interceptor), sent, stats: () => undefined, close: async () => (await origins.close(), await agent.close()) };
+  return { dispatcher: agent.compose(counting(sent, below), origins.interceptor), sent, stats: () => undefined, start: startAt(sent, origins), close: async () => (await origins.close(), await agent.close()) };
 }
 
 /**
@@ -117,5 +127,6 @@ export function damperTierClient(scenario: ServiceScenario, t: number, settings:
   const dependency = new HttpDependency({ ...options, upstreams: below });
   const agent = agentFor(undefined);
   const sent = new PerSecond();
-  return { dispatcher: agent.compose(counting(sent, below), damperInterceptor(dependency)), sent, stats: () => dependency.stats(), close: async () => (dependency.close(), agent.close()) };
+  // The dependency's liveness checks keep the phase they started with (a hung server is out within a probe either way).
+  return { dispatcher: agent.compose(counting(sent, below), damperInterceptor(dependency)), sent, stats: () => dependency.stats(), start: startAt(sent, { start: () => {} }), close: async () => (dependency.close(), agent.close()) };
 }

@@ -22,7 +22,7 @@ import { type ListenerProtocol } from './real-messages.js';
 import { damperTierClient, naiveTierClient } from './tier-clients.js';
 
 // First, so that its own start-up is metered and it leaves when the runner does.
-const link = joinGroup<ListenerProtocol>({ start: ({ zeroMs }) => ((client.sent.zero = zeroMs), null), report: () => ({ sent: client.sent.values, stats: client.stats() }) });
+const link = joinGroup<ListenerProtocol>({ start: ({ zeroMs }) => (client.start(zeroMs), null), report: () => ({ sent: client.sent.values, stats: client.stats() }) });
 const { args, scenario } = processArgs();
 const clock = createSystemClock(args.seed);
 const tier = args.index;

@@ -189,7 +189,7 @@ function warm(seconds: number): Promise<{ calls: number; good: number }> {
 /** The run: calls from time zero to the horizon, measured; resolves once every call sent has ended. */
 function run(zeroMs: number): Promise<null> {
   zero = zeroMs;
-  client.sent.zero = zeroMs;
+  client.start(zeroMs);
   horizon = zero + scenario.durationS * 1000;
   after(zero - wallNowMs(), () => {
     recording = true;

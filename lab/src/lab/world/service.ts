@@ -12,12 +12,12 @@ import { serviceFaultSchema, serviceSchema } from '../schema/service.js';
 import { remainingFreshness, stream, STREAMS } from '../engine/streams.js';
 import { type WorldKind } from './worlds.js';
 import { KeySets } from './key-sets.js';
-import { Database, type Queryable, QueryError, type Row } from './database.js';
+import { Database, type Queryable, type Row } from './database.js';
 import { type Answer, answerOf } from './service-answers.js';
-import { sampleMs } from '../engine/delay.js';
 import { damperService } from './service-damper.js';
 import { damperCacheDefaults, type DatabaseAccess, type DataTier, databaseOnly, inProcessTier, type QueryCounts } from './service-data.js';
 import { ConnectionPool } from './connection-pool.js';
+import { type Render, renderOn, rendering } from './render.js';
 import { serverCapacityQps } from './service-best.js';
 import { serviceState, type ServiceState } from './service-faults.js';
 import { cacheNodes, damperCacheNodes, naiveCacheNodes } from './service-cache-nodes.js';
@@ -103,7 +103,7 @@ type Observed = { readonly variant: 'naive'; readonly counters: LabCounters } | 
  * them together. With `servers.missService`, a row a server gets is then
  * rendered on it (`render(i)`): the query's answer comes after that work.
  */
-function databaseAccess(clock: VirtualClock, scenario: ServiceScenario, db: Database, render: (server: number) => (then: () => void) => void): DatabaseAccess {
+function databaseAccess(clock: VirtualClock, scenario: ServiceScenario, db: Database, render: (server: number) => Render): DatabaseAccess {
   const { count, databaseConnections: size } = scenario.servers;
   const ways: Queryable[] = size === undefined ? Array.from({ length: count }, () => db) : Array.from({ length: count }, () => new ConnectionPool(clock, size, db));
   const tier = size === undefined ? db : new ConnectionPool(clock, size * count, db);
@@ -112,20 +112,13 @@ function databaseAccess(clock: VirtualClock, scenario: ServiceScenario, db: Data
   return { server: (i) => rendered[i]!, tier };
 }
 
-/** `way`, each row it returns handed on only after `render`'s work (a page rendered from its row). */
-function rendering(way: Queryable, render: (then: () => void) => void): Queryable {
-  return {
-    query: (key, options) => way.query(key, options).then((outcome): Row | QueryError | Promise<Row> => (outcome instanceof QueryError ? outcome : new Promise<Row>((resolve) => render(() => resolve(outcome))))),
-  };
-}
-
 /**
  * The cache tier and database behind the servers, per variant: none, the
  * database alone, or a cache in front of it (its reads and loads observed):
  * without `cache.nodes` one in-process tier for all, with them a client per
  * server over the nodes (service-cache-nodes.ts).
  */
-function dataTier(clock: VirtualClock, scenario: ServiceScenario, observed: Observed, database: Database | undefined, keyCount: number, settings: DamperSettings, nodes: CacheCluster | undefined, render: (server: number) => (then: () => void) => void): (DataTier & { readonly caches?: readonly Cache<Row>[] }) | undefined {
+function dataTier(clock: VirtualClock, scenario: ServiceScenario, observed: Observed, database: Database | undefined, keyCount: number, settings: DamperSettings, nodes: CacheCluster | undefined, render: (server: number) => Render): (DataTier & { readonly caches?: readonly Cache<Row>[] }) | undefined {
   if (database === undefined) return undefined;
   const db = databaseAccess(clock, scenario, database, render);
   const shape = scenario.cache;
@@ -266,7 +259,7 @@ export async function runService(scenario: ServiceScenario, variant: VariantName
   const servers: Server[] = [];
   const missService = scenario.servers.missService;
   const renderTimes = stream(seed, STREAMS.renderTime);
-  const render = (i: number) => (then: () => void) => servers[i]!.render(sampleMs(missService!, renderTimes), then);
+  const render = (i: number): Render => renderOn(() => servers[i]!, missService!, renderTimes);
   const data = dataTier(clock, scenario, observed, db, keys?.keys.length ?? 0, settings, nodes, render);
   if (data !== undefined && scenario.cache !== undefined) {
     // Steady state: every key cached, its remaining freshness spread evenly over the ttl.
