@@ -216,7 +216,7 @@ const EXPECTED_S = new Map([
   ['lab/test/check.test.js', 80],
   ['lab/test/verdict-watch.test.js', 60],
   ['lab/test/real.test.js', 170],
-  ['lab/test/real-database.test.js', 15],
+  ['lab/test/real-database.test.js', 105],
   ['lab/test/example-checkout.test.js', 70],
   ['lab/test/service-scenarios.test.js', 50],
   ['lab/test/lab-discord.test.js', 45],
