@@ -196,6 +196,23 @@ const ONE_NODE = new Set([
   // sweep and check simulations again, and the merge's rules (properties
   // over parts), which are the same JavaScript on either Node.
   'lab/test/sweep-shard.test.js',
+  // The lab's pure computation, no process, socket, signal or module
+  // loading of the Node's in them: the per-second series as CSV, the world's
+  // and network's parts, the verdict rules, the run-cost estimate, the real
+  // runner's fitting (28 CPU s on Node 20 of a run that was CPU-bound,
+  // 2026-12-05: 1,127 CPU s of tests in 607 s). The lab's run and
+  // determinism (lab.test), its world in full (lab-service), its light
+  // signals against the platform's (light-abort), its configuration modules
+  // (damper-config), its processes (process-group, host-meter), its pages'
+  // HTML (report, fidelity-page, sweep-report) and its command line
+  // (scenario, scenario-schema) stay on both.
+  'lab/test/series-csv.test.js',
+  'lab/test/lab-world.test.js',
+  'lab/test/lab-network.test.js',
+  'lab/test/verdict.test.js',
+  'lab/test/verdict-low-rate.test.js',
+  'lab/test/run-cost.test.js',
+  'lab/test/real-fit.test.js',
   // The command line's words: usage, help, messages and exit codes, ~130
   // CLI processes (53 CPU s on Node 20). The same JavaScript on either
   // Node; what differs between them under a CLI (process exits, signals,
