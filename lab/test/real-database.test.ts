@@ -44,11 +44,12 @@ function runDirs(): string[] {
 }
 
 describe('a real run with a database and a cache agrees with its simulation: the same verdict, goodput during the trigger within 10 points, recovery within max(3 s, 25 %), amplification within 25 %', () => {
-  // Skipped for a while: in 2 of 21 damper runs with the database the real side jammed from the trigger on, calls
-  // outliving their timeout. A cause that fits was found in the library and fixed (damperInterceptor heard no deadline
-  // for an attempt undici had not started, one waiting for a connection: nodejs/undici#386); docs/lab.md, "Real runs",
-  // "Measured", says what was and was not shown.
-  test('real-config-cache: naive stuck (the fixer deletes keys on errors) and damper healthy (the last known good kept), both ways, each figure within its bar', async () => {
+  // Run by hand (DAMPER_REAL_DATABASE=1), not in the suite: about 60 CPU s and 100 s of real time, and the suite is
+  // CPU-bound at its 12-minute budget (2026-12-05: 591 s with it, idle); issue 30 asks the suite for one real run,
+  // real.test's storm. It was skipped first for a jam in 2 of 21 damper runs; a cause that fits was found in the
+  // library and fixed (damperInterceptor heard no deadline for an attempt undici had not started, one waiting for a
+  // connection: nodejs/undici#386), and 6 runs since agreed (docs/lab.md, "Real runs", "Measured").
+  test('real-config-cache: naive stuck (the fixer deletes keys on errors) and damper healthy (the last known good kept), both ways, each figure within its bar', { skip: process.env.DAMPER_REAL_DATABASE === '1' ? false : 'about 60 CPU s of a CPU-bound suite: DAMPER_REAL_DATABASE=1 runs it' }, async () => {
     const scenario = await loadScenario('test/fixtures/real-config-cache.json');
     const before = runDirs();
     const fidelity = await runFidelity(scenario, { scale: 1, timeScale: 1 }, { seed: 1, runs: 1 });
