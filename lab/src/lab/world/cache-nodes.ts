@@ -1,4 +1,4 @@
-import { type LeaseGrant, type SharedBackend, type SharedRead, SharedSlots, type Timer, type VirtualClock } from 'damper';
+import { type Clock, type LeaseGrant, type SharedBackend, type SharedRead, SharedSlots, type Timer, type VirtualClock } from 'damper';
 import { type Network } from '../engine/network.js';
 import { HashRing } from './hash-ring.js';
 import { Fifo } from './fifo.js';
@@ -63,7 +63,8 @@ export class CacheNode {
 
   constructor(
     readonly id: number,
-    private readonly clock: VirtualClock,
+    // Any Clock (it reads now() and sets timers, nothing virtual): a real run's NodePacer paces a redis-server with this same node on the system clock.
+    private readonly clock: Clock,
     private readonly shape: CacheNodeShape,
     /** A round trip per call, ms, drawn when it is served; absent: `shape.latencyMs` for every call. */
     private readonly latency?: () => number,
