@@ -138,6 +138,20 @@ describe('the simulated cluster as a SharedBackend', () => {
     assert.equal(await settle(clock, c.read('k')), undefined);
   });
 
+
+  test('a busy node serves its rate exactly, whether or not 1000 ÷ rate is a whole number of ms', async () => {
+    // Capping the credit on every tick threw away what a whole-ms tick overshoots by: 300/s served 250, 700/s 500, 1,500/s 1,000.
+    for (const capacityOps of [250, 300, 625, 700, 1500, 2500]) {
+      const clock = new VirtualClock({ seed: 1 });
+      const c = new CacheCluster(clock, 1, { capacityOps, latencyMs: 0, maxQueue: 10_000 });
+      const node = c.nodeOf('k')!;
+      const calls = Array.from({ length: capacityOps * 2 }, () => c.read('k'));
+      await clock.advance(1000);
+      // One call's credit at the start, and a tick's rounding at the end.
+      assert.ok(Math.abs(node.served - capacityOps) <= 2, `${capacityOps} calls/s served ${node.served} in a second`);
+      await settle(clock, Promise.all(calls));
+    }
+  });
   test('a stopped node (SIGSTOP) answers nothing, then serves its backlog; a killed one restarts empty; a slow one answers later', async () => {
     const clock = new VirtualClock({ seed: 1 });
     const c = new CacheCluster(clock, 1, { capacityOps: 1000, latencyMs: 2, maxQueue: 5 });

@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
+import { after, wallNowMs } from './wall-clock.js';
 import { type VariantName } from '../judge/results.js';
 import { type ServiceScenario } from '../schema/service.js';
+import { type NodePorts } from './redis-ring.js';
 
 /** What every process of a real run is started with (as JSON in argv[2]). */
 export interface ProcessArgs {
@@ -16,6 +18,12 @@ export interface ProcessArgs {
   readonly below: readonly string[];
   /** A server's: the loopback port of the run's PostgreSQL, when the scenario has a database. */
   readonly databasePort?: number;
+  /**
+   * With `cache.nodes`, per node: a server's client calls `paced`, and seeds
+   * `direct`; the cache nodes' process listens on `paced` in front of the
+   * redis-server on `direct`.
+   */
+  readonly cacheNodes?: readonly NodePorts[];
 }
 
 /** This process's arguments and scenario. */
@@ -41,4 +49,17 @@ export class PerSecond {
   get values(): readonly number[] {
     return this.counts;
   }
+}
+
+/**
+ * From time zero `zero` (wall ms): `apply(now)` at once (0 before zero), then
+ * `apply(b)` at each of the faults' starts and ends `b` (s) still to come:
+ * how a process applies the state the faults make to its part, as the
+ * simulation applies it at each fault event.
+ */
+export function atFaultBounds(scenario: ServiceScenario, zero: number, apply: (s: number) => void): void {
+  const now = (wallNowMs() - zero) / 1000;
+  apply(Math.max(0, now));
+  const bounds = new Set(scenario.faults.flatMap((f) => [f.startS, f.endS]).filter((b) => b > now));
+  for (const b of bounds) after(zero + b * 1000 - wallNowMs(), () => apply(b));
 }

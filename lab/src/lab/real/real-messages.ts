@@ -49,6 +49,20 @@ export interface ServerProcessProtocol {
 }
 
 /**
+ * The cache nodes' pacers (cache-nodes-process.ts): ready once every one
+ * listens; told time zero, from which they apply the faults done to the
+ * nodes (a slowdown, a degradation, an ejection); asked how many commands
+ * each node served.
+ */
+export interface CacheNodesProtocol {
+  readonly ready: null;
+  readonly requests: {
+    readonly start: ListenerProtocol['requests']['start'];
+    readonly report: { readonly request: object; readonly reply: { readonly served: readonly number[] } };
+  };
+}
+
+/**
  * The users (the load generator): `warm` sends unmeasured traffic for a few
  * seconds and answers when it has all ended, with how much of it was good;
  * `run` sends the scenario's calls from time zero to the horizon and

@@ -21,10 +21,13 @@ export const MAX_REAL_S = 180;
  * (PostgreSQL, postgres.ts) behind any number of servers sharing its bound
  * (pgbouncer.ts), the work of rendering a loaded row (`missService`), the
  * cache in the servers' memory (scope server, or the tier's one cache in
- * front of one server), and the faults `slowdown`
- * (servers, database), `capacity-drop`, `degrade-servers`, `hang` (SIGSTOP;
- * then resume or restart), `restart`, `load-spike` and `load-ramp` (open
- * loop), `invalid-value`, `cache-flush`.
+ * front of one server), a cache tier on nodes (redis-servers behind their
+ * pacers on the simulation's ring: redis-ring.ts, node-pacer.ts), each
+ * population's own keys, and the faults `slowdown` (servers, database,
+ * cache nodes), `capacity-drop`, `degrade-servers`, `degrade-cache`,
+ * `eject-cache`, `hang` (SIGSTOP; then resume or restart), `restart`,
+ * `load-spike` and `load-ramp` (open loop), `invalid-value`, `cache-flush`;
+ * an operator's action done always, not on a condition.
  */
 export function realPlanProblems(scenario: ServiceScenario): string[] {
   const problems: string[] = [];
@@ -32,7 +35,9 @@ export function realPlanProblems(scenario: ServiceScenario): string[] {
   if (scenario.durationS > MAX_REAL_S)
     problems.push(`${scenario.name}: runs ${scenario.durationS} s, and a real run is at most ${MAX_REAL_S} s: cut it (--duration) or shorten it (--time-scale)`);
   if (scenario.servers.databaseConnections !== undefined) not('a server’s own pool of database connections (servers.databaseConnections)');
-  if (scenario.cache?.nodes !== undefined) not('a cache tier on nodes (cache.nodes: redis-server processes on a ring)');
+  const nodes = scenario.cache?.nodes;
+  if (nodes?.connections !== undefined) not('a pool of connections to the cache nodes (cache.nodes.connections)');
+  if (nodes !== undefined && nodes.latency.kind !== 'constant') not('a cache node round trip drawn per call (cache.nodes.latency): the real round trip stands for a constant one');
   // The tier's one cache lives in the server's process: a new process would lose what the simulation's tier keeps, and
   // several servers would each have their own where the simulation has one for all.
   const tierInServer = scenario.cache !== undefined && scenario.cache.scope !== 'server' && scenario.cache.nodes === undefined;
@@ -44,17 +49,13 @@ export function realPlanProblems(scenario: ServiceScenario): string[] {
     if (t.timerTickMs !== undefined) not(`a modelled timer tick (tiers.each[${i}].timerTickMs): a real client has its own`);
   });
   scenario.clients.forEach((p, i) => {
-    if (p.keys !== undefined) not(`a population's own keys (clients[${i}].keys)`);
     if (p.tiers !== undefined && i > 0) not(`per-population tier settings beside another population (clients[${i}].tiers)`);
   });
   const closed = scenario.clients.some((p) => p.closed !== undefined);
   scenario.faults.forEach((f, i) => {
     const at = `faults[${i}] (${f.kind})`;
-    if ('when' in f && f.when !== undefined) not(`an operator's conditional action (${at}.when)`);
+    if ('when' in f && f.when === 'unhealthy') not(`an operator's conditional action (${at}.when)`);
     switch (f.kind) {
-      case 'slowdown':
-        if (f.target === 'cache') not(`a slowdown of the ${f.target} (${at})`);
-        break;
       case 'load-spike':
       case 'load-ramp':
         if (closed) not(`a load change on a closed-loop population (${at})`);
@@ -63,8 +64,11 @@ export function realPlanProblems(scenario: ServiceScenario): string[] {
       case 'restart':
         if (tierInServer && (f.kind === 'restart' || f.then === 'restart')) not(`a restart of the server that holds the cache tier in its memory (${at}, cache.scope tier)`);
         break;
+      case 'slowdown':
       case 'capacity-drop':
       case 'degrade-servers':
+      case 'degrade-cache':
+      case 'eject-cache':
       case 'invalid-value':
       case 'cache-flush':
         break;

@@ -8,10 +8,11 @@ import { type VariantName, type VariantRun } from '../judge/results.js';
 import { judge } from '../judge/verdict.js';
 import { type ServiceScenario } from '../schema/service.js';
 import { type ProcessArgs } from './process-side.js';
-import { freePort } from './loopback.js';
+import { freePort, LOOPBACK } from './loopback.js';
+import { type NodePorts } from './redis-ring.js';
 import { ProcessGroup, type RealChild } from './process-group.js';
 import { RealRunError } from './real-error.js';
-import { type ListenerProtocol, type ProcessReport, type ServerProcessProtocol, type UsersProtocol } from './real-messages.js';
+import { type CacheNodesProtocol, type ListenerProtocol, type ProcessReport, type ServerProcessProtocol, type UsersProtocol } from './real-messages.js';
 import { startPgbouncer } from './pgbouncer.js';
 import { startPostgres, type RealPostgres } from './postgres.js';
 import { KeySets } from '../world/key-sets.js';
@@ -69,8 +70,11 @@ export async function runReal(scenario: ServiceScenario, variant: VariantName, o
       database = await startPostgres(group, dir, keys, scenario.database.workers);
       databasePort = (await startPgbouncer(group, dir, database.port, scenario.database)).port;
     }
+    const cacheNodes = scenario.cache?.nodes === undefined ? undefined : await startCacheNodes(group, dir, scenario.cache.nodes.count, base);
     const servers = [];
-    for (let i = 0; i < scenario.servers.count; i++) servers.push(await listen(`server${i}`, 'server-process.js', { ...base, index: i, below: [], ...(databasePort === undefined ? {} : { databasePort }) }));
+    for (let i = 0; i < scenario.servers.count; i++) {
+      servers.push(await listen(`server${i}`, 'server-process.js', { ...base, index: i, below: [], ...(databasePort === undefined ? {} : { databasePort }), ...(cacheNodes === undefined ? {} : { cacheNodes: cacheNodes.ports }) }));
+    }
     const listeners = [...servers];
     let below = servers.map((s) => s.origin);
     for (let t = (scenario.tiers?.count ?? 1) - 1; t >= 1; t--) {
@@ -84,7 +88,7 @@ export async function runReal(scenario: ServiceScenario, variant: VariantName, o
     const warmS = options.warmS ?? 3;
     await Promise.race([users.request({ type: 'warm', seconds: warmS }, { timeoutMs: warmS * 1000 + longest + DRAIN_SLACK_MS }), group.failure]);
     const zero = group.startClock(wallNowMs() + ZERO_AHEAD_MS);
-    await Promise.all(listeners.map(({ child }) => child.request({ type: 'start', zeroMs: zero, life: 'first' })));
+    await Promise.all([...listeners.map(({ child }) => child.request({ type: 'start', zeroMs: zero, life: 'first' })), cacheNodes?.pacers.request({ type: 'start', zeroMs: zero, life: 'first' })]);
     const run = users.request({ type: 'run', zeroMs: zero }, { timeoutMs: zero - wallNowMs() + scenario.durationS * 1000 + longest + DRAIN_SLACK_MS });
     const faults = scheduleFaults(scenario, group, zero, database);
     const progress = everySecond(() => options.onProgress?.(Math.floor((wallNowMs() - zero) / 1000), scenario.durationS));
@@ -111,6 +115,25 @@ export async function runReal(scenario: ServiceScenario, variant: VariantName, o
     await group.close();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * The cache tier on nodes (`cache.nodes`): a redis-server per node on a
+ * free loopback port, keeping nothing on disk (the simulation's nodes lose
+ * their data when killed), and the process of their pacers in front of
+ * them (cache-nodes-process.ts). `ports`: where the servers find each.
+ */
+async function startCacheNodes(group: ProcessGroup, dir: string, count: number, base: Omit<ProcessArgs, 'index' | 'below'>): Promise<{ readonly ports: readonly NodePorts[]; readonly pacers: RealChild<CacheNodesProtocol> }> {
+  const ports: NodePorts[] = [];
+  for (let i = 0; i < count; i++) {
+    const direct = await freePort();
+    const redis = group.spawn(`redis${i}`, 'redis-server', ['--port', String(direct), '--bind', LOOPBACK, '--save', '', '--appendonly', 'no', '--dir', dir], { readyWhen: { kind: 'port', port: direct } });
+    await Promise.race([redis.ready(), group.failure]);
+    ports.push({ paced: await freePort(), direct });
+  }
+  const pacers = group.fork<CacheNodesProtocol>('cache-nodes', here('cache-nodes-process.js'), [JSON.stringify({ ...base, index: 0, below: [], cacheNodes: ports } satisfies ProcessArgs)]);
+  await Promise.race([pacers.ready(), group.failure]);
+  return { ports, pacers };
 }
 
 /** Per-second counts of several processes, added second by second. */

@@ -1,12 +1,14 @@
 import { type Clock } from 'damper';
 import { cacheOptions, type DamperSettings } from '../damper-config.js';
 import { remainingFreshness } from '../engine/streams.js';
-import { type VariantName } from '../judge/results.js';
 import { type ServiceScenario } from '../schema/service.js';
 import { KeySets } from '../world/key-sets.js';
 import { type Render, rendering } from '../world/render.js';
-import { damperCacheDefaults, type DatabaseAccess, type DataTier, databaseOnly, inProcessTier, type InProcessVariant } from '../world/service-data.js';
+import { damperCacheNodes, damperNodeOptions, naiveCacheNodes } from '../world/service-cache-nodes.js';
+import { type CacheShape, damperCacheDefaults, type DatabaseAccess, type DataTier, databaseOnly, inProcessTier, type InProcessVariant, type QueryCounts } from '../world/service-data.js';
 import { DatabasePool, postgresOrigin } from './database-pool.js';
+import { type ProcessArgs } from './process-side.js';
+import { RedisRing } from './redis-ring.js';
 
 /** A real server's data tier, and the pool its queries go through (the origin's load is counted there). */
 export interface ServerData {
@@ -14,7 +16,12 @@ export interface ServerData {
   readonly pool: DatabasePool;
   /** Puts the tier in the state a run starts from, fresh from now: every key cached, its remaining freshness drawn as the simulation draws it. */
   prewarm(): Promise<void>;
+  /** With `cache.nodes`: this server's client to them, on the simulation's ring. */
+  readonly ring?: RedisRing;
 }
+
+/** naive's characteristic counts, which nobody reads on a real server: the run is judged from the users' calls and the queries. */
+const unread = (): QueryCounts => ({ cache: { requests: 0, loads: 0, stale: 0 } });
 
 /** The one server's data read: there is one server per process, and a tier of its own counts as server 0. */
 export const OWN = 0;
@@ -29,9 +36,14 @@ export const OWN = 0;
  * row got rendered with `render` first (`servers.missService`). The
  * tier is in this process's memory: a cache of scope server is this
  * server's, and a tier's one cache stands for the tier only while the tier
- * has one server (real-plan.ts). Undefined without a database.
+ * has one server (real-plan.ts). With `cache.nodes`, the world's clients
+ * to the nodes (service-cache-nodes.ts) over real redis-servers on the
+ * simulation's ring (redis-ring.ts): naive's look-aside with its switches,
+ * damper's `Cache` with `RedisStore` as its shared tier, the options the
+ * simulation gives server `index`. Undefined without a database.
  */
-export async function serverData(scenario: ServiceScenario, variant: VariantName, index: number, seed: number, clock: Clock, settings: DamperSettings, databasePort: number | undefined, render: Render | undefined): Promise<ServerData | undefined> {
+export async function serverData(scenario: ServiceScenario, args: ProcessArgs, clock: Clock, settings: DamperSettings, render: Render | undefined): Promise<ServerData | undefined> {
+  const { variant, index, seed, databasePort } = args;
   const database = scenario.database;
   if (database === undefined) return undefined;
   if (databasePort === undefined) throw new Error('a server of a scenario with a database is told its port');
@@ -43,14 +55,25 @@ export async function serverData(scenario: ServiceScenario, variant: VariantName
   const shape = scenario.cache;
   if (shape === undefined) return { tier: databaseOnly(db), pool, prewarm: async () => {} };
   const keys = new KeySets(scenario.clients, scenario.keys);
+  // Every row as the database first has it: version 1, valid.
+  const steady = (tier: DataTier) => (): Promise<void> => tier.prewarm(keys, () => ({ version: 1, valid: true }), remainingFreshness(seed, shape.ttlS * 1000), seed);
+  if (shape.nodes !== undefined) return { ...onNodes(scenario, args, clock, settings, db, shape, keys, steady), pool };
   const origin = postgresOrigin(pool, render);
-  // Nobody reads a real server's characteristic counts: the run is judged from the users' calls and the queries.
   const how: InProcessVariant =
     variant === 'naive'
-      ? { variant, counts: () => ({ cache: { requests: 0, loads: 0, stale: 0 } }) }
+      ? { variant, counts: unread }
       : { variant, options: () => cacheOptions(settings, index, damperCacheDefaults(shape, keys.keys.length, database.workers), { clock }), watch: () => () => {} };
   const tier = inProcessTier(clock, shape, 1, db, { server: () => origin, tier: origin }, how);
-  // Every row as the database first has it: version 1, valid.
-  const prewarm = (): Promise<void> => tier.prewarm(keys, () => ({ version: 1, valid: true }), remainingFreshness(seed, shape.ttlS * 1000), seed);
-  return { tier, pool, prewarm };
+  return { tier, pool, prewarm: steady(tier) };
+}
+
+/** The cache tier on nodes, as this server's client to them. */
+function onNodes(scenario: ServiceScenario, args: ProcessArgs, clock: Clock, settings: DamperSettings, db: DatabaseAccess, shape: CacheShape, keys: KeySets, steady: (tier: DataTier) => () => Promise<void>): Omit<ServerData, 'pool'> {
+  if (args.cacheNodes === undefined) throw new Error('a server of a scenario with cache nodes is told their ports');
+  const ring = new RedisRing(args.cacheNodes, shape.nodes!.vnodes);
+  const tier =
+    args.variant === 'naive'
+      ? naiveCacheNodes(clock, db, ring, shape, unread)
+      : damperCacheNodes(clock, db, ring, shape, [args.index], damperNodeOptions(clock, scenario, keys.keys.length, settings));
+  return { tier, ring, prewarm: steady(tier) };
 }

@@ -22,11 +22,11 @@ import { admissionOptions, damperSettings } from '../damper-config.js';
 import { stream, STREAMS } from '../engine/streams.js';
 import { renderOn } from '../world/render.js';
 import { damperServerAdmission } from '../world/service-damper.js';
-import { activeAt, serviceState } from '../world/service-faults.js';
+import { activeAt, ejectedAt, serviceState } from '../world/service-faults.js';
 import { type Job, type Outcome, Server } from '../world/service-server.js';
 import { joinGroup } from './child.js';
 import { LOOPBACK } from './loopback.js';
-import { processArgs } from './process-side.js';
+import { atFaultBounds, processArgs } from './process-side.js';
 import { type ProcessReport, type ServerProcessProtocol } from './real-messages.js';
 import { OWN, serverData } from './server-data.js';
 import { after, wallNowMs } from './wall-clock.js';
@@ -45,7 +45,7 @@ const settings = args.variant === 'damper' ? await damperSettings(scenario, cloc
 const missService = scenario.servers.missService;
 // A row got from the database is rendered on this server's workers or cores (a timer's wait, as its other service times), its time drawn as the simulation's.
 const render = missService === undefined ? undefined : renderOn(() => server, missService, stream(args.seed * 1_000 + args.index, STREAMS.renderTime));
-const data = await serverData(scenario, args.variant, args.index, args.seed, clock, settings, args.databasePort, render);
+const data = await serverData(scenario, args, clock, settings, render);
 // Traffic before time zero (the warm-up) finds the steady state too; time zero puts it back as the simulation starts.
 await data?.prewarm();
 const server = new Server(clock, scenario.servers, seededRandom(args.seed * 1_000 + args.index), data?.tier.reader(OWN));
@@ -98,6 +98,8 @@ function apply(s: number): void {
   const state = serviceState(scenario, activeAt(scenario, s), s).servers[args.index]!;
   server.slowdown = state.slowdown;
   server.keep = state.keep;
+  // The cache nodes ejected now are off this server's ring (their pacers close them at the same instant: cache-nodes-process.ts).
+  data?.ring?.ejected(ejectedAt(scenario, s));
 }
 
 /**
@@ -108,12 +110,9 @@ function apply(s: number): void {
  */
 function start(zero: number, life: 'first' | 'restarted'): void {
   if (data !== undefined) data.pool.sent.zero = zero;
-  const now = (wallNowMs() - zero) / 1000;
   if (life === 'restarted') data?.tier.restart?.(OWN);
   else after(zero - wallNowMs(), () => void data?.prewarm());
-  apply(Math.max(0, now));
-  const bounds = new Set(scenario.faults.flatMap((f) => [f.startS, f.endS]).filter((b) => b > now));
-  for (const b of bounds) after(zero + b * 1000 - wallNowMs(), () => apply(b));
+  atFaultBounds(scenario, zero, apply);
 }
 
 function report(): ProcessReport {

@@ -151,19 +151,28 @@ export class CacheNode {
     if (this.state === 'failed' || this.state === 'ejected') return Promise.reject(DOWN);
     if (this.queued >= this.shape.maxQueue) return Promise.reject(BUSY);
     return new Promise<T>((resolve, reject) => {
+      const waking = this.tick === undefined && this.state === 'up';
+      // Before the call joins the queue: the credit earned while idle is capped.
+      if (waking) this.accrue();
       this.queue.push({ apply, resolve: resolve as (value: unknown) => void, reject });
-      if (this.tick === undefined && this.state === 'up') {
-        this.accrue();
-        this.tick = this.clock.setTimer(this.serve, this.delayToNext());
-      }
+      if (waking) this.tick = this.clock.setTimer(this.serve, this.delayToNext());
     });
   }
 
-  /** Credit for calls accrues at `rate`; at most one tick's worth (or one call) is kept while idle. */
+  /**
+   * Credit for calls accrues at `rate`. While the node is idle (nothing
+   * queued) at most one call's or one ms's worth is kept, so a node that
+   * rested does not burst; while it is busy all of it is kept, so it serves
+   * its rate exactly whatever the timers' step: capping there too threw away
+   * the fraction a whole-ms tick overshoots by (300 calls/s served 250, 700
+   * served 500), and on real timers, which fire late, more (the pacer of a
+   * real run, node-pacer.ts, runs this same node).
+   */
   private accrue(): void {
     const now = this.clock.now();
     const perMs = this.rate / 1000;
-    this.credit = Math.min(this.credit + (now - this.lastCredit) * perMs, Math.max(1, perMs));
+    const credit = this.credit + (now - this.lastCredit) * perMs;
+    this.credit = this.queued === 0 ? Math.min(credit, Math.max(1, perMs)) : credit;
     this.lastCredit = now;
   }
 
@@ -209,6 +218,27 @@ export class CacheNode {
 }
 
 /**
+ * What the variants' clients ask of a cache tier on nodes, whoever keeps
+ * it: the simulated {@link CacheCluster}, or a real run's ring of
+ * redis-server processes (real/redis-ring.ts), so both run the world's one
+ * client code (service-cache-nodes.ts). damper's shared tier calls it as a
+ * {@link SharedBackend}; naive's look-aside calls the plain commands, on
+ * the key as it is.
+ */
+export interface CacheNodesClient extends SharedBackend {
+  /** GET: the value's text, or undefined on a miss. */
+  get(key: string): Promise<string | undefined>;
+  /** SET … PX: stores `text` for `ttlMs`. */
+  set(key: string, text: string, ttlMs: number): Promise<void>;
+  /** DEL. */
+  del(key: string): Promise<void>;
+  /** Every node loses its data at once (FLUSHALL on each); the ring stays. A fault, not a client's call: it costs the nodes nothing. */
+  flush(): void;
+  /** Runs `fill`, whose calls cost no node capacity: how the steady state a run starts from is put in place. */
+  seed(fill: () => Promise<void>): Promise<void>;
+}
+
+/**
  * A Redis-like cache cluster: nodes placed on a consistent-hashing ring (with
  * virtual nodes), each key served by the node it hashes to, at the cost of one
  * unit of that node's capacity per call. An ejection removes a node from the
@@ -225,7 +255,7 @@ export class CacheNode {
  * node one call; every subscriber, in every process, receives the message one
  * round trip after the node served it.
  */
-export class CacheCluster implements SharedBackend {
+export class CacheCluster implements CacheNodesClient {
   readonly nodes: readonly CacheNode[];
   readonly ring: HashRing;
   private readonly channels = new Map<string, Set<(message: string) => void>>();
@@ -295,6 +325,11 @@ export class CacheCluster implements SharedBackend {
   /** SET … PX: stores `text` for `ttlMs`. */
   set(key: string, text: string, ttlMs: number): Promise<void> {
     return this.on(key, (node) => node.data.write(key, text, ttlMs));
+  }
+
+  /** DEL. */
+  del(key: string): Promise<void> {
+    return this.on(key, (node) => node.data.remove(key));
   }
 
   // ------------------------------------------------- SharedBackend (damper)

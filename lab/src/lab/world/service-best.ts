@@ -1,7 +1,7 @@
 import { KeySets } from './key-sets.js';
 import { meanMs } from '../engine/delay.js';
 import type { ServiceScenario } from './service.js';
-import { activeAt, serviceState, type ServiceState } from './service-faults.js';
+import { activeAt, ejectedAt, serviceState, type ServiceState } from './service-faults.js';
 import { ringThroughput } from './hash-ring.js';
 
 /**
@@ -120,7 +120,7 @@ function nodesBound(scenario: ServiceScenario, keys: KeySets, t: number, offered
   const capacity = scenario.database!.capacityQps / state.databaseSlowdown;
   const inProcess = keys.shareOfTop(cache.processEntries ?? keys.keys.length);
   const onNodes = Math.max(0, cachedShare(scenario, keys, t, capacity) - inProcess);
-  const ejected = new Set(activeAt(scenario, t).flatMap((f) => (f.kind === 'eject-cache' ? f.nodes : [])));
+  const ejected = ejectedAt(scenario, t);
   const capacities = state.cacheNodes.map((n, i) => (ejected.has(i) ? null : n.hung || n.down || meanMs(nodes.latency) * n.slow > patience ? 0 : nodes.capacityOps * n.keep));
   const byNodes = Math.min(ringThroughput(capacities, offered * onNodes), poolsThroughput(scenario, state, ejected));
   return offered * inProcess + byNodes + Math.min(offered * (1 - inProcess) - byNodes, capacity);

@@ -1,10 +1,12 @@
-import { Cache, type CacheOptions, type SharedBackend, type VirtualClock } from 'damper';
+import { Cache, type CacheOptions, CircuitBreaker, type Clock, ConcurrencyLimiter, type Guard, pipeline, RateLimiter, type SharedBackend, type VirtualClock } from 'damper';
+import { cacheOptions, type DamperSettings } from '../damper-config.js';
+import { type ServiceScenario } from '../schema/service.js';
 import { sampleMs } from '../engine/delay.js';
 import { type Network } from '../engine/network.js';
-import { CacheCluster } from './cache-nodes.js';
+import { CacheCluster, type CacheNodesClient } from './cache-nodes.js';
 import { CommandPool, PooledBackend } from './command-pool.js';
 import { QueryError, type Row } from './database.js';
-import { type CacheShape, type DatabaseAccess, damperRead, type DataTier, naiveQuery, type QueryCounts } from './service-data.js';
+import { type CacheShape, damperCacheDefaults, type DatabaseAccess, damperRead, type DataTier, naiveQuery, type QueryCounts } from './service-data.js';
 import { NaiveBreaker } from './naive-breaker.js';
 import { type DataRead } from './service-server.js';
 import { held, steadyState } from './steady-state.js';
@@ -51,7 +53,7 @@ const FAILED = Symbol('cache call failed');
  * query or an invalid value deletes the key (`DEL`). `counts(i)` counts
  * server `i`'s reads and queries.
  */
-export function naiveCacheNodes(clock: VirtualClock, db: DatabaseAccess, cluster: CacheCluster, shape: CacheShape, counts: (server: number) => QueryCounts): DataTier {
+export function naiveCacheNodes(clock: Clock, db: DatabaseAccess, cluster: CacheNodesClient, shape: CacheShape, counts: (server: number) => QueryCounts): DataTier {
   const ttlMs = shape.ttlS * 1000;
   const { commandTimeoutMs: timeoutMs, breaker: breakerShape, queryRetries } = shape.naive;
   const size = shape.nodes!.connections;
@@ -78,7 +80,7 @@ export function naiveCacheNodes(clock: VirtualClock, db: DatabaseAccess, cluster
       naiveQuery(clock, way, key, shape.loadTimeoutMs, queryRetries, count, (outcome) => {
         if (fixer && (outcome instanceof QueryError || !outcome.valid)) {
           // Facebook 2010's fixer: a failure reads as a bad value, and the key is deleted.
-          command(() => cluster.remove(key)).catch(() => {});
+          command(() => cluster.del(key)).catch(() => {});
           return then('error', 'origin');
         }
         if (outcome instanceof QueryError) return then('error', 'origin');
@@ -113,22 +115,68 @@ export function naiveCacheNodes(clock: VirtualClock, db: DatabaseAccess, cluster
 }
 
 /**
+ * damper's options for server `i`'s `Cache` over the nodes (`shared`): the
+ * lab's (the in-process tier of `processEntries` keys, and the origin
+ * budget: `cache.originRateQps` split over the servers as {@link rateBudget},
+ * or a bound of concurrent loads), under the configuration's `cache(i)`.
+ * `watch` hears of the budget's limiter when the user's configuration kept
+ * it. The simulation and a real run's servers build them here alike.
+ */
+export function damperNodeOptions(clock: Clock, scenario: ServiceScenario, keyCount: number, settings: DamperSettings, watch: (limiter: ConcurrencyLimiter, server: number) => void = () => {}): (i: number, shared: NonNullable<CacheOptions<Row>['shared']>) => CacheOptions<Row> {
+  const shape = scenario.cache!;
+  const servers = scenario.servers.count;
+  const workers = scenario.database!.workers;
+  return (i, shared) => {
+    const loads = Math.max(1, Math.ceil((2 * workers) / servers));
+    const budget = shape.originRateQps === undefined ? undefined : rateBudget(clock, shape.originRateQps / servers, loads, shape.loadTimeoutMs);
+    const own = { ...damperCacheDefaults(shape, keyCount, workers), maxEntries: Math.max(1, shape.processEntries ?? keyCount + 1), ...(budget === undefined ? { maxConcurrentLoads: loads } : { guard: budget.guard }) };
+    const options = cacheOptions(settings, i, own, { clock, shared });
+    // A user's own origin budget replaces the lab's: its limiter then sees nothing.
+    if (budget !== undefined && options.guard === budget.guard) watch(budget.limiter, i);
+    return options;
+  };
+}
+
+/**
+ * The origin budget of one server's `Cache` when the scenario gives the
+ * servers a rate (`cache.originRateQps`, split over them: `rate` each):
+ * a `RateLimiter` whose queue serves higher priorities first and sheds a
+ * load that waited half the load timeout (the rest is the query's), a
+ * `ConcurrencyLimiter` of `loads`, and a `CircuitBreaker`, composed as a
+ * service composes them. Each server decides alone how much of the
+ * database it takes, so only a rate bounds their sum (discord-2019: a
+ * few reads per server that miss memory and a degraded node add up over
+ * the fleet). A queue that outlasted the load timeout would refuse at the
+ * load's deadline instead, which the cache holds against the key (its
+ * backoff), not against the budget: discord-2019's push settings then
+ * failed for minutes after the nodes recovered (measured: recovery 94 and
+ * 141 s at seeds 2 and 4).
+ */
+function rateBudget(clock: Clock, rate: number, loads: number, loadTimeoutMs: number): { readonly guard: Guard; readonly limiter: ConcurrencyLimiter } {
+  const limiter = new ConcurrencyLimiter({ clock, limit: loads });
+  const queueTimeout = Math.max(1, Math.floor(loadTimeoutMs / 2));
+  return { guard: pipeline(new RateLimiter({ rate, burst: Math.max(1, Math.ceil(rate / 4)), queueTimeout, clock }), limiter, new CircuitBreaker({ clock })), limiter };
+}
+
+/**
  * damper's cache tier on nodes: each server runs its own `Cache` (the
  * in-process tier, `processEntries` keys) over the nodes as its shared tier
  * (leases, the store's timeout and breaker, the bus), with `options(i)`:
  * the lab's, under the configuration's `cache(i)`. At the start the nodes
  * hold every key in damper's own envelopes, written by a `Cache` of their
  * own (steady-state.ts), and each server holds `processEntries` of them,
- * those an LRU of that size would hold (steady-state.ts's `held`). `options(i, shared)` must keep `shared`'s
- * store and namespace.
+ * those an LRU of that size would hold (steady-state.ts's `held`).
+ * `servers`: the ids of the servers this tier serves, `reader(k)` the
+ * `k`-th's (the simulation: all of them; a real server's process: its own).
+ * `options(i, shared)` must keep `shared`'s store and namespace.
  */
-export function damperCacheNodes(clock: VirtualClock, db: DatabaseAccess, cluster: CacheCluster, shape: CacheShape, servers: number, options: (server: number, shared: { readonly store: SharedBackend; readonly namespace: string }) => CacheOptions<Row>): DataTier & { readonly caches: readonly Cache<Row>[] } {
+export function damperCacheNodes(clock: Clock, db: DatabaseAccess, cluster: CacheNodesClient, shape: CacheShape, servers: readonly number[], options: (server: number, shared: { readonly store: SharedBackend; readonly namespace: string }) => CacheOptions<Row>): DataTier & { readonly caches: readonly Cache<Row>[] } {
   const namespace = 'lab';
   const size = shape.nodes!.connections;
   // Each server's client to the nodes, through a pool of its own when the scenario gives one.
   const store = (): SharedBackend => (size === undefined ? cluster : new PooledBackend(cluster, new CommandPool(size)));
-  const caches = Array.from({ length: servers }, (_, i) => new Cache<Row>(options(i, { store: store(), namespace })));
-  const reads = caches.map((cache, i) => damperRead(clock, cache, queried(db.server(i))));
+  const caches = servers.map((id) => new Cache<Row>(options(id, { store: store(), namespace })));
+  const reads = caches.map((cache, k) => damperRead(clock, cache, queried(db.server(servers[k]!))));
   return {
     caches,
     reader: (server) => reads[server]!,
@@ -138,7 +186,7 @@ export function damperCacheNodes(clock: VirtualClock, db: DatabaseAccess, cluste
     async prewarm(keys, row, freshMs, seed) {
       const freshness = keys.keys.map(() => freshMs());
       const steady = await steadyState(cluster, { ttlMs: shape.ttlS * 1000, staleForMs: shape.staleForS * 1000 }, namespace, keys.keys, freshness, row);
-      await Promise.all(caches.map((cache, i) => cache.restore(held(steady, shape.processEntries, keys, seed, i))));
+      await Promise.all(caches.map((cache, k) => cache.restore(held(steady, shape.processEntries, keys, seed, servers[k]!))));
     },
   };
 }

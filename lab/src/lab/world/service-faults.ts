@@ -83,6 +83,11 @@ export function rampAt(profile: readonly (readonly [number, number])[], s: numbe
   return before[1];
 }
 
+/** The cache nodes out of the ring at `t` (s): ejected, their replacements not yet joined. */
+export function ejectedAt(scenario: ServiceScenario, t: number): ReadonlySet<number> {
+  return new Set(activeAt(scenario, t).flatMap((f) => (f.kind === 'eject-cache' ? f.nodes : [])));
+}
+
 /** The faults of `scenario` active at `t` (s). */
 export function activeAt(scenario: ServiceScenario, t: number): ServiceFault[] {
   return scenario.faults.filter((f) => f.startS <= t && t < f.endS);

@@ -1,4 +1,4 @@
-import { type Cache, type CacheOptions, CircuitBreaker, ConcurrencyLimiter, type Guard, pipeline, RateLimiter, VirtualClock } from 'damper';
+import { type Cache, type CacheOptions, VirtualClock } from 'damper';
 import { type ClientRequest, Clients, type Replies, type RunOptions } from '../engine/clients.js';
 import { cacheOptions, damperSettings, type DamperSettings } from '../damper-config.js';
 import { DamperGauges } from '../judge/damper-gauges.js';
@@ -20,7 +20,7 @@ import { ConnectionPool } from './connection-pool.js';
 import { type Render, renderOn, rendering } from './render.js';
 import { serverCapacityQps } from './service-best.js';
 import { serviceState, type ServiceState } from './service-faults.js';
-import { cacheNodes, damperCacheNodes, naiveCacheNodes } from './service-cache-nodes.js';
+import { cacheNodes, damperCacheNodes, damperNodeOptions, naiveCacheNodes } from './service-cache-nodes.js';
 import { type CacheCluster } from './cache-nodes.js';
 import { naiveCall, naiveFront, roundRobin } from './service-naive.js';
 import { Server } from './service-server.js';
@@ -139,39 +139,10 @@ function dataTier(clock: VirtualClock, scenario: ServiceScenario, observed: Obse
     return inProcessTier(clock, shape, servers, db, origin, { variant: 'damper', options, watch: observed.gauges.watch });
   }
   // Each server's Cache under the configuration's cache(i), the origin budget split over the servers.
-  const lab = (i: number, shared: NonNullable<CacheOptions<Row>['shared']>): CacheOptions<Row> => {
-    const loads = Math.max(1, Math.ceil((2 * workers) / servers));
-    const budget = shape.originRateQps === undefined ? undefined : rateBudget(clock, shape.originRateQps / servers, loads, shape.loadTimeoutMs);
-    const own = { ...damperCacheDefaults(shape, keyCount, workers), maxEntries: Math.max(1, shape.processEntries ?? keyCount + 1), ...(budget === undefined ? { maxConcurrentLoads: loads } : { guard: budget.guard }) };
-    const options = cacheOptions(settings, i, own, { clock, shared });
-    // A user's own origin budget replaces the lab's: its limiter then sees nothing.
-    if (budget !== undefined && options.guard === budget.guard) observed.gauges.watch(budget.limiter, { server: i });
-    return options;
-  };
-  const tier = damperCacheNodes(clock, db, nodes, shape, servers, lab);
+  const lab = damperNodeOptions(clock, scenario, keyCount, settings, (limiter, i) => observed.gauges.watch(limiter, { server: i }));
+  const tier = damperCacheNodes(clock, db, nodes, shape, [...Array(servers).keys()], lab);
   tier.caches.forEach((cache, i) => observed.gauges.watch(cache, { server: i }));
   return tier;
-}
-
-/**
- * The origin budget of one server's `Cache` when the scenario gives the
- * servers a rate (`cache.originRateQps`, split over them: `rate` each):
- * a `RateLimiter` whose queue serves higher priorities first and sheds a
- * load that waited half the load timeout (the rest is the query's), a
- * `ConcurrencyLimiter` of `loads`, and a `CircuitBreaker`, composed as a
- * service composes them. Each server decides alone how much of the
- * database it takes, so only a rate bounds their sum (discord-2019: a
- * few reads per server that miss memory and a degraded node add up over
- * the fleet). A queue that outlasted the load timeout would refuse at the
- * load's deadline instead, which the cache holds against the key (its
- * backoff), not against the budget: discord-2019's push settings then
- * failed for minutes after the nodes recovered (measured: recovery 94 and
- * 141 s at seeds 2 and 4).
- */
-function rateBudget(clock: VirtualClock, rate: number, loads: number, loadTimeoutMs: number): { readonly guard: Guard; readonly limiter: ConcurrencyLimiter } {
-  const limiter = new ConcurrencyLimiter({ clock, limit: loads });
-  const queueTimeout = Math.max(1, Math.floor(loadTimeoutMs / 2));
-  return { guard: pipeline(new RateLimiter({ rate, burst: Math.max(1, Math.ceil(rate / 4)), queueTimeout, clock }), limiter, new CircuitBreaker({ clock })), limiter };
 }
 
 /**

@@ -1,6 +1,6 @@
 import { Cache, type Snapshot, VirtualClock } from 'damper';
 import { stream, STREAMS } from '../engine/streams.js';
-import { type CacheCluster } from './cache-nodes.js';
+import { type CacheNodesClient } from './cache-nodes.js';
 import { type Row } from './database.js';
 import { type KeySets } from './key-sets.js';
 
@@ -22,7 +22,7 @@ export interface SteadyShape {
  * machine would: it draws nothing from the run's clock, and its timers never
  * fire.
  */
-export async function steadyState(cluster: CacheCluster, shape: SteadyShape, namespace: string, keys: readonly string[], freshness: readonly number[], row: (key: string) => Row = () => FIRST): Promise<Snapshot<Row>> {
+export async function steadyState(cluster: CacheNodesClient, shape: SteadyShape, namespace: string, keys: readonly string[], freshness: readonly number[], row: (key: string) => Row = () => FIRST): Promise<Snapshot<Row>> {
   let snapshot: Snapshot<Row> | undefined;
   await cluster.seed(async () => {
     const writer = new Cache<Row>({
