@@ -120,6 +120,13 @@ const REAL_TIME = new Map([
   // (DAMPER_REAL_DATABASE=1: the file says why); in the suite it starts a
   // PostgreSQL and pgbouncer and stops them.
   ['lab/test/real-database.test.js', 1.2],
+  // A real run's cache nodes (issue 30): a redis-server behind the pacer
+  // that serves it at the scenario's pace, its rates and delays checked
+  // from below only; then three of them and their pacers' process, an
+  // ejection at its instant. A few CPU seconds each, mostly processes
+  // starting.
+  ['lab/test/real-node-pacer.test.js', 0.3],
+  ['lab/test/real-cache-nodes.test.js', 0.4],
 ]);
 
 /**

@@ -8,11 +8,11 @@ import { type VariantName, type VariantRun } from '../judge/results.js';
 import { judge } from '../judge/verdict.js';
 import { type ServiceScenario } from '../schema/service.js';
 import { type ProcessArgs } from './process-side.js';
-import { freePort, LOOPBACK } from './loopback.js';
-import { type NodePorts } from './redis-ring.js';
+import { freePort } from './loopback.js';
+import { startCacheNodes } from './redis-nodes.js';
 import { ProcessGroup, type RealChild } from './process-group.js';
 import { RealRunError } from './real-error.js';
-import { type CacheNodesProtocol, type ListenerProtocol, type ProcessReport, type ServerProcessProtocol, type UsersProtocol } from './real-messages.js';
+import { type ListenerProtocol, type ProcessReport, type ServerProcessProtocol, type UsersProtocol } from './real-messages.js';
 import { startPgbouncer } from './pgbouncer.js';
 import { startPostgres, type RealPostgres } from './postgres.js';
 import { KeySets } from '../world/key-sets.js';
@@ -115,25 +115,6 @@ export async function runReal(scenario: ServiceScenario, variant: VariantName, o
     await group.close();
     rmSync(dir, { recursive: true, force: true });
   }
-}
-
-/**
- * The cache tier on nodes (`cache.nodes`): a redis-server per node on a
- * free loopback port, keeping nothing on disk (the simulation's nodes lose
- * their data when killed), and the process of their pacers in front of
- * them (cache-nodes-process.ts). `ports`: where the servers find each.
- */
-async function startCacheNodes(group: ProcessGroup, dir: string, count: number, base: Omit<ProcessArgs, 'index' | 'below'>): Promise<{ readonly ports: readonly NodePorts[]; readonly pacers: RealChild<CacheNodesProtocol> }> {
-  const ports: NodePorts[] = [];
-  for (let i = 0; i < count; i++) {
-    const direct = await freePort();
-    const redis = group.spawn(`redis${i}`, 'redis-server', ['--port', String(direct), '--bind', LOOPBACK, '--save', '', '--appendonly', 'no', '--dir', dir], { readyWhen: { kind: 'port', port: direct } });
-    await Promise.race([redis.ready(), group.failure]);
-    ports.push({ paced: await freePort(), direct });
-  }
-  const pacers = group.fork<CacheNodesProtocol>('cache-nodes', here('cache-nodes-process.js'), [JSON.stringify({ ...base, index: 0, below: [], cacheNodes: ports } satisfies ProcessArgs)]);
-  await Promise.race([pacers.ready(), group.failure]);
-  return { ports, pacers };
 }
 
 /** Per-second counts of several processes, added second by second. */

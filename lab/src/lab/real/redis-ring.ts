@@ -20,6 +20,16 @@ interface NodeClient {
   readonly store: RedisStore;
 }
 
+/** A subscription, placed on the node its channel hashes to now; moved when the ring changes. */
+interface Subscription {
+  readonly channel: string;
+  readonly listener: (message: string) => void;
+  readonly interrupted: (() => void) | undefined;
+  /** The node it is placed on, and the unsubscribe of that placement. */
+  node: number;
+  placed: Promise<() => Promise<void>>;
+}
+
 /** No node left on the ring: what the simulated cluster answers too. */
 const EMPTY = new Error('cache cluster has no node');
 
@@ -45,6 +55,7 @@ export class RedisRing implements CacheNodesClient {
   private readonly paced: readonly NodeClient[];
   private readonly direct: readonly NodeClient[];
   private readonly seeding = new AsyncLocalStorage<true>();
+  private readonly subscriptions = new Set<Subscription>();
 
   constructor(nodes: readonly NodePorts[], vnodes: number) {
     this.ring = new HashRing(vnodes);
@@ -56,6 +67,8 @@ export class RedisRing implements CacheNodesClient {
   /** The nodes in `out` are off the ring (an operator's ejection: their keys hash to the other nodes from now on); the others on it (a replacement joins where its node was). */
   ejected(out: ReadonlySet<number>): void {
     this.paced.forEach((_, i) => (out.has(i) ? this.ring.remove(i) : this.ring.add(i)));
+    // A channel follows its key's rule: publishers now send on its new node, so its subscribers listen there.
+    for (const sub of this.subscriptions) if (this.ring.nodeOf(sub.channel) !== sub.node) this.place(sub);
   }
 
   get(key: string): Promise<string | undefined> {
@@ -119,8 +132,35 @@ export class RedisRing implements CacheNodesClient {
     return this.on(channel, (n) => n.store.publish(channel, message));
   }
 
-  subscribe(channel: string, listener: (message: string) => void, interrupted?: () => void): Promise<() => Promise<void>> {
-    return this.on(channel, (n) => n.store.subscribe(channel, listener, interrupted));
+  /**
+   * On the node the channel hashes to now, and on its next one when an
+   * ejection moves it (the simulated cluster's bus reaches every subscriber
+   * whichever node serves it). An interruption is told only while the
+   * subscription is still placed where it happened: the old node's, once it
+   * has moved, is the ejection's.
+   */
+  async subscribe(channel: string, listener: (message: string) => void, interrupted?: () => void): Promise<() => Promise<void>> {
+    const sub: Subscription = { channel, listener, interrupted, node: -1, placed: Promise.reject(EMPTY) };
+    this.place(sub);
+    await sub.placed;
+    this.subscriptions.add(sub);
+    return async () => {
+      this.subscriptions.delete(sub);
+      await (await sub.placed)();
+    };
+  }
+
+  /** Places `sub` on the node its channel hashes to now, and drops its old placement. */
+  private place(sub: Subscription): void {
+    const old = sub.placed;
+    const node = this.ring.nodeOf(sub.channel);
+    sub.node = node;
+    const interrupted = (): void => {
+      if (sub.node === node) sub.interrupted?.();
+    };
+    sub.placed = node < 0 ? Promise.reject(EMPTY) : this.paced[node]!.store.subscribe(sub.channel, sub.listener, interrupted);
+    sub.placed.catch(() => {});
+    old.then((unsubscribe) => unsubscribe()).catch(() => {});
   }
 
   /** Closes every connection. */
