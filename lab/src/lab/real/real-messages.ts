@@ -44,6 +44,8 @@ export interface ServerProcessProtocol {
   readonly ready: ListenerProtocol['ready'];
   readonly requests: ListenerProtocol['requests'] & {
     readonly push: { readonly request: { readonly key: string; readonly row: Row }; readonly reply: null };
+    /** Puts its data tier back in the steady state the run starts from; answered once done, before time zero. */
+    readonly prewarm: { readonly request: object; readonly reply: null };
     readonly flush: { readonly request: object; readonly reply: null };
   };
 }

@@ -29,7 +29,6 @@ import { LOOPBACK } from './loopback.js';
 import { atFaultBounds, processArgs } from './process-side.js';
 import { type ProcessReport, type ServerProcessProtocol } from './real-messages.js';
 import { OWN, serverData } from './server-data.js';
-import { after, wallNowMs } from './wall-clock.js';
 
 // First, so that its own start-up is metered and it leaves when the runner does.
 const link = joinGroup<ServerProcessProtocol>({
@@ -38,6 +37,7 @@ const link = joinGroup<ServerProcessProtocol>({
   // The write path's push (an invalid value's start); a cache flush. The database itself is written by the runner.
   push: ({ key, row }) => (data?.tier.push(key, row), null),
   flush: () => (data?.tier.flush(), null),
+  prewarm: async () => (await data?.prewarm(), null),
 });
 const { args, scenario } = processArgs();
 const clock = createSystemClock(args.seed);
@@ -46,7 +46,7 @@ const missService = scenario.servers.missService;
 // A row got from the database is rendered on this server's workers or cores (a timer's wait, as its other service times), its time drawn as the simulation's.
 const render = missService === undefined ? undefined : renderOn(() => server, missService, stream(args.seed * 1_000 + args.index, STREAMS.renderTime));
 const data = await serverData(scenario, args, clock, settings, render);
-// Traffic before time zero (the warm-up) finds the steady state too; time zero puts it back as the simulation starts.
+// Traffic before time zero (the warm-up) finds the steady state too; the runner puts it back just before time zero (`prewarm`).
 await data?.prewarm();
 const server = new Server(clock, scenario.servers, seededRandom(args.seed * 1_000 + args.index), data?.tier.reader(OWN));
 
@@ -111,7 +111,6 @@ function apply(s: number): void {
 function start(zero: number, life: 'first' | 'restarted'): void {
   if (data !== undefined) data.pool.sent.zero = zero;
   if (life === 'restarted') data?.tier.restart?.(OWN);
-  else after(zero - wallNowMs(), () => void data?.prewarm());
   atFaultBounds(scenario, zero, apply);
 }
 

@@ -123,10 +123,26 @@ export function counting(sent: PerSecond, below: readonly string[]): Dispatcher.
  */
 export function damperTierClient(scenario: ServiceScenario, t: number, settings: DamperSettings, clock: Clock, below: readonly string[]): TierClient {
   const lab = { ...damperTierOptions(scenario, t), ...damperLiveness(scenario, t) };
-  const options = dependencyOptions<HttpUpstream>(settings, t, lab, { clock, upstreams: below.map((origin) => ({ id: origin, target: { origin } })) });
-  const dependency = new HttpDependency({ ...options, upstreams: below });
+  const made = (): HttpDependency => new HttpDependency({ ...dependencyOptions<HttpUpstream>(settings, t, lab, { clock, upstreams: below.map((origin) => ({ id: origin, target: { origin } })) }), upstreams: below });
   const agent = agentFor(undefined);
   const sent = new PerSecond();
-  // The dependency's liveness checks keep the phase they started with (a hung server is out within a probe either way).
-  return { dispatcher: agent.compose(counting(sent, below), damperInterceptor(dependency)), sent, stats: () => dependency.stats(), start: startAt(sent, { start: () => {} }), close: async () => (dependency.close(), agent.close()) };
+  const composed = (d: HttpDependency): Dispatcher => agent.compose(counting(sent, below), damperInterceptor(d));
+  let dependency = made();
+  let dispatcher = composed(dependency);
+  return {
+    get dispatcher() {
+      return dispatcher;
+    },
+    sent,
+    stats: () => dependency.stats(),
+    // A new Dependency at time zero, as the simulation's starts there: nothing the warm-up taught it (an ejection, an
+    // open breaker, a spent budget) carries into the run. The warm-up's calls have all ended by then; the connections stay.
+    start: (zeroMs) => {
+      dependency.close();
+      dependency = made();
+      dispatcher = composed(dependency);
+      startAt(sent, { start: () => {} })(zeroMs);
+    },
+    close: async () => (dependency.close(), agent.close()),
+  };
 }

@@ -186,6 +186,9 @@ export function damperCacheNodes(clock: Clock, db: DatabaseAccess, cluster: Cach
     async prewarm(keys, row, freshMs, seed) {
       const freshness = keys.keys.map(() => freshMs());
       const steady = await steadyState(cluster, { ttlMs: shape.ttlS * 1000, staleForMs: shape.staleForS * 1000 }, namespace, keys.keys, freshness, row);
+      // The steady state replaces what a server held: `restore` keeps a value a key already has, and a real server's
+      // warm-up traffic left it values gone stale by time zero (its in-process tier stale at the start: half the loads).
+      for (const cache of caches) cache.clear();
       await Promise.all(caches.map((cache, k) => cache.restore(held(steady, shape.processEntries, keys, seed, servers[k]!))));
     },
   };
