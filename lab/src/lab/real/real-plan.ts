@@ -37,7 +37,7 @@ export function realPlanProblems(scenario: ServiceScenario): string[] {
   if (scenario.servers.databaseConnections !== undefined) not('a server’s own pool of database connections (servers.databaseConnections)');
   const nodes = scenario.cache?.nodes;
   if (nodes?.connections !== undefined) not('a pool of connections to the cache nodes (cache.nodes.connections)');
-  if (nodes !== undefined && nodes.latency.kind !== 'constant') not('a cache node round trip drawn per call (cache.nodes.latency): the real round trip stands for a constant one');
+  if (nodes !== undefined && nodes.latency.kind !== 'constant') not('a cache node round trip drawn per call (cache.nodes.latency: the real round trip stands for a constant one)');
   // The tier's one cache lives in the server's process: a new process would lose what the simulation's tier keeps, and
   // several servers would each have their own where the simulation has one for all.
   const tierInServer = scenario.cache !== undefined && scenario.cache.scope !== 'server' && scenario.cache.nodes === undefined;
