@@ -3,6 +3,12 @@ import { describe, test } from 'node:test';
 import { CacheCluster, CacheNodeError } from '../src/lab/world/cache-nodes.js';
 import { CommandPool, PooledBackend } from '../src/lab/world/command-pool.js';
 import { HashRing } from '../src/lab/world/hash-ring.js';
+import { loadScenario } from '../src/lab/lab.js';
+import { Recorder } from '../src/lab/judge/metrics.js';
+import { Database, type Row } from '../src/lab/world/database.js';
+import { KeySets } from '../src/lab/world/key-sets.js';
+import { damperCacheNodes } from '../src/lab/world/service-cache-nodes.js';
+import { type ServiceScenario } from '../src/lab/schema/service.js';
 import { Cache, sleep, VirtualClock } from 'damper';
 import { type BackendUnderTest, sharedBackendContract } from 'damper/testing';
 
@@ -245,5 +251,30 @@ describe('the simulated cluster as a SharedBackend', () => {
     assert.equal(loads, keys.length, 'no key went to the origin while the cache nodes were slow');
     assert.ok(storeErrors > 0, 'the shared tier saw the slow nodes (timeouts, then its open breaker)');
     await cache.close();
+  });
+
+  test('damper’s steady state replaces what a server’s cache held: put back after traffic, every held key is fresh again', async () => {
+    // A real run puts the steady state back after its warm-up, when the values the warm-up left have gone stale; `restore`
+    // alone keeps a value a key already has (real/server-data.ts).
+    const clock = new VirtualClock({ seed: 4 });
+    const scenario = (await loadScenario('discord-2019')) as ServiceScenario;
+    const cacheShape = scenario.cache!;
+    const cluster = new CacheCluster(clock, 3, shape);
+    const database = new Database(clock, new Recorder(60), scenario.database!);
+    const keys = new KeySets(scenario.clients, scenario.keys);
+    const tier = damperCacheNodes(clock, { server: () => database, tier: database }, cluster, cacheShape, [0], (_, shared) => ({ clock, ttl: 60_000, staleFor: 600_000, maxEntries: 10_000, shared }));
+    const row = (): Row => ({ version: 1, valid: true });
+    await tier.prewarm(keys, row, () => 1_000, 1);
+    await clock.advance(2_000);
+    const stale = tier.caches[0]!.snapshot().entries;
+    assert.ok(stale.length > 800 && stale.every((e) => e.freshMs === 0), 'the first steady state has gone stale');
+    await tier.prewarm(keys, row, () => 60_000, 1);
+    const again = tier.caches[0]!.snapshot().entries;
+    assert.equal(again.length, stale.length);
+    assert.ok(
+      again.every((e) => e.freshMs === 60_000),
+      `fresh again: ${again.filter((e) => e.freshMs !== 60_000).length} of ${again.length} kept stale`,
+    );
+    await tier.caches[0]!.close();
   });
 });

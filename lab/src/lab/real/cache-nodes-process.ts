@@ -36,28 +36,20 @@ const fail = (error: unknown): never => {
   process.exit(1);
 };
 
-/** Out of the ring now: ejected, and not yet replaced. */
-const out = new Set<number>();
-
 /** The nodes' state at `s` seconds: ejections and replacements first (a replacement is healthy), then each node's slowness and throughput. */
 function apply(s: number): void {
   const ejected = ejectedAt(scenario, s);
   pacers.forEach((pacer, i) => {
-    if (ejected.has(i) === out.has(i)) return;
-    if (ejected.has(i)) {
-      out.add(i);
-      pacer.eject().catch(fail);
-    } else {
-      out.delete(i);
-      pacer.rejoin();
-    }
+    if (ejected.has(i) !== pacer.inCluster) return;
+    if (ejected.has(i)) pacer.eject().catch(fail);
+    else pacer.rejoin();
   });
   serviceState(scenario, activeAt(scenario, s), s).cacheNodes.forEach((state, i) => {
-    if (out.has(i)) return;
-    pacers[i]!.slowness = state.slow;
-    pacers[i]!.degrade(state.keep);
+    const pacer = pacers[i]!;
+    if (!pacer.inCluster) return;
+    pacer.slowness = state.slow;
+    pacer.degrade(state.keep);
   });
 }
-
 
 link.ready(null);

@@ -88,6 +88,11 @@ export class NodePacer {
     this.node.slowness = slowness;
   }
 
+  /** Whether the node is in the cluster: not ejected, or replaced since. */
+  get inCluster(): boolean {
+    return this.node.state !== 'ejected';
+  }
+
   /** Commands waiting at the node now: its queue. */
   get queued(): number {
     return this.node.queued;
@@ -190,13 +195,13 @@ class PacedLink {
   /** The start of a command that has not all arrived yet. */
   private readonly partial: Buffer[] = [];
   /** Commands read and not yet written to redis or refused, oldest first. */
-  private readonly unsent = new Queue<Command>();
+  private readonly unsent = new Fifo<Command>();
   /** Commands written to redis: the replies redis owes, so far. */
   private forwarded = 0;
   /** Whole replies from redis passed on. */
   private passed = 0;
   /** For each refusal not yet passed on, in order: how many of redis's replies come before it. */
-  private readonly refusals = new Queue<number>();
+  private readonly refusals = new Fifo<number>();
   /** How many of redis's replies come before the first SUBSCRIBE's; from its reply on, nothing is counted. */
   private subscribeAt: number | undefined;
   private readonly out: HeldBack;
@@ -268,7 +273,7 @@ class PacedLink {
   private settle(command: Command, fate: 'sent' | 'refused'): void {
     if (!this.open) return;
     command.fate = fate;
-    for (let next = this.unsent.head; next !== undefined && next.fate !== 'queued'; next = this.unsent.head) {
+    for (let next = this.unsent.oldest; next !== undefined && next.fate !== 'queued'; next = this.unsent.oldest) {
       this.unsent.shift();
       if (next.fate === 'refused') this.refuse();
       else this.forward(next);
@@ -289,7 +294,7 @@ class PacedLink {
   }
 
   private refuseDue(): void {
-    while (this.refusals.head === this.passed) {
+    while (this.refusals.oldest === this.passed) {
       this.refusals.shift();
       // At once, as the simulated node refuses: a fault's latency is the round trip's, and a refused call makes none.
       this.out.send(REFUSAL, 0);
@@ -310,7 +315,7 @@ class PacedLink {
       at = end;
       this.passed++;
       // Refusals are rare beside replies: the chunk is cut only where one goes in.
-      if (this.refusals.head === this.passed) {
+      if (this.refusals.oldest === this.passed) {
         this.out.send(chunk.subarray(from, at), extraMs);
         from = at;
         this.refuseDue();
@@ -326,7 +331,7 @@ class PacedLink {
  * the ones still held. Nothing is held (nor allocated) when healthy.
  */
 class HeldBack {
-  private readonly held = new Queue<{ at: number; bytes: Buffer }>();
+  private readonly held = new Fifo<{ at: number; bytes: Buffer }>();
   private timer: Timer | undefined;
   private lastAt = 0;
   private state: 'open' | 'finishing' = 'open';
@@ -337,13 +342,13 @@ class HeldBack {
   ) {}
 
   send(bytes: Buffer, delayMs: number): void {
-    if (this.held.head === undefined && delayMs <= 0) {
+    if (this.held.oldest === undefined && delayMs <= 0) {
       this.socket.write(bytes);
       return;
     }
     const now = this.clock.now();
     this.lastAt = Math.max(now + delayMs, this.lastAt);
-    const first = this.held.head === undefined;
+    const first = this.held.oldest === undefined;
     this.held.push({ at: this.lastAt, bytes });
     if (first) this.timer = this.clock.setTimer(this.release, this.lastAt - now);
   }
@@ -351,19 +356,19 @@ class HeldBack {
   /** Ends the socket once everything held is out. */
   finish(): void {
     this.state = 'finishing';
-    if (this.held.head === undefined) this.socket.end();
+    if (this.held.oldest === undefined) this.socket.end();
   }
 
   /** Forgets what is held: the socket is going. */
   drop(): void {
     this.timer?.cancel();
-    while (this.held.head !== undefined) this.held.shift();
+    this.held.drain();
   }
 
   private readonly release = (): void => {
     this.timer = undefined;
     const now = this.clock.now();
-    for (let next = this.held.head; next !== undefined; next = this.held.head) {
+    for (let next = this.held.oldest; next !== undefined; next = this.held.oldest) {
       if (next.at > now) {
         this.timer = this.clock.setTimer(this.release, next.at - now);
         return;
@@ -373,25 +378,6 @@ class HeldBack {
     }
     if (this.state === 'finishing') this.socket.end();
   };
-}
-
-/** A {@link Fifo} whose oldest entry can be looked at before it is taken. */
-class Queue<T> {
-  private first: T | undefined;
-  private readonly rest = new Fifo<T>();
-
-  get head(): T | undefined {
-    return this.first;
-  }
-
-  push(item: T): void {
-    if (this.first === undefined) this.first = item;
-    else this.rest.push(item);
-  }
-
-  shift(): void {
-    this.first = this.rest.shift();
-  }
 }
 
 /** Where a scan stands in a frame: before an element, in a line, in a length header (`*N` or `$N`), in a bulk string's body. */

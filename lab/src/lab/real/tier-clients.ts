@@ -141,7 +141,7 @@ export function damperTierClient(scenario: ServiceScenario, t: number, settings:
       dependency.close();
       dependency = made();
       dispatcher = composed(dependency);
-      startAt(sent, { start: () => {} })(zeroMs);
+      sent.zero = zeroMs;
     },
     close: async () => (dependency.close(), agent.close()),
   };

@@ -13,6 +13,11 @@ export class Fifo<T> {
     return this.items.length - this.head;
   }
 
+  /** The oldest entry, left in place; undefined when empty. */
+  get oldest(): T | undefined {
+    return this.items[this.head];
+  }
+
   push(item: T): void {
     this.items.push(item);
   }
