@@ -8,9 +8,9 @@
  * @module
  */
 import { createHash } from 'node:crypto';
-import { connect as netConnect } from 'node:net';
 import { ConfigError } from '../errors.js';
 import { checkRowOptions, oneRow, type OriginLoader } from './loader.js';
+import { sendCancel } from './postgres-cancel.js';
 
 export { type OriginLoader, TOO_MANY_ROWS } from './loader.js';
 
@@ -189,26 +189,4 @@ function cancellableQuery(pool: PgPoolLike, config: { name?: string; text: strin
 
 function sqlState(error: unknown): unknown {
   return typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
-}
-
-/**
- * Sends PostgreSQL's CancelRequest (protocol 3.0: length 16, code 80877102,
- * backend pid, secret key) on a new socket to the client's server, like
- * libpq's `PQcancel`. Returns false when the client does not expose what it
- * needs (pg's `processID`, `secretKey`, `host`, `port`). Errors on that
- * socket are ignored: a cancel is best effort.
- */
-function sendCancel(client: PgClientLike): boolean {
-  const { processID, secretKey, host, port } = client as unknown as { processID?: unknown; secretKey?: unknown; host?: unknown; port?: unknown };
-  if (typeof processID !== 'number' || typeof secretKey !== 'number' || typeof port !== 'number') return false;
-  const where = typeof host === 'string' && host !== '' ? host : 'localhost';
-  const packet = Buffer.alloc(16);
-  packet.writeInt32BE(16, 0);
-  packet.writeInt32BE(80877102, 4);
-  packet.writeInt32BE(processID, 8);
-  packet.writeInt32BE(secretKey, 12);
-  const socket = where.startsWith('/') ? netConnect({ path: `${where}/.s.PGSQL.${port}` }) : netConnect({ host: where, port });
-  socket.on('error', () => socket.destroy());
-  socket.on('connect', () => socket.end(packet));
-  return true;
 }

@@ -24,6 +24,8 @@ export interface ProcessArgs {
    * redis-server on `direct`.
    */
   readonly cacheNodes?: readonly NodePorts[];
+  /** A server's, with the tier's one cache (`cache.scope: tier` without nodes): the loopback port of the cache tier's process it reads through. */
+  readonly cacheTier?: number;
 }
 
 /** This process's arguments and scenario. */

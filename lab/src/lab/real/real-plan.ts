@@ -20,8 +20,8 @@ export const MAX_REAL_S = 180;
  * balancer with its health checks (origin-picker.ts), a database
  * (PostgreSQL, postgres.ts) behind any number of servers sharing its bound
  * (pgbouncer.ts), the work of rendering a loaded row (`missService`), the
- * cache in the servers' memory (scope server, or the tier's one cache in
- * front of one server), a cache tier on nodes (redis-servers behind their
+ * cache in the servers' memory (scope server), the tier's one cache in a
+ * process of its own in front of every server, a cache tier on nodes (redis-servers behind their
  * pacers on the simulation's ring: redis-ring.ts, node-pacer.ts), each
  * population's own keys, and the faults `slowdown` (servers, database,
  * cache nodes), `capacity-drop`, `degrade-servers`, `degrade-cache`,
@@ -38,10 +38,8 @@ export function realPlanProblems(scenario: ServiceScenario): string[] {
   const nodes = scenario.cache?.nodes;
   if (nodes?.connections !== undefined) not('a pool of connections to the cache nodes (cache.nodes.connections)');
   if (nodes !== undefined && nodes.latency.kind !== 'constant') not('a cache node round trip drawn per call (cache.nodes.latency: the real round trip stands for a constant one)');
-  // The tier's one cache lives in the server's process: a new process would lose what the simulation's tier keeps, and
-  // several servers would each have their own where the simulation has one for all.
-  const tierInServer = scenario.cache !== undefined && scenario.cache.scope !== 'server' && scenario.cache.nodes === undefined;
-  if (tierInServer && scenario.servers.count > 1) not('the tier’s one cache in front of several servers (cache.scope tier without cache.nodes, servers.count > 1: each server process would have its own)');
+  // The row's render is a server's work, on its workers or cores; the tier's one cache loads in a process of its own.
+  if (cacheTierApart(scenario) && scenario.servers.missService !== undefined) not('the render of a loaded row (servers.missService) behind the tier’s one cache (cache.scope tier without cache.nodes)');
   if (scenario.network.hopDelay.kind !== 'constant' || scenario.network.hopDelay.ms !== 0) not('a network delay (network.hopDelay)');
   scenario.tiers?.each?.forEach((t, i) => {
     if (t.servers !== undefined) not(`a tier's own servers (tiers.each[${i}].servers)`);
@@ -62,8 +60,6 @@ export function realPlanProblems(scenario: ServiceScenario): string[] {
         break;
       case 'hang':
       case 'restart':
-        if (tierInServer && (f.kind === 'restart' || f.then === 'restart')) not(`a restart of the server that holds the cache tier in its memory (${at}, cache.scope tier)`);
-        break;
       case 'slowdown':
       case 'capacity-drop':
       case 'degrade-servers':
@@ -77,6 +73,16 @@ export function realPlanProblems(scenario: ServiceScenario): string[] {
     }
   });
   return problems;
+}
+
+/**
+ * Whether the scenario's cache tier is the tier's one cache (`cache.scope:
+ * tier` without nodes), which a real run holds in a process of its own that
+ * every server reads through (cache-tier-process.ts): the simulation has one
+ * for all its servers, and it outlives any of them.
+ */
+export function cacheTierApart(scenario: ServiceScenario): boolean {
+  return scenario.database !== undefined && scenario.cache !== undefined && scenario.cache.scope !== 'server' && scenario.cache.nodes === undefined;
 }
 
 /** Throws the first of {@link realPlanProblems}, with how many more there are. */

@@ -17,7 +17,7 @@ import { startPgbouncer } from './pgbouncer.js';
 import { startPostgres, type RealPostgres } from './postgres.js';
 import { KeySets } from '../world/key-sets.js';
 import { activeAt, serviceState } from '../world/service-faults.js';
-import { checkRealPlan } from './real-plan.js';
+import { cacheTierApart, checkRealPlan } from './real-plan.js';
 import { type RealRun } from './real-run.js';
 import { after, wallNowMs } from './wall-clock.js';
 
@@ -73,10 +73,15 @@ export async function runReal(scenario: ServiceScenario, variant: VariantName, o
       databasePort = (await startPgbouncer(group, dir, database.port, scenario.database)).port;
     }
     const cacheNodes = scenario.cache?.nodes === undefined ? undefined : await startCacheNodes(group, dir, scenario.cache.nodes.count, base);
+    const withDatabase = databasePort === undefined ? {} : { databasePort };
+    const cacheTier = cacheTierApart(scenario) ? await listen('cache-tier', 'cache-tier-process.js', { ...base, index: 0, below: [], ...withDatabase }) : undefined;
     const servers = [];
     for (let i = 0; i < scenario.servers.count; i++) {
-      servers.push(await listen(`server${i}`, 'server-process.js', { ...base, index: i, below: [], ...(databasePort === undefined ? {} : { databasePort }), ...(cacheNodes === undefined ? {} : { cacheNodes: cacheNodes.ports }) }));
+      const reach = { ...withDatabase, ...(cacheNodes === undefined ? {} : { cacheNodes: cacheNodes.ports }), ...(cacheTier === undefined ? {} : { cacheTier: Number(new URL(cacheTier.origin).port) }) };
+      servers.push(await listen(`server${i}`, 'server-process.js', { ...base, index: i, below: [], ...reach }));
     }
+    // Who holds the data tier, which the write path pushes into, a flush empties and the steady state is put back in: the cache tier's process, or each server.
+    const holders = (cacheTier === undefined ? servers : [cacheTier]).map(({ child }) => child as RealChild<ServerProcessProtocol>);
     const listeners = [...servers];
     let below = servers.map((s) => s.origin);
     for (let t = (scenario.tiers?.count ?? 1) - 1; t >= 1; t--) {
@@ -93,11 +98,12 @@ export async function runReal(scenario: ServiceScenario, variant: VariantName, o
     // each server's event loop as the run began (discord-2019's 900 keys written and restored), and the users'
     // Dependency took two of the four servers out for the run's first 30 s (as many as its ejection bound allows): the
     // other two carried every call, each within its own origin budget, and damper loaded half what it did simulated.
-    await Promise.race([Promise.all(servers.map(({ child }) => (child as RealChild<ServerProcessProtocol>).request({ type: 'prewarm' }, { timeoutMs: PREWARM_TIMEOUT_MS }))), group.failure]);
+    await Promise.race([Promise.all(holders.map((child) => child.request({ type: 'prewarm' }, { timeoutMs: PREWARM_TIMEOUT_MS }))), group.failure]);
     const zero = group.startClock(wallNowMs() + ZERO_AHEAD_MS);
-    await Promise.all([...listeners.map(({ child }) => child.request({ type: 'start', zeroMs: zero, life: 'first' })), cacheNodes?.pacers.request({ type: 'start', zeroMs: zero, life: 'first' })]);
+    const first = { type: 'start', zeroMs: zero, life: 'first' } as const;
+    await Promise.all([...listeners.map(({ child }) => child.request(first)), cacheNodes?.pacers.request(first), cacheTier?.child.request(first)]);
     const run = users.request({ type: 'run', zeroMs: zero }, { timeoutMs: zero - wallNowMs() + scenario.durationS * 1000 + longest + DRAIN_SLACK_MS });
-    const faults = scheduleFaults(scenario, group, zero, database);
+    const faults = scheduleFaults(scenario, group, zero, database, holders);
     const progress = everySecond(() => options.onProgress?.(Math.floor((wallNowMs() - zero) / 1000), scenario.durationS));
     try {
       await Promise.race([run, group.failure, faults.failed]);
@@ -113,7 +119,7 @@ export async function runReal(scenario: ServiceScenario, variant: VariantName, o
     const loads =
       database === undefined
         ? [innermost === undefined ? usersReport : await innermost.request({ type: 'report' })]
-        : [...faults.earlier, ...(await Promise.all(servers.map(({ child }) => child.request({ type: 'report' }))))];
+        : [...faults.earlier, ...(await Promise.all([...servers, ...(cacheTier === undefined ? [] : [cacheTier])].map(({ child }) => child.request({ type: 'report' }))))];
     const figures = judged(scenario, usersReport, summed(loads.map((load) => load.sent ?? [])));
     const host = await group.host(Math.ceil(scenario.durationS));
     return { ...figures, host };
@@ -145,12 +151,12 @@ function everySecond(fn: () => void): () => void {
  * (SIGSTOP until it ends, then SIGCONT, or a restart), an operator's
  * restart (a new process on the old one's port, told time zero again); and
  * those done to the data: an invalid value written to the database (and
- * pushed into every server's cache, as the write path does) and fixed at
- * its end, a cache flush, a database slowdown (the knob, for queries that
+ * pushed into the cache tier's `holders`, as the write path does) and fixed
+ * at its end, a cache flush of the holders, a database slowdown (the knob, for queries that
  * start then). `failed` rejects if a fault cannot be done. `earlier`: what
  * each server replaced by a new process had reported by then.
  */
-function scheduleFaults(scenario: ServiceScenario, group: ProcessGroup, zero: number, database: RealPostgres | undefined): { cancel(): void; failed: Promise<never>; earlier: readonly ProcessReport[] } {
+function scheduleFaults(scenario: ServiceScenario, group: ProcessGroup, zero: number, database: RealPostgres | undefined, holders: readonly RealChild<ServerProcessProtocol>[]): { cancel(): void; failed: Promise<never>; earlier: readonly ProcessReport[] } {
   const cancels: (() => void)[] = [];
   let fail: (error: unknown) => void = () => {};
   const failed = new Promise<never>((_, reject) => (fail = reject));
@@ -165,17 +171,16 @@ function scheduleFaults(scenario: ServiceScenario, group: ProcessGroup, zero: nu
     await group.restart(name);
     await group.child<ListenerProtocol>(name).request({ type: 'start', zeroMs: zero, life: 'restarted' });
   };
-  const servers = Array.from({ length: scenario.servers.count }, (_, i) => group.child<ServerProcessProtocol>(`server${i}`));
   const slowdownAt = (s: number): number => serviceState(scenario, activeAt(scenario, s), s).databaseSlowdown;
   for (const f of scenario.faults) {
     if (f.kind === 'invalid-value') {
       at(f.startS, async () => {
         const row = await database!.write(f.key, false);
-        await Promise.all(servers.map((server) => server.request({ type: 'push', key: f.key, row })));
+        await Promise.all(holders.map((holder) => holder.request({ type: 'push', key: f.key, row })));
       });
       at(f.endS, () => database!.write(f.key, true));
     } else if (f.kind === 'cache-flush') {
-      at(f.startS, () => Promise.all(servers.map((server) => server.request({ type: 'flush' }))));
+      at(f.startS, () => Promise.all(holders.map((holder) => holder.request({ type: 'flush' }))));
     } else if (f.kind === 'slowdown' && f.target === 'database') {
       for (const b of [f.startS, f.endS]) at(b, () => database!.slowdown(slowdownAt(b)));
     } else if (f.kind === 'hang') {

@@ -13,7 +13,9 @@
 // worker that takes it up, as in the simulation. With a database, each
 // request reads its key through the world's own data tier (server-data.ts:
 // the cache in this process's memory, PostgreSQL behind it), and the
-// queries this server sends the database are the origin's load.
+// queries this server sends the database are the origin's load; the tier's
+// one cache is the cache tier's process instead (cache-tier-process.ts),
+// read over loopback, which sends the queries.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { type AddressInfo } from 'node:net';
 import { createSystemClock, type Priority, type RequestScope, seededRandom } from 'damper';
@@ -23,12 +25,13 @@ import { stream, STREAMS } from '../engine/streams.js';
 import { renderOn } from '../world/render.js';
 import { damperServerAdmission } from '../world/service-damper.js';
 import { activeAt, ejectedAt, serviceState } from '../world/service-faults.js';
-import { type Job, type Outcome, Server } from '../world/service-server.js';
+import { type DataRead, type Job, type Outcome, Server } from '../world/service-server.js';
 import { joinGroup } from './child.js';
 import { LOOPBACK } from './loopback.js';
 import { atFaultBounds, processArgs } from './process-side.js';
 import { type ProcessReport, type ServerProcessProtocol } from './real-messages.js';
-import { OWN, serverData } from './server-data.js';
+import { OWN, type ServerData, serverData } from './server-data.js';
+import { CacheTierClient } from './cache-tier-link.js';
 
 // First, so that its own start-up is metered and it leaves when the runner does.
 const link = joinGroup<ServerProcessProtocol>({
@@ -45,10 +48,12 @@ const settings = args.variant === 'damper' ? await damperSettings(scenario, cloc
 const missService = scenario.servers.missService;
 // A row got from the database is rendered on this server's workers or cores (a timer's wait, as its other service times), its time drawn as the simulation's.
 const render = missService === undefined ? undefined : renderOn(() => server, missService, stream(args.seed * 1_000 + args.index, STREAMS.renderTime));
-const data = await serverData(scenario, args, clock, settings, render);
+// The tier's one cache is a process of its own (cache-tier-process.ts), which the runner pushes, flushes and prewarms; else this server holds its data tier.
+const data: ServerData | undefined = args.cacheTier === undefined ? await serverData(scenario, args, clock, settings, render) : undefined;
 // Traffic before time zero (the warm-up) finds the steady state too; the runner puts it back just before time zero (`prewarm`).
 await data?.prewarm();
-const server = new Server(clock, scenario.servers, seededRandom(args.seed * 1_000 + args.index), data?.tier.reader(OWN));
+const read: DataRead | undefined = args.cacheTier === undefined ? data?.tier.reader(OWN) : (await CacheTierClient.connect(args.cacheTier)).read;
+const server: Server = new Server(clock, scenario.servers, seededRandom(args.seed * 1_000 + args.index), read);
 
 /**
  * A server's outcome as HTTP: a value is a 200; a refusal (full queue) a
