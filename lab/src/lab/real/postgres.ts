@@ -32,18 +32,22 @@ export interface RealPostgres {
   write(key: string, valid: boolean): Promise<Row>;
   /** Sets the service time's factor for queries that start from now (a database slowdown). */
   slowdown(factor: number): Promise<void>;
+  /** Shortens every query's sleep by what a query costs its slot beyond it, ms (measured: database-calibration.ts), so the capacity is the scenario's. */
+  takeOff(overheadMs: number): Promise<void>;
   /** Ends the runner's own connection (the group stops the server). */
   close(): Promise<void>;
 }
 
 /**
  * The one query a server sends per load: the key's row, after `$2` ms of
- * service × the slowdown knob, spent asleep in the backend that serves it.
+ * service × the slowdown knob, less what a query costs its slot beyond its
+ * sleep (`overhead`, measured for the run: database-calibration.ts), spent
+ * asleep in the backend that serves it.
  * So a connection is held for the service time, PostgreSQL does the
  * waiting, and the knob is read as the query starts: a slowdown applies to
  * work that starts during it, as in the simulation.
  */
-export const ROW_QUERY = 'SELECT r.version, r.valid FROM rows r, knob k, pg_sleep($2::float8 * k.slowdown / 1000) WHERE r.key = $1';
+export const ROW_QUERY = 'SELECT r.version, r.valid FROM rows r, knob k, pg_sleep(greatest(0, $2::float8 * k.slowdown - k.overhead) / 1000) WHERE r.key = $1';
 
 /** A row as {@link ROW_QUERY} returns it. */
 export interface RowRecord {
@@ -97,8 +101,8 @@ export async function startPostgres(group: ProcessGroup, runDir: string, keys: r
   const admin = new pg.Client({ host: LOOPBACK, port, user: SERVER_USER, database: SERVER_USER });
   await admin.connect();
   await admin.query('CREATE TABLE rows (key text PRIMARY KEY, version integer NOT NULL, valid boolean NOT NULL)');
-  await admin.query('CREATE TABLE knob (slowdown float8 NOT NULL)');
-  await admin.query('INSERT INTO knob VALUES (1)');
+  await admin.query('CREATE TABLE knob (slowdown float8 NOT NULL, overhead float8 NOT NULL)');
+  await admin.query('INSERT INTO knob VALUES (1, 0)');
   // Versions go on from the first rows' 1, as the simulated database counts its writes.
   await admin.query('CREATE SEQUENCE versions START 2');
   await admin.query('INSERT INTO rows SELECT key, 1, true FROM unnest($1::text[]) AS key', [keys]);
@@ -112,6 +116,9 @@ export async function startPostgres(group: ProcessGroup, runDir: string, keys: r
     },
     async slowdown(factor) {
       await admin.query('UPDATE knob SET slowdown = $1', [factor]);
+    },
+    async takeOff(overheadMs) {
+      await admin.query('UPDATE knob SET overhead = $1', [overheadMs]);
     },
     close: () => admin.end(),
   };

@@ -1,3 +1,4 @@
+import { type SlotCost } from './database-calibration.js';
 import { type Scenario } from '../world/worlds.js';
 import { type JudgedRun, type VariantName } from '../judge/results.js';
 
@@ -23,6 +24,8 @@ export interface HostSeries {
 /** One real run of one variant: judged as a simulated run is, with the host's series beside it. */
 export interface RealRun extends JudgedRun {
   readonly host: readonly HostSeries[];
+  /** With a database: what a query was measured to hold its slot beyond its sleep, taken off the sleep (database-calibration.ts). */
+  readonly database?: SlotCost;
 }
 
 /** How the scenario was fitted to the machine (the simulation runs the same fitted scenario). */
