@@ -174,6 +174,15 @@ describe('fidelity.json', () => {
     );
   });
 
+  test('a run with a database carries what a query was measured to hold its slot beyond its sleep; one without, nothing', () => {
+    const f = fidelityFixture();
+    const naive = f.variants.naive!;
+    const measured = { ...naive, real: [{ ...naive.real[0]!, database: { serviceMs: 33, measuredMs: 34.04321, overheadMs: 1.04321 } }, ...naive.real.slice(1)] };
+    const doc = JSON.parse(fidelityJson({ ...f, variants: { naive: measured } })) as { variants: { naive: { real: { database?: unknown }[] } } };
+    assert.deepEqual(doc.variants.naive.real[0]!.database, { serviceMs: 33, measuredMs: 34.0432, overheadMs: 1.0432 });
+    assert.equal('database' in doc.variants.naive.real[1]!, false);
+  });
+
   test('agrees is false at the top when one variant disagrees', () => {
     const f = fidelityFixture();
     const damper = f.variants.damper!;

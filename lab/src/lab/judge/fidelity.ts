@@ -296,7 +296,8 @@ export function fidelityJson(f: Fidelity): string {
       runs: row.runs,
       figures: Object.fromEntries(row.figures.map((c) => [c.figure, figureJson(c)])),
       simulated: summaryJson(f.scenario, v.simulated),
-      real: v.real.map((r) => ({ ...summaryJson(f.scenario, r), host: hostPeaks(r) })),
+      // With a database, what a query held its slot beyond its sleep, taken off (database-calibration.ts): the run's own measure.
+      real: v.real.map((r) => ({ ...summaryJson(f.scenario, r), host: hostPeaks(r), ...(r.database === undefined ? {} : { database: { serviceMs: r.database.serviceMs, measuredMs: round(r.database.measuredMs), overheadMs: round(r.database.overheadMs) } }) })),
     };
   }
   const doc = {
