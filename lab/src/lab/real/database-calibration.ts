@@ -20,8 +20,14 @@ import { wallNowMs } from './wall-clock.js';
  * through pgbouncer, every slot kept busy) and sleeps that much less.
  */
 
-/** Rounds of queries per slot the measurement spans: enough that the first answers' logins weigh little. */
+/** Rounds of queries per slot the measurement spans at least: enough that the first answers' logins weigh little. */
 const ROUNDS = 12;
+/**
+ * How long the measurement lasts at least, ms: twelve rounds of a 10-ms
+ * query (120 ms) read 0.4 to 1.8 ms of overhead in three runs of
+ * facebook-2010, the timers' own jitter; over 600 ms it weighs a fifth.
+ */
+const MEASURE_MS = 600;
 
 /** What a run's database was measured to cost per query, ms. */
 export interface SlotCost {
@@ -60,13 +66,13 @@ export function slotCost(ends: readonly number[], workers: number, serviceMs: nu
  * Measures a run's database through pgbouncer on `port`: twice `workers`
  * queries kept going at once (every slot busy, as many waiting), each
  * reading `key` and sleeping the full service time, until {@link ROUNDS}
- * per slot have ended. Done before the servers start: nothing else queries.
+ * per slot have ended, and at least {@link MEASURE_MS}. Done before the servers start: nothing else queries.
  */
 export async function measureSlotCost(port: number, shape: DatabaseShape, key: string): Promise<SlotCost> {
   const pool = new DatabasePool(systemClock, port, shape);
   try {
     await pool.open();
-    const total = ROUNDS * shape.workers;
+    const total = Math.max(ROUNDS, Math.ceil(MEASURE_MS / pool.serviceMs)) * shape.workers;
     const ends: number[] = [];
     let sent = 0;
     const loop = async (): Promise<void> => {
