@@ -39,12 +39,12 @@ describe('a real run agrees with its simulation: the same verdict, goodput durin
   // test/fixtures/real-balancer.json: two servers on processor sharing behind a balancer; one is SIGSTOPped for 8 s
   // during a spike, then killed and started again on its port. naive's balancer probes pages by response time; damper's
   // checks liveness over /health, and the breaker of the one server left is held to the ejection bound.
-  // Skipped by default: damper's real run disagrees with its simulation now and then. In every real run some of damper's
-  // calls end only at their user's abort, 100 ms after the deadline that should have ended them (p99 5,120 ms, simulated
-  // 272 ms), and in 2 of about 8 runs (one of CI's, 2026-12-05) goodput during the trigger read 64–67 % against 75 %
-  // simulated (docs/lab.md, "Real runs", "Measured"). A test that fails one run in four says nothing about the code it
-  // checks: DAMPER_REAL_BALANCER=1 runs it while the cause is hunted.
-  test('real-balancer: a hung server behind a balancer, restarted: both recover, each figure within its bar', { skip: process.env.DAMPER_REAL_BALANCER === '1' ? false : 'damper’s real run disagrees with its simulation in about one run in four (cause not found yet): DAMPER_REAL_BALANCER=1 runs it' }, async () => {
+  // Skipped until 2026-12-05, while damper's p99 disagreed (272 ms simulated, 5,120 ms real): the simulation's hung
+  // server went on shedding through its admission, where a stopped process answers nothing (docs/lab.md, "Measured").
+  // damper's goodput during the trigger spreads with chance both ways (63.5–77.8 % simulated at seeds 1–60, one seed
+  // below this run’s bar), so a real run may still fall outside it now and then: it passed 3 runs in a row, and the
+  // 15 real runs since the fix all agreed (the lowest served 71.4 %).
+  test('real-balancer: a hung server behind a balancer, restarted: both recover, each figure within its bar', async () => {
     const scenario = await loadScenario('test/fixtures/real-balancer.json');
     const fidelity = await runFidelity(scenario, { scale: 1, timeScale: 1 }, { seed: 1, runs: 1 });
     const served = { naive: 0, damper: 0 };

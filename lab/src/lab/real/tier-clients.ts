@@ -9,7 +9,7 @@ import { tierSettings } from '../world/service-tiers.js';
 import { damperLiveness, naiveOrigins, type OriginPicker } from './origin-picker.js';
 import { PerSecond } from './process-side.js';
 import { RealRunError } from './real-error.js';
-import { wallNowMs } from './wall-clock.js';
+import { after, wallNowMs } from './wall-clock.js';
 
 /**
  * How client tier `t` of a real run calls the tier below it over HTTP: the
@@ -129,20 +129,35 @@ export function damperTierClient(scenario: ServiceScenario, t: number, settings:
   const composed = (d: HttpDependency): Dispatcher => agent.compose(counting(sent, below), damperInterceptor(d));
   let dependency = made();
   let dispatcher = composed(dependency);
+  // A new Dependency at time zero, as the simulation's starts there: nothing the warm-up taught it (an ejection, an
+  // open breaker, a spent budget) carries into the run. Not when `start` is told of zero, a few hundred ms before it:
+  // its health checks' schedule started there put each check that much earlier against the faults than the
+  // simulation's (real-balancer: the hung server's failing check ended 0.3 s sooner, docs/lab.md). The warm-up's calls
+  // have all ended by then; the connections stay.
+  let zero = Infinity;
+  const renew = (): void => {
+    zero = Infinity;
+    cancelZero();
+    dependency.close();
+    dependency = made();
+    dispatcher = composed(dependency);
+  };
+  let cancelZero = (): void => {};
   return {
+    // A request sent at zero goes through the new one, whichever of its timer and the sender's fires first.
     get dispatcher() {
+      if (wallNowMs() >= zero) renew();
       return dispatcher;
     },
     sent,
     stats: () => dependency.stats(),
-    // A new Dependency at time zero, as the simulation's starts there: nothing the warm-up taught it (an ejection, an
-    // open breaker, a spent budget) carries into the run. The warm-up's calls have all ended by then; the connections stay.
     start: (zeroMs) => {
-      dependency.close();
-      dependency = made();
-      dispatcher = composed(dependency);
       sent.zero = zeroMs;
+      zero = zeroMs;
+      cancelZero = after(zeroMs - wallNowMs(), () => {
+        if (zero !== Infinity) renew();
+      });
     },
-    close: async () => (dependency.close(), agent.close()),
+    close: async () => (cancelZero(), dependency.close(), agent.close()),
   };
 }

@@ -95,6 +95,18 @@ export function damperTiers<S, A>(clock: VirtualClock, shape: DamperTiersShape<S
 export type Serve<A, C = undefined> = (key: string, scope: RequestScope, answer: (value: A) => void, fail: (error: unknown) => void, context: C) => void;
 
 /**
+ * The process a simulated server runs in, when it can hang (the service
+ * world's `Server`): an attempt reaches the server's admission, and a
+ * refusal leaves it, only while the process runs (`whenRunning`); a restart
+ * first closes the attempt's connection, and the attempt fails with
+ * `closed()`.
+ */
+export interface HostProcess {
+  whenRunning(run: () => void, reset: () => void): void;
+  closed(): unknown;
+}
+
+/**
  * A simulated server behind damper's `Admission` (the lab's options under
  * the configuration's `admission(server)`), as an attempt reaches it: the
  * attempt's deadline is read from its signal (damper/http sends it as the
@@ -102,6 +114,8 @@ export type Serve<A, C = undefined> = (key: string, scope: RequestScope, answer:
  * what `refused` makes of it (the server's 503 or 504). `onAdmission` is
  * told of the admission made (to instrument its limiter). `context` is
  * handed to `serve` as the attempt brought it (a tier's call below).
+ * The admission runs in the server's `process`, when it has one: a hung
+ * process neither admits nor sheds, so its callers wait for their deadline.
  */
 export function admittedServer<A, C = undefined>(
   clock: VirtualClock,
@@ -111,6 +125,7 @@ export function admittedServer<A, C = undefined>(
   serve: Serve<A, C>,
   refused: (refusal: Refusal) => unknown,
   onAdmission?: (admission: Admission) => void,
+  process?: HostProcess,
 ): (key: string, priority: Priority | undefined, signal: AbortSignal, context: C) => Promise<A> {
   const admission = new Admission(admissionOptions(settings, index, lab, { clock }));
   onAdmission?.(admission);
@@ -118,22 +133,31 @@ export function admittedServer<A, C = undefined>(
     new Promise<A>((resolve, reject) => {
       // The caller stops waiting (its attempt's timeout, the deadline): the attempt ends; the server learns it through the signal.
       const stop = onAbort(signal, () => reject(signal.reason));
+      // The time left as the attempt carries it (damper/http's header, written as it is sent): a process that reads it
+      // late, after a hang, still reads this much.
       const until = deadlineOf(signal);
-      admission.admit(
-        { key, priority, remainingMs: until === undefined ? undefined : until - clock.now(), signal },
-        {
-          serve: (scope) =>
-            new Promise<void>((over) =>
-              serve(
-                key,
-                scope,
-                (value) => (over(), stop(), resolve(value)),
-                (error) => (over(), stop(), reject(error)),
-                context,
+      const remainingMs = until === undefined ? undefined : until - clock.now();
+      const admit = (): void => {
+        admission.admit(
+          { key, priority, remainingMs, signal },
+          {
+            serve: (scope) =>
+              new Promise<void>((over) =>
+                serve(
+                  key,
+                  scope,
+                  (value) => (over(), stop(), resolve(value)),
+                  (error) => (over(), stop(), reject(error)),
+                  context,
+                ),
               ),
-            ),
-          refuse: (refusal) => (stop(), reject(refused(refusal))),
-        },
-      );
+            // A refusal is an answer: it leaves a process that runs (the answers of its workers wait in the server itself).
+            refuse: (refusal) => passing(() => (stop(), reject(refused(refusal)))),
+          },
+        );
+      };
+      const closed = (): void => (stop(), reject(process!.closed()));
+      const passing = (run: () => void): void => (process === undefined ? run() : process.whenRunning(run, closed));
+      passing(admit);
     });
 }

@@ -1,7 +1,7 @@
 import { type AdmissionOptions, type Clock, ConcurrencyLimiter, type DependencyOptions, onAbort, type Priority, type Refusal, type VirtualClock } from 'damper';
 import { type DamperSettings } from '../damper-config.js';
 import { type Watch } from '../judge/damper-gauges.js';
-import { admittedServer, damperTiers, type Host } from './damper-tiers.js';
+import { admittedServer, damperTiers, type Host, type HostProcess } from './damper-tiers.js';
 import { type HealthShape } from '../schema/common.js';
 import { type Answer, answer, answerOf, belowOutcome, failure, shedFailure } from './service-answers.js';
 import { type Job, type Server } from './service-server.js';
@@ -64,6 +64,7 @@ export function damperService(
         }),
       refused,
       (admission) => watch(admission.limiter, { server: i }),
+      processOf(server),
     ),
   );
   const { tiers } = scenario;
@@ -122,6 +123,16 @@ export function damperServerAdmission(scenario: ServiceScenario, clock: Clock): 
 /** A server's outcome, settled as damper's guards read it: a value or an invalid one answers, anything else fails with its status. */
 function settle(ok: (a: Answer) => void, fail: (error: unknown) => void): NonNullable<Job['done']> {
   return (outcome, source) => (outcome === 'ok' || outcome === 'invalid' ? ok(answer(outcome, source)) : fail(failure(answer(outcome, source))));
+}
+
+/**
+ * The process a server and its admission run in: a hung one reads, sheds and
+ * answers nothing (a SIGSTOP stops the whole process, damperAdmission with
+ * it); a restart closes the connections of what it held, as it resets the
+ * requests its workers held.
+ */
+function processOf(server: Server): HostProcess {
+  return { whenRunning: (run, reset) => server.whenRunning(run, reset), closed: () => failure(answer('refused', 'cache')) };
 }
 
 /** An admission's refusal, as the server answers it: a 503 with `Retry-After` when shed, a 504 past the deadline. */
