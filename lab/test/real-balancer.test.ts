@@ -20,7 +20,10 @@ describe('a hung server behind a balancer agrees with its simulation: the same v
   // damper's goodput during the trigger spreads with chance both ways (63.5–77.8 % simulated at seeds 1–60, one seed
   // below this run’s bar), so a real run may still fall outside it now and then: it passed 3 runs in a row, and the
   // 15 real runs since the fix all agreed (the lowest served 71.4 %).
-  test('real-balancer: a hung server behind a balancer, restarted: both recover, each figure within its bar', async () => {
+  // Run by hand (DAMPER_REAL_BALANCER=1), not in the suite, as real-database's: the suite's real fidelity run is
+  // real.test's storm (issue 30, item 5), and with this one beside it CI read 685–740 s of tests against a 12-minute
+  // budget for the whole run (2026-12-05); its trigger goodput also spreads across the bar by chance (above).
+  test('real-balancer: a hung server behind a balancer, restarted: both recover, each figure within its bar', { skip: process.env.DAMPER_REAL_BALANCER === '1' ? false : 'a second real fidelity run, beside real.test’s storm, past the suite’s budget: DAMPER_REAL_BALANCER=1 runs it' }, async () => {
     const scenario = await loadScenario('test/fixtures/real-balancer.json');
     const fidelity = await runFidelity(scenario, { scale: 1, timeScale: 1 }, { seed: 1, runs: 1 });
     const served = { naive: 0, damper: 0 };
