@@ -10,7 +10,7 @@
 import { createHash } from 'node:crypto';
 import { ConfigError } from '../errors.js';
 import { checkRowOptions, oneRow, type OriginLoader } from './loader.js';
-import { sendCancel } from './postgres-cancel.js';
+import { type CancelOutcome, sendCancel } from './postgres-cancel.js';
 
 export { type OriginLoader, TOO_MANY_ROWS } from './loader.js';
 
@@ -87,7 +87,9 @@ export interface PostgresLoaderOptions<V, R> {
  *   the pool is exhausted, which is when timeouts fire. The connection goes
  *   back to the pool once the server has answered; if the query finished
  *   before the cancel could land, the connection is destroyed instead, so a
- *   late cancel can never hit someone else's query. Aborted while waiting for
+ *   late cancel can never hit someone else's query; if the cancel landed, the
+ *   connection waits for the server to close the cancel's socket, since
+ *   PostgreSQL signals the backend twice and the second can come late. Aborted while waiting for
  *   a connection, the query is never sent.
  *
  * The loader uses no timer. A query that the server never answers (a hung
@@ -129,7 +131,7 @@ const QUERY_CANCELED = '57014';
 function cancellableQuery(pool: PgPoolLike, config: { name?: string; text: string; values: unknown[] }, signal: AbortSignal): Promise<unknown[]> {
   return new Promise<unknown[]>((resolve, reject) => {
     let client: PgClientLike | undefined;
-    let cancelSent = false;
+    let cancel: Promise<CancelOutcome> | undefined;
     let released = false;
     const release = (c: PgClientLike, destroy: boolean): void => {
       if (released) return;
@@ -140,9 +142,9 @@ function cancellableQuery(pool: PgPoolLike, config: { name?: string; text: strin
     const onAbort = (): void => {
       reject(signal.reason);
       if (client === undefined) return; // still waiting for a connection: the query will not be sent
-      cancelSent = sendCancel(client);
+      cancel = sendCancel(client);
       // No way to reach the server: drop the connection rather than keep a slot for a result nobody wants.
-      if (!cancelSent) release(client, true);
+      if (cancel === undefined) release(client, true);
     };
     const done = (): void => signal.removeEventListener('abort', onAbort);
     signal.addEventListener('abort', onAbort, { once: true });
@@ -169,13 +171,16 @@ function cancellableQuery(pool: PgPoolLike, config: { name?: string; text: strin
           (result) => {
             done();
             // It finished before the cancel took effect, which may still land on this session: discard it.
-            release(c, cancelSent);
+            release(c, cancel !== undefined);
             resolve(result.rows);
           },
           (error: unknown) => {
             done();
-            release(c, cancelSent && sqlState(error) !== QUERY_CANCELED);
             reject(error);
+            if (cancel === undefined) release(c, false);
+            else if (sqlState(error) !== QUERY_CANCELED) release(c, true);
+            // Our cancel landed, but its second signal may not have yet: the connection goes back only once the server says it is done.
+            else void cancel.then((outcome) => release(c, outcome === 'lost'));
           },
         );
       },

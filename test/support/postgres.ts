@@ -12,9 +12,10 @@
 import { execFile, spawnSync } from 'node:child_process';
 import { chownSync, existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+// The lab's real runs take their servers' ports the same way, for the same reason.
+import { freePort } from '../../lab/src/lab/real/loopback.js';
 
 export interface PostgresServer {
   readonly host: string;
@@ -65,18 +66,6 @@ function run(bin: string, args: readonly string[], cwd: string, timeoutMs = 60_0
   });
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** Every live process whose parent is `pid` (from /proc). */
 function childrenOf(pid: number): number[] {

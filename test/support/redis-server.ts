@@ -6,10 +6,12 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createConnection, createServer } from 'node:net';
+import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+// The lab's real runs take their servers' ports the same way, for the same reason.
+import { freePort } from '../../lab/src/lab/real/loopback.js';
 
 const HOST = '127.0.0.1';
 const READY_TIMEOUT_MS = 10_000;
@@ -36,18 +38,6 @@ export interface RedisServer {
 export interface StartRedisOptions {
   /** Extra `redis-server` arguments, e.g. `['--cluster-enabled', 'yes']`. */
   readonly args?: readonly string[];
-}
-
-/** A free loopback port: listen on port 0, read the port, close. */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, HOST);
-  await once(server, 'listening');
-  const address = server.address();
-  server.close();
-  await once(server, 'close');
-  if (address === null || typeof address === 'string') throw new Error('could not read a free port');
-  return address.port;
 }
 
 /** Whether `reply` holds one whole RESP reply (a simple line, or a bulk string with its announced length). */
@@ -95,7 +85,8 @@ function exited(child: ChildProcess): Promise<void> {
 
 /** Starts a redis-server on a free loopback port and waits until it answers PING. */
 export async function startRedis(options: StartRedisOptions = {}): Promise<RedisServer> {
-  const port = await freePort();
+  // A cluster node listens on its port + 10,000 too (the cluster bus).
+  const port = await freePort(options.args?.includes('--cluster-enabled') === true ? [10_000] : []);
   const dir = await mkdtemp(join(tmpdir(), 'damper-redis-'));
   const args = ['--port', String(port), '--bind', HOST, '--save', '', '--appendonly', 'no', '--dir', dir, '--daemonize', 'no', ...(options.args ?? [])];
   let output = '';
