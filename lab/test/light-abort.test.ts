@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { isDeepStrictEqual } from 'node:util';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { LightAbortController, useLightAbort } from '../src/lab/engine/light-abort.js';
@@ -53,11 +54,13 @@ function shown(reason: unknown): string {
  * Listener 0, when called, removes listener 1; listener 2 adds listener 3:
  * removal and addition during the event are part of the behaviour.
  */
-function play(make: Make, ops: readonly Op[]): string[] {
+function play(make: Make, ops: readonly Op[], list: 'as played' | 'never empty' = 'as played'): string[] {
   const log: string[] = [];
   const controller = make();
   const stopper = make();
   const { signal } = controller;
+  // A listener no op removes, added first, which logs nothing.
+  if (list === 'never empty') signal.addEventListener('abort', () => {});
   const listeners: ((event: Event) => void)[] = [];
   const objects: { handleEvent(event: Event): void }[] = [];
   for (let i = 0; i < 5; i++) {
@@ -107,18 +110,42 @@ describe('light AbortController', () => {
   test('property: any sequence of listeners, removals, onabort and aborts shows the same as the platform’s', () => {
     fc.assert(
       fc.property(fc.array(op, { maxLength: 30 }), (ops) => {
-        let expected: string[];
+        // Node's EventTarget drops a type's whole list when its count of
+        // listeners reaches zero, the `onabort` handler's place included,
+        // while the handler still counts as placed: once `onabort` was set
+        // and then null, the last listener's removal makes a later `onabort`
+        // silent on Node 24 and a TypeError on Node 20 ("reading 'size'").
+        // Where the platform does that, the light signal is held to what it
+        // does when its list never empties (a silent listener added first):
+        // the library never sets `onabort`, and a lost handler is no
+        // behaviour to copy. CI found such a sequence on a drawn seed.
+        const kept = play(platform, ops, 'never empty');
+        let played: string[] | undefined;
         try {
-          expected = play(platform, ops);
+          played = play(platform, ops);
         } catch (error) {
-          // Node 20's own EventTarget throws a TypeError on some of these (onabort set, a listener removed, onabort set again); Node 24 does not.
           assert.ok(error instanceof TypeError && process.versions.node.startsWith('20.'), `the platform threw ${String(error)}`);
-          fc.pre(false);
-          return;
         }
-        assert.deepEqual(play(lightOne, ops), expected);
+        const lost = played === undefined || !isDeepStrictEqual(played, kept);
+        assert.deepEqual(play(lightOne, ops), lost ? kept : played, lost ? 'against the platform whose list never empties' : 'against the platform');
       }),
-      { numRuns: 3000 },
+      {
+        numRuns: 3000,
+        // The sequence CI found (Node 20, 2026-12-05): Node loses the handler set at the end.
+        examples: [
+          [
+            [
+              { kind: 'add', which: 0, once: false, object: false, stopper: true },
+              { kind: 'onabort', which: 0 },
+              { kind: 'onabort', which: null },
+              { kind: 'stop' },
+              { kind: 'add', which: 0, once: false, object: false, stopper: false },
+              { kind: 'onabort', which: 0 },
+              { kind: 'abort', reason: 'none' },
+            ],
+          ],
+        ],
+      },
     );
   });
 
