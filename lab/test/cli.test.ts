@@ -1,10 +1,8 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { checkCommand } from '../src/cli/check-command.js';
 import { mergeCommand } from '../src/cli/merge-command.js';
 import { findCommand } from '../src/cli/command.js';
@@ -16,6 +14,7 @@ import { formatSweepSummary } from '../src/cli/terminal.js';
 import { fileProblem } from '../src/lab/file-problem.js';
 import { shippedScenarios } from '../src/lab/lab.js';
 import { type SweepCell, type SweepResult } from '../src/lab/sweep/sweep.js';
+import { damperCli, damperHere } from './support/cli.js';
 
 /**
  * The `damper` command line as a user meets it, through the compiled
@@ -25,15 +24,13 @@ import { type SweepCell, type SweepResult } from '../src/lab/sweep/sweep.js';
  * the lab (sweep.test.ts, check.test.ts, scenario.test.ts).
  */
 
-const main = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
-// A command that hangs (Node's recursive mkdir under /proc did) is killed and fails its test, not the suite.
-const damper = (...args: string[]) => spawnSync(process.execPath, [main, ...args], { encoding: 'utf8', timeout: 120_000 });
+const damper = damperCli;
 const COMMANDS = [labCommand, sweepCommand, checkCommand, mergeCommand, validateCommand, schemaCommand];
 const dir = mkdtempSync(join(tmpdir(), 'damper-cli-'));
 
-/** A usage error: the reason and the help to read, two lines on standard error and nothing else, exit 2. */
-function assertUsage(args: readonly string[], reason: string | RegExp, help: string): void {
-  const r = damper(...args);
+/** A usage error: the reason and the help to read, two lines on standard error and nothing else, exit 2 (read in this process: the bin's own exit code and streams are checked below). */
+async function assertUsage(args: readonly string[], reason: string | RegExp, help: string): Promise<void> {
+  const r = await damperHere(...args);
   const what = `damper ${args.join(' ')}`;
   assert.equal(r.status, 2, `${what}: ${r.stderr}`);
   assert.equal(r.stdout, '', what);
@@ -45,7 +42,7 @@ function assertUsage(args: readonly string[], reason: string | RegExp, help: str
 }
 
 describe('a usage error is one line and which help to read, exit 2: not the whole help under it', () => {
-  test('the command, its operands and its options, each pointing to the help of the command at fault', () => {
+  test('the command, its operands and its options, each pointing to the help of the command at fault', async () => {
     for (const [args, reason, help] of [
       [[], 'no command given', 'damper'],
       [['lba'], 'unknown command "lba" (did you mean lab?)', 'damper'],
@@ -60,11 +57,11 @@ describe('a usage error is one line and which help to read, exit 2: not the whol
       [['lab', 'schema', 'retry-storm', 'web-farm'], 'lab schema takes at most one WORLD, got also: web-farm', 'damper lab schema'],
       [['help', 'lab', '--seed', '2'], 'help takes no --seed: it is an option of lab, lab sweep, lab check and lab real', 'damper'],
     ] as const) {
-      assertUsage(args, reason, help);
+      await assertUsage(args, reason, help);
     }
   });
 
-  test("node's parser's messages come in our words, naming the option and how to write it", () => {
+  test("node's parser's messages come in our words, naming the option and how to write it", async () => {
     for (const [args, reason, help] of [
       [['lab', '--bogus'], 'unknown option --bogus', 'damper lab'],
       [['lab', '-x'], 'unknown option -x', 'damper lab'],
@@ -76,13 +73,20 @@ describe('a usage error is one line and which help to read, exit 2: not the whol
       [['lab', 'sweep', 'retry-storm', '--load', '-1..2'], '--load needs a value: --load A..B; a value that starts with "-" is written --load=-1..2', 'damper lab sweep'],
       [['lab', '--json=yes'], '--json takes no value, got --json=yes', 'damper lab'],
     ] as const) {
-      assertUsage(args, reason, help);
+      await assertUsage(args, reason, help);
     }
   });
 
-  test('a value written with = reaches our own check of it', () => {
-    assertUsage(['lab', '--seed=-1'], '--seed must be an integer from 0 to 4294967295, got "-1"', 'damper lab');
-    assertUsage(['lab', 'sweep', 'retry-storm', '--load=-1..2', '--trigger', '5..60'], '--load: -1 is not positive; both ends must be above 0', 'damper lab sweep');
+  test('a value written with = reaches our own check of it', async () => {
+    await assertUsage(['lab', '--seed=-1'], '--seed must be an integer from 0 to 4294967295, got "-1"', 'damper lab');
+    await assertUsage(['lab', 'sweep', 'retry-storm', '--load=-1..2', '--trigger', '5..60'], '--load: -1 is not positive; both ends must be above 0', 'damper lab sweep');
+  });
+
+  test('the damper process itself: the same two lines on its standard error, exit 2', () => {
+    const r = damper('lab', 'sweep', 'retry-storm', '--lod', '1..2');
+    assert.equal(r.status, 2, r.stderr);
+    assert.equal(r.stdout, '');
+    assert.equal(r.stderr, 'damper: unknown option --lod (did you mean --load?)\nsee `damper lab sweep --help`\n');
   });
 });
 
@@ -101,10 +105,10 @@ describe('every command has its own help: usage, options, the shipped scenarios,
 
   for (const command of COMMANDS) {
     test(`damper ${command.name} --help = damper help ${command.name}`, async () => {
-      const r = damper(...command.name.split(' '), '--help');
+      const r = await damperHere(...command.name.split(' '), '--help');
       assert.equal(r.status, 0, r.stderr);
       assert.equal(r.stderr, '');
-      assert.equal(damper('help', ...command.name.split(' ')).stdout, r.stdout);
+      assert.equal((await damperHere('help', ...command.name.split(' '))).stdout, r.stdout);
       const help = r.stdout;
       assert.ok(help.startsWith(`damper ${command.name}: `), help);
       assert.ok(help.includes(`\nusage: damper ${command.usage}\n`));
@@ -119,8 +123,8 @@ describe('every command has its own help: usage, options, the shipped scenarios,
     });
   }
 
-  test('damper lab --help lists the commands below it', () => {
-    const help = damper('lab', '--help').stdout;
+  test('damper lab --help lists the commands below it', async () => {
+    const help = (await damperHere('lab', '--help')).stdout;
     const commands = help.slice(help.indexOf('\ncommands'), help.indexOf('\nshipped scenarios:'));
     assert.deepEqual([...commands.matchAll(/^ {2}(lab \w+)/gm)].map((m) => m[1]), ['lab sweep', 'lab check', 'lab merge', 'lab real', 'lab validate', 'lab schema']);
   });

@@ -36,7 +36,7 @@ function goodputBetween(series: Series, fromS: number, toS: number): number {
 const missourian = loadScenario('missourian-2010');
 const bySeed = new Map(VERDICT_SEEDS.map((seed) => [seed, missourian.then((s) => runIsolated(s, seed))]));
 
-describe('missourian-2010, at the default seed, two others and one drawn at random', () => {
+describe('missourian-2010, at the default seed and one drawn at random', () => {
   for (const seed of VERDICT_SEEDS) {
     test(`${seedName(seed)}: naive has no site for ten minutes after the trigger, damper stays up`, async () => {
       const scenario = await missourian;

@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { describe, test } from 'node:test';
 import { shippedScenarios } from '../src/lab/lab.js';
 import { scenarioJsonSchema, SCENARIO_SCHEMAS, type WorldName } from '../src/lab/schema/index.js';
 import { checkScenario } from '../src/lab/world/worlds.js';
 import { violations } from './support/json-schema.js';
 import { scenarioDoc } from './support/scenario-doc.js';
+import { damperCli } from './support/cli.js';
 
-const cli = (...args: string[]) => spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { encoding: 'utf8' });
+const cli = damperCli;
 type Doc = Record<string, unknown>;
 
 describe('damper lab schema: what an editor checks a scenario file against', () => {

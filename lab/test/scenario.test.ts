@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,6 +6,7 @@ import { describe, test } from 'node:test';
 import { loadScenario, shippedScenarios } from '../src/lab/lab.js';
 import { ScenarioError } from '../src/lab/scenario.js';
 import { parseScenario } from '../src/lab/world/worlds.js';
+import { damperCli } from './support/cli.js';
 
 const shipped = readFileSync('scenarios/facebook-2010.json', 'utf8');
 const mutate = (change: (doc: Record<string, unknown>) => void): string => {
@@ -160,7 +160,7 @@ describe('the network', () => {
 });
 
 describe('damper lab command', () => {
-  const cli = (...args: string[]) => spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { encoding: 'utf8' });
+  const cli = damperCli;
   const noStack = (stderr: string): void => assert.doesNotMatch(stderr, /\n\s+at /);
 
   test('an unknown scenario: a clear message, exit 2', () => {

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { seriesCsv, seriesFile } from '../src/lab/report/series-csv.js';
 import { labRunFixture } from './fixtures/lab-run.js';
+import { damperCli } from './support/cli.js';
 
 describe('--series: a run analysable outside the lab', () => {
   test('one row per second, with the best possible, the origin capacity and the requests in flight', () => {
@@ -30,7 +30,7 @@ describe('--series: a run analysable outside the lab', () => {
     const file = join(dir, 'short.json');
     const doc = JSON.parse(readFileSync('scenarios/retry-storm.json', 'utf8')) as Record<string, unknown>;
     writeFileSync(file, JSON.stringify({ ...doc, name: 'short', durationS: 160 }));
-    const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'lab', file, '--series', '--out', dir], { encoding: 'utf8' });
+    const r = damperCli('lab', file, '--series', '--out', dir);
     assert.equal(r.status, 0, r.stderr);
     for (const v of ['naive', 'damper']) {
       const csv = readFileSync(join(dir, 'series', `short.${v}.csv`), 'utf8').trimEnd().split('\n');
@@ -40,7 +40,7 @@ describe('--series: a run analysable outside the lab', () => {
       const inFlight = csv.slice(1).map((row) => Number(row.split(',')[8]));
       assert.ok(inFlight.every((n) => Number.isInteger(n) && n >= 0), `${v}: in flight is a count`);
     }
-    const again = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'lab', '--series', 'sweep'], { encoding: 'utf8' });
+    const again = damperCli('lab', '--series', 'sweep');
     assert.equal(again.status, 2);
     assert.match(again.stderr, /^damper: lab sweep takes no --series: it is an option of lab$/m);
   });

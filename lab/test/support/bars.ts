@@ -1,8 +1,15 @@
 import assert from 'node:assert/strict';
 import { type ScenarioRun } from '../../src/lab/judge/results.js';
 
-/** The default seed and two others: every shipped scenario meets its bars, and its own checks, at each. */
-export const SEEDS = [1, 2, 3];
+/**
+ * The default seed, the one `npm start` and the docs show: every shipped
+ * scenario meets its bars, and its own checks, at it. Seeds 2 and 3 were
+ * tried in every run too, until the suite outgrew its 12-minute budget
+ * (2026-12-05: 1,370 CPU s on 2 cores): each incident's runs at those two
+ * seeds were ~70 CPU s of it, and a fixed seed tries nothing a drawn one
+ * does not, where a drawn one tries a new seed in each run.
+ */
+export const SEEDS = [1];
 
 /**
  * A seed drawn at random for this test run (its verdicts must hold at any
@@ -12,7 +19,7 @@ export const SEEDS = [1, 2, 3];
  */
 export const DRAWN_SEED = drawnSeed();
 
-/** The seeds each shipped scenario's verdicts are tested at: {@link SEEDS} and {@link DRAWN_SEED}. */
+/** The seeds each shipped scenario's verdicts and its own checks are tested at: {@link SEEDS} and {@link DRAWN_SEED}. */
 export const VERDICT_SEEDS = [...SEEDS, DRAWN_SEED];
 
 function drawnSeed(): number {
