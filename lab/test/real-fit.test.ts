@@ -266,6 +266,21 @@ describe('loopback’s fixed costs: the limits past which a fitting is no longer
     assert.match(refusal(() => fitScenario(justBelow, { scale: 1, timeScale: 2 })).join('\n'), /servers\.service\.ms: 1 ms ÷ time-scale 2 is 0\.5 ms, below MIN_SERVICE_MS/);
   });
 
+  test('on a pool of cores the floor holds a request’s time in service when the pool binds (work × workers ÷ cores): missourian-2010 fits at 2 ms pages', async () => {
+    // 150 workers on 10 cores, 5 ms a page: at scale 0.5 and time-scale 2.5, 75 on 5 at 2 ms, 30 ms in service when every worker runs.
+    const fitted = fitScenario(await loadScenario('missourian-2010'), { scale: 0.5, timeScale: 2.5, durationS: 180 });
+    assert.deepEqual([fitted.servers.service, fitted.servers.workers, fitted.servers.cores], [{ kind: 'constant', ms: 2 }, 75, 5]);
+    // As many workers as cores: a late timer holds a whole core, and the whole floor holds.
+    const asManyAsCores = changed(scenarioDoc('missourian-2010'), (d) => ((d['servers'] as Record<string, unknown>)['workers'] = 10));
+    assert.match(refusal(() => fitScenario(asManyAsCores, { scale: 0.5, timeScale: 2.5, durationS: 180 })).join('\n'), /servers\.service\.ms: 5 ms ÷ time-scale 2\.5 is 2 ms, below MIN_SERVICE_MS \(5 ms\), where .*: time-scale at most 1$/m);
+    // Twice as many: half the floor, 2.5 ms, still above 2.
+    const twice = changed(scenarioDoc('missourian-2010'), (d) => ((d['servers'] as Record<string, unknown>)['workers'] = 20));
+    assert.match(
+      refusal(() => fitScenario(twice, { scale: 0.5, timeScale: 2.5, durationS: 180 })).join('\n'),
+      /servers\.service\.ms: 5 ms ÷ time-scale 2\.5 is 2 ms, below 2\.5 ms, MIN_SERVICE_MS \(5 ms\) × 0\.5, the share of the cores a request holds when the pool binds, where .*: time-scale at most 2$/m,
+    );
+  });
+
   test(`the database’s service time (workers × 1000 ÷ capacityQps) keeps the floor: its queries are its capacity`, async () => {
     // 2 workers at 100 queries/s: 20 ms a query; ÷ 5 is 4 ms.
     assert.deepEqual(refusal(() => fitScenario(facebookParsed, { scale: 1, timeScale: 5 })).filter((l) => l.includes('database')), [
