@@ -4,7 +4,8 @@ import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { hostLimits } from '../src/lab/real/host-limits.js';
-import { HostRecord } from '../src/lab/real/host-meter.js';
+import { HostRecord, LAG_RESOLUTION_MS } from '../src/lab/real/host-meter.js';
+import { LoopProbe } from '../src/lab/real/loop-probe.js';
 import { ProcessGroup } from '../src/lab/real/process-group.js';
 import { wallNowMs } from '../src/lab/real/wall-clock.js';
 import type { TestChild } from './fixtures/real/child.js';
@@ -63,6 +64,23 @@ describe('what each process takes from the host, second by second (issue 30, ite
       assert.ok(f!.cpu.slice(from + 1, to).every((x) => x < 0.2), `a frozen process uses no CPU: ${f!.cpu}`);
     } finally {
       await group.close();
+    }
+  });
+
+  test('a block that ends a window is read in that window, once, even when the reading runs before the probe', async () => {
+    const probe = new LoopProbe(LAG_RESOLUTION_MS);
+    try {
+      await sleep(50);
+      const end = wallNowMs() + 500;
+      while (wallNowMs() < end);
+      // Straight after the block, before any timer: the reading comes first, the probe's record of the block not yet made.
+      const blocked = probe.window();
+      assert.ok(blocked.maxMs >= 450 && blocked.p99Ms >= 450, `a 500-ms block read as ${blocked.maxMs} ms (max), ${blocked.p99Ms} ms (p99)`);
+      await sleep(30);
+      const after = probe.window();
+      assert.ok(after.maxMs < 250, `the next window counted the block again: ${after.maxMs} ms`);
+    } finally {
+      probe.close();
     }
   });
 

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { type HostSample } from './ipc.js';
 import { type HostSeries } from './real-run.js';
+import { LoopProbe } from './loop-probe.js';
 import { after, wallNowMs } from './wall-clock.js';
 
 /**
@@ -39,25 +39,16 @@ export interface HostGauge {
  */
 export const LAG_RESOLUTION_MS = 10;
 
-/** This Node process: `process.cpuUsage()` (every thread of it) and `monitorEventLoopDelay`. */
+/** This Node process: `process.cpuUsage()` (every thread of it) and its event loop's delay ({@link LoopProbe}). */
 export function nodeGauge(): HostGauge {
-  const delays = monitorEventLoopDelay({ resolution: LAG_RESOLUTION_MS });
-  delays.enable();
-  // Node records the whole interval between the probe's wakeups, its period
-  // included: an idle loop reads 10 ms. The delay is what lies past it.
-  const late = (ms: number): number => Math.max(0, ms - LAG_RESOLUTION_MS);
+  const probe = new LoopProbe(LAG_RESOLUTION_MS);
   return {
     cpuMs: () => {
       const { user, system } = process.cpuUsage();
       return (user + system) / 1000;
     },
-    lag: (elapsedMs) => {
-      // No wakeup in the whole window: the loop was blocked all along.
-      const lag = delays.count === 0 ? { p99Ms: late(elapsedMs), maxMs: late(elapsedMs) } : { p99Ms: late(delays.percentile(99) / 1e6), maxMs: late(delays.max / 1e6) };
-      delays.reset();
-      return lag;
-    },
-    close: () => delays.disable(),
+    lag: () => probe.window(),
+    close: () => probe.close(),
   };
 }
 

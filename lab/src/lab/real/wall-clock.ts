@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { clearTimeout, setTimeout as realTimeout } from 'node:timers';
+import { clearInterval, clearTimeout, setInterval as realInterval, setTimeout as realTimeout } from 'node:timers';
 
 /**
  * The real run's one clock, and its timers. A real run is measured in real
@@ -30,4 +30,11 @@ export function after(ms: number, fn: () => void): () => void {
   const timer = realTimeout(fn, Math.max(0, ms));
   timer.unref();
   return () => clearTimeout(timer);
+}
+
+/** Calls `fn` every `ms`, as {@link after} does once; returns the cancel. */
+export function every(ms: number, fn: () => void): () => void {
+  const timer = realInterval(fn, ms);
+  timer.unref();
+  return () => clearInterval(timer);
 }
