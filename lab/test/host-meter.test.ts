@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { hostLimits } from '../src/lab/real/host-limits.js';
 import { HostRecord, LAG_RESOLUTION_MS } from '../src/lab/real/host-meter.js';
-import { LoopProbe } from '../src/lab/real/loop-probe.js';
+import { LoopProbe, p99Of } from '../src/lab/real/loop-probe.js';
 import { ProcessGroup } from '../src/lab/real/process-group.js';
 import { wallNowMs } from '../src/lab/real/wall-clock.js';
 import type { TestChild } from './fixtures/real/child.js';
@@ -65,6 +65,14 @@ describe('what each process takes from the host, second by second (issue 30, ite
     } finally {
       await group.close();
     }
+  });
+
+  test('a window’s p99 is read at the rank Node’s histogram reads it: one hiccup among a second’s probes is its max, not its p99', () => {
+    const second = [...Array(99).fill(0.5), 25].sort((a, b) => a - b);
+    assert.deepEqual([p99Of(second), second.at(-1)], [0.5, 25]);
+    assert.equal(p99Of([...Array(98).fill(0.5), 25, 30]), 25, 'two: the second worst');
+    assert.equal(p99Of([3, 700]), 700, 'a window the loop was blocked in: its few probes');
+    assert.equal(p99Of([4]), 4);
   });
 
   test('a block that ends a window is read in that window, once, even when the reading runs before the probe', async () => {
