@@ -56,6 +56,11 @@ describe('a cancel request keeps its socket open until the server closes it (pgb
     assert.equal(socket.destroyed, true);
     assert.equal(await outcome, 'lost');
     assert.equal(sendCancel({ port: 6432 } as unknown as PgClientLike, () => assert.fail('no socket without the keys')), undefined);
+    // Closed with neither an answer nor an error: lost, never an answer waited for forever.
+    const dropped = new SocketSpy();
+    const dropping = sendCancel(client, () => dropped as never);
+    dropped.emit('close');
+    assert.equal(await dropping, 'lost');
   });
 });
 

@@ -57,5 +57,7 @@ export function sendCancel(client: PgClientLike, connect: Connect = netConnect):
       socket.end();
       resolve('answered');
     });
+    // Closed with neither (destroyed): the connection must not wait for an answer that cannot come.
+    socket.once('close', () => resolve('lost'));
   });
 }

@@ -534,9 +534,16 @@ export function poolsThatNeverBind(fitted: Scenario): string[] {
   const drainMs = db === undefined ? 0 : ((db.workers + db.maxQueue) * 1000) / db.capacityQps;
   const waitMs = Math.max(...fitted.clients.map((c) => c.timeoutMs), fitted.cache?.loadTimeoutMs ?? 0);
   const peak = peakRequestsPerS(fitted);
-  const pools: [string, Pick<Extract<Scenario, { world: 'service' }>['servers'], 'workers' | 'cores' | 'service'>][] = [['servers', fitted.servers]];
+  return servicePools(fitted).filter(([, pool]) => pool.cores === undefined && pool.workers > (NEVER_BINDS_MARGIN * peak * (waitMs + drainMs + meanMs(pool.service))) / 1000).map(([at]) => at);
+}
+
+type ServicePool = Pick<Extract<Scenario, { world: 'service' }>['servers'], 'workers' | 'cores' | 'service'>;
+
+/** A service scenario's pools of servers, by their path in the file: `servers`, and each tier's own (`tiers.each[i].servers`). */
+function servicePools(fitted: Extract<Scenario, { world: 'service' }>): [string, ServicePool][] {
+  const pools: [string, ServicePool][] = [['servers', fitted.servers]];
   fitted.tiers?.each?.forEach((t, i) => t.servers !== undefined && pools.push([`tiers.each[${i}].servers`, t.servers]));
-  return pools.filter(([, pool]) => pool.cores === undefined && pool.workers > (NEVER_BINDS_MARGIN * peak * (waitMs + drainMs + meanMs(pool.service))) / 1000).map(([at]) => at);
+  return pools;
 }
 
 /**
@@ -562,9 +569,7 @@ function floorShares(fitted: Scenario): Map<string, number> {
   const shares = new Map<string, number>();
   if (fitted.world !== 'service') return shares;
   const never = poolsThatNeverBind(fitted);
-  const pools: [string, { readonly workers: number; readonly cores?: number | undefined }][] = [['servers', fitted.servers]];
-  fitted.tiers?.each?.forEach((t, i) => t.servers !== undefined && pools.push([`tiers.each[${i}].servers`, t.servers]));
-  for (const [at, pool] of pools) shares.set(at, never.includes(at) ? 0 : pool.cores === undefined ? 1 : Math.min(1, pool.cores / pool.workers));
+  for (const [at, pool] of servicePools(fitted)) shares.set(at, never.includes(at) ? 0 : pool.cores === undefined ? 1 : Math.min(1, pool.cores / pool.workers));
   return shares;
 }
 
