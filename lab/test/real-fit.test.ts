@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { loadScenario, packageRoot, shippedScenarios } from '../src/lab/lab.js';
 import { runSummariesIsolated } from '../src/lab/engine/parallel.js';
 import { meanMs } from '../src/lab/engine/delay.js';
-import { FIELD_KINDS, fitScenario, FittingError, MAX_REQUESTS_PER_S, MIN_SERVICE_MS, MIN_TIMEOUT_MS, peakRequestsPerS, poolsThatNeverBind } from '../src/lab/real/fit.js';
+import { FIELD_KINDS, fitRoundings, fitScenario, FittingError, MAX_REQUESTS_PER_S, MAX_ROUNDING, MIN_SERVICE_MS, MIN_TIMEOUT_MS, peakRequestsPerS, poolsThatNeverBind } from '../src/lab/real/fit.js';
 import { type Fitting } from '../src/lab/real/real-run.js';
 import { scenarioJsonSchema } from '../src/lab/schema/index.js';
 import { numericFields } from '../src/lab/schema/numeric-fields.js';
@@ -195,13 +195,39 @@ describe('the horizon is cut after the time-scale, never before the recovery can
   });
 });
 
-describe('whole numbers stay whole: nothing is rounded away', () => {
+describe('whole numbers stay whole: nothing is rounded away unsaid', () => {
   test('a count a scale would split is refused, with the nearest scales that keep every count whole', () => {
     const lines = refusal(() => fitScenario(retryStormParsed, { scale: 0.3, timeScale: 1 }));
     assert.deepEqual(lines, [
       'retry-storm: servers.workers: 4 × scale 0.3 is 1.2, not a whole number: the nearest scales that keep every count whole: 0.25 or 0.5',
       'retry-storm: servers.admissionLimit: 16 × scale 0.3 is 4.8, not a whole number: the nearest scales that keep every count whole: 0.25 or 0.5',
     ]);
+  });
+
+  test('a count within MAX_ROUNDING of a whole number is rounded, and the rounding said; one further off is refused', async () => {
+    const discord = await loadScenario('discord-2019');
+    const third = { scale: 1 / 3, timeScale: 2.5 };
+    const fitted = fitScenario(discord, { ...third, durationS: 180 }) as ServiceScenario;
+    assert.equal(fitted.database!.workers, 1, 'a count the scale keeps whole is not a rounding');
+    assert.equal(fitted.cache!.processEntries, 282);
+    assert.equal(fitted.servers.workers, 33_333);
+    assert.deepEqual(
+      fitRoundings(discord, third).map((r) => [r.field, r.value, Math.round(r.fitted * 1000) / 1000, r.rounded]),
+      [
+        ['servers.workers', 100_000, 33_333.333, 33_333],
+        ['cache.nodes.maxQueue', 1000, 333.333, 333],
+        ['cache.processEntries', 845, 281.667, 282],
+      ],
+    );
+    // Every rounding within the bound, and the fitting that keeps every count whole rounds none.
+    for (const r of fitRoundings(discord, third)) assert.ok(Math.abs(r.rounded - r.fitted) <= MAX_ROUNDING * r.fitted, r.field);
+    assert.deepEqual(fitRoundings(discord, { scale: 1, timeScale: 2.5 }), []);
+    // 1.2 workers is 17 % from 1: refused, with the scales that keep the small counts whole.
+    assert.deepEqual(refusal(() => fitScenario(discord, { scale: 0.4, timeScale: 2.5, durationS: 180 })), [
+      'discord-2019: database.workers: 3 × scale 0.4 is 1.2, not a whole number: the nearest scales that keep every count whole: 0.333 or 0.667',
+    ]);
+    // A scale given to three figures rounds the database's 0.999 workers to 1, not below its minimum.
+    assert.equal(fitScenario(discord, { scale: 0.333, timeScale: 2.5, durationS: 180 }).database!.workers, 1);
   });
 
   test('a whole duration a time-scale would split is refused, with the nearest time-scales that keep them whole', () => {

@@ -3,7 +3,7 @@ import { loadScenarioSource, scenarioRun } from '../lab/lab.js';
 import { resultsJson } from '../lab/judge/results.js';
 import { renderReport } from '../lab/report/report.js';
 import { withDamperConfig } from '../lab/damper-config.js';
-import { fitScenario } from '../lab/real/fit.js';
+import { fitRoundings, fitScenario } from '../lab/real/fit.js';
 import { DEFAULT_REAL_RUNS, hostNotes, runFidelity } from '../lab/real/fidelity-run.js';
 import { checkRealPlan } from '../lab/real/real-plan.js';
 import { type Fidelity } from '../lab/real/real-run.js';
@@ -69,9 +69,10 @@ interface RealArgs {
 async function real(ref: string, args: RealArgs): Promise<number> {
   const source = await loadScenarioSource(ref);
   const own = args.damperConfig === undefined ? source.scenario : withDamperConfig(source.scenario, args.damperConfig);
-  const fitting = { scale: args.scale, timeScale: args.timeScale };
+  const factors = { scale: args.scale, timeScale: args.timeScale };
   // Fitted and checked before anything starts: a scenario that cannot be run for real is refused in a line, in a second.
-  const scenario = fitScenario(own, { ...fitting, ...(args.durationS === undefined ? {} : { durationS: args.durationS }) });
+  const scenario = fitScenario(own, { ...factors, ...(args.durationS === undefined ? {} : { durationS: args.durationS }) });
+  const fitting = { ...factors, rounded: fitRoundings(own, factors) };
   checkRealPlan(scenario);
   const dir = await writableDir(args.out);
   const elapsed = stopwatch();

@@ -120,5 +120,6 @@ export function fidelityLines(f: Fidelity): string[] {
 
 /** How the scenario was fitted to the machine, in words: `fitted to this machine: scale 0.5, durations ÷ 4`. */
 export function fittingWords(f: Fidelity): string {
-  return `fitted to this machine: scale ${exact(f.fitting.scale)}, durations ÷ ${exact(f.fitting.timeScale)}`;
+  const rounded = (f.fitting.rounded ?? []).map((r) => `${r.field} ${exact(r.fitted)} → ${r.rounded}`);
+  return `fitted to this machine: scale ${exact(f.fitting.scale)}, durations ÷ ${exact(f.fitting.timeScale)}${rounded.length === 0 ? '' : `; rounded to whole numbers: ${rounded.join(', ')}`}`;
 }

@@ -304,7 +304,7 @@ export function fidelityJson(f: Fidelity): string {
     scenario: f.scenario.name,
     seed: f.seed,
     cores: f.cores,
-    fitting: { scale: round(f.fitting.scale), timeScale: round(f.fitting.timeScale) },
+    fitting: { scale: round(f.fitting.scale), timeScale: round(f.fitting.timeScale), ...(f.fitting.rounded === undefined || f.fitting.rounded.length === 0 ? {} : { rounded: f.fitting.rounded.map((r) => ({ ...r, fitted: round(r.fitted) })) }) },
     bars: { triggerGoodputPoints: round(TRIGGER_GOODPUT_BAR * 100), recoveryS: RECOVERY_BAR_S, recoveryShare: RECOVERY_BAR_SHARE, amplificationShare: AMPLIFICATION_BAR_SHARE, baselineFloorQps: BASELINE_FLOOR_QPS },
     agrees: rows.every((r) => r.row.agrees),
     variants,

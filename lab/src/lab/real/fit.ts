@@ -8,7 +8,7 @@ import { readRate } from '../world/key-sets.js';
 import { rampAt } from '../world/service-faults.js';
 import { type Scenario } from '../world/worlds.js';
 import { exponentForHitRatio } from '../world/zipf.js';
-import { type Fitting } from './real-run.js';
+import { type FitRounding, type Fitting } from './real-run.js';
 
 /**
  * Fitting a scenario to this machine (issue 30, item 2): a production
@@ -88,6 +88,21 @@ export const MIN_TIMEOUT_MS = 100;
  * whatever the scenario asked for: a scenario past it needs a smaller scale.
  */
 export const MAX_REQUESTS_PER_S = 5_000;
+
+/**
+ * The most a fitting may move a whole number to keep it whole, as a share of
+ * it. A pool of 1.2 workers is no pool and a hold of 7.5 s is not the
+ * scenario's, so a whole number a fitting splits is refused, unless the
+ * nearest whole number is within 1 % of it: then it is rounded, and the
+ * rounding said ({@link fitRoundings}). discord-2019's counts are the case:
+ * at scale 1/3 its database's 3 workers become 1, but its 845 entries per
+ * server 281.67 (282 holds the same 94 % of the fitted keys) and its servers'
+ * 100,000 workers, which never bind, 33,333.3; without the rounding, no scale
+ * but 1 kept every count whole, and scale 1 sends more calls than this host
+ * carries. The simulation runs the same rounded scenario, so the comparison
+ * stays like for like.
+ */
+export const MAX_ROUNDING = 0.01;
 
 /**
  * How a field of a scenario moves when it is fitted:
@@ -335,7 +350,7 @@ function fitNumber(value: number, parsedSteps: readonly FieldStep[], parent: unk
   if (schema === undefined) throw new Error(`damper: fit.ts: ${field} is in FIELD_KINDS but not in the scenario's JSON Schema`);
   const fitted = moved(value, kind === 'axis' ? axisKind((parent as { axis: string }).axis) : kind, fitting);
   sites.push({ field, kind, schema, value, fitted });
-  return schema.integer && isWhole(fitted) ? Math.round(fitted) : fitted;
+  return schema.integer && roundable(fitted) ? Math.round(fitted) : fitted;
 }
 
 /**
@@ -385,14 +400,31 @@ function isWhole(x: number): boolean {
   return Math.abs(x - Math.round(x)) <= 1e-9 * Math.max(1, Math.abs(x));
 }
 
+/** Whole, or a whole number a fitting may round it to ({@link MAX_ROUNDING}). */
+function roundable(x: number): boolean {
+  return isWhole(x) || (Math.round(x) !== 0 && Math.abs(x - Math.round(x)) <= MAX_ROUNDING * Math.abs(x));
+}
+
+/**
+ * The whole numbers {@link fitScenario} rounds for `fitting`
+ * ({@link MAX_ROUNDING}), in the file's order; none for a fitting that
+ * keeps every whole number whole. A real run says them beside its figures.
+ */
+export function fitRoundings(scenario: Scenario, fitting: Fitting): readonly FitRounding[] {
+  const sites: Site[] = [];
+  fitNumbers(scenario, fitting, sites);
+  return sites.filter((s) => s.schema.integer && !isWhole(s.fitted) && roundable(s.fitted)).map((s) => ({ field: s.field, value: s.value, fitted: s.fitted, rounded: Math.round(s.fitted) }));
+}
+
 /** What the sites' values became that the schema or the floors refuse; `shares`: the share of the service floor under each pool's service times ({@link floorShares}). */
 function siteProblems(sites: readonly Site[], fitting: Fitting, shares: ReadonlyMap<string, number>): ScenarioProblem[] {
   const problems: ScenarioProblem[] = [];
   for (const site of sites) {
     if (site.kind === 'axis' || site.fitted === site.value) continue;
     const how = howMoved(site, fitting);
-    if (site.schema.integer && !isWhole(site.fitted)) problems.push({ field: site.field, problem: `${site.value} ${how} is ${round(site.fitted)}, not a whole number: ${wholeHint(site, sites, fitting)}` });
-    const range = outOfRange(site.schema, site.fitted);
+    if (site.schema.integer && !roundable(site.fitted)) problems.push({ field: site.field, problem: `${site.value} ${how} is ${round(site.fitted)}, not a whole number: ${wholeHint(site, sites, fitting)}` });
+    const held = site.schema.integer && roundable(site.fitted) ? Math.round(site.fitted) : site.fitted;
+    const range = outOfRange(site.schema, held);
     if (range !== undefined) problems.push({ field: site.field, problem: `${site.value} ${how} is ${round(site.fitted)}, ${range}` });
     const floor = FLOORS[site.kind];
     const share = site.kind === 'service' ? ([...shares].find(([pool]) => site.field.startsWith(`${pool}.`))?.[1] ?? 1) : 1;
@@ -412,15 +444,17 @@ function howMoved(site: Site, { scale, timeScale }: Fitting): string {
   return parts.filter((p) => p !== '').join(' ');
 }
 
-/** The nearest factors that keep every whole number of the site's sort whole: counts for a scale, whole durations for a time-scale. */
+/** The nearest factors that keep every whole number of the site's sort whole (or roundable, {@link MAX_ROUNDING}): counts for a scale, whole durations for a time-scale. */
 function wholeHint(site: Site, sites: readonly Site[], fitting: Fitting): string {
   const byScale = site.kind === 'amount';
   const whole = sites.filter((s) => s.schema.integer && s.value !== 0 && s.kind !== 'axis' && (byScale ? s.kind === 'amount' : POWERS[s.kind as Exclude<FieldKind, 'axis'>][1] < 0));
   const g = whole.reduce((d, s) => gcd(d, s.value), 0);
   const target = byScale ? fitting.scale : fitting.timeScale;
-  // Scales j/g keep every count whole; time-scales d/q with d dividing g keep every whole duration whole.
-  const candidates = byScale ? [Math.floor(target * g), Math.ceil(target * g)].filter((j) => j > 0).map((j) => j / g) : divisors(g).flatMap((d) => Array.from({ length: 10 }, (_, q) => d / (q + 1)));
-  const keeps = (f: number): boolean => whole.every((s) => isWhole(byScale ? s.value * f : s.value / f));
+  // Scales j/g keep every count whole, and j/v for a count v keeps v whole (the others may round);
+  // time-scales d/q with d dividing g keep every whole duration whole.
+  const candidates = byScale ? [g, ...whole.map((s) => s.value)].flatMap((v) => [Math.floor(target * v), Math.ceil(target * v)].filter((j) => j > 0).map((j) => j / v)) : divisors(g).flatMap((d) => Array.from({ length: 10 }, (_, q) => d / (q + 1)));
+  // A scale may leave large counts to round; the time-scales offered keep every whole duration exactly whole.
+  const keeps = (f: number): boolean => whole.every((s) => (byScale ? roundable(s.value * f) : isWhole(s.value / f)));
   const fine = [...new Set(candidates.map((c) => Math.round(c * 1000) / 1000))].filter((c) => c > 0 && keeps(c));
   const below = Math.max(...fine.filter((c) => c < target));
   const above = Math.min(...fine.filter((c) => c > target));

@@ -99,6 +99,9 @@ export async function startPostgres(group: ProcessGroup, runDir: string, keys: r
   const child = group.spawn('database', server.command, server.args, { readyWhen: { kind: 'output', pattern: 'ready to accept connections' }, stopSignal: 'SIGINT' });
   await Promise.race([child.ready(), group.failure]);
   const admin = new pg.Client({ host: LOOPBACK, port, user: SERVER_USER, database: SERVER_USER });
+  // The database stopped under it (the run interrupted, or its process died, which the group reports): a query
+  // in flight fails on its own; without a listener, the drop itself would crash the runner before it cleans up.
+  admin.on('error', () => {});
   await admin.connect();
   await admin.query('CREATE TABLE rows (key text PRIMARY KEY, version integer NOT NULL, valid boolean NOT NULL)');
   await admin.query('CREATE TABLE knob (slowdown float8 NOT NULL, overhead float8 NOT NULL)');

@@ -34,6 +34,16 @@ export interface Fitting {
   readonly scale: number;
   /** Every duration ÷ this, and rates × this. */
   readonly timeScale: number;
+  /** The whole numbers the fitting rounded to keep them whole (fit.ts, `MAX_ROUNDING`), when it rounded any. */
+  readonly rounded?: readonly FitRounding[];
+}
+
+/** A whole number of the scenario that the fitting rounded: `fitted` is what scale and time-scale made of `value`, `rounded` what the fitted scenario holds. */
+export interface FitRounding {
+  readonly field: string;
+  readonly value: number;
+  readonly fitted: number;
+  readonly rounded: number;
 }
 
 /** One variant both ways: its simulation at the seed, and its real runs (three by default: the machine is noisy). */

@@ -8,6 +8,7 @@ import { CommandPool, PooledBackend } from './command-pool.js';
 import { QueryError, type Row } from './database.js';
 import { type CacheShape, damperCacheDefaults, type DatabaseAccess, damperRead, type DataTier, naiveQuery, type QueryCounts } from './service-data.js';
 import { NaiveBreaker } from './naive-breaker.js';
+import { PipelinedClient } from './pipelined-client.js';
 import { type DataRead } from './service-server.js';
 import { held, steadyState } from './steady-state.js';
 import { queried } from './origin-waits.js';
@@ -27,6 +28,22 @@ export function cacheNodes(clock: VirtualClock, shape: CacheShape, network: Netw
   const latency = nodes.latency.kind === 'constant' ? undefined : (): number => sampleMs(nodes.latency, random);
   const latencyMs = nodes.latency.kind === 'constant' ? nodes.latency.ms : 0;
   return new CacheCluster(clock, nodes.count, { capacityOps: nodes.capacityOps, latencyMs, maxQueue: nodes.maxQueue }, nodes.vnodes, network, latency);
+}
+
+/**
+ * Each simulated server's client to `cluster`: with no pool of connections
+ * (`nodes.connections`), one pipelined connection per node, whose replies
+ * come in the order sent (pipelined-client.ts), as ioredis's; with a pool,
+ * the cluster itself, each command on a connection of its own.
+ */
+export function serverConnections(cluster: CacheCluster, shape: CacheShape): (server: number) => CacheNodesClient {
+  if (shape.nodes!.connections !== undefined) return () => cluster;
+  const clients = new Map<number, PipelinedClient>();
+  return (server) => {
+    let client = clients.get(server);
+    if (client === undefined) clients.set(server, (client = new PipelinedClient(cluster)));
+    return client;
+  };
 }
 
 /** What naive's look-aside stores on a node: the row's validity is all a reader looks at. */
@@ -53,13 +70,13 @@ const FAILED = Symbol('cache call failed');
  * query or an invalid value deletes the key (`DEL`). `counts(i)` counts
  * server `i`'s reads and queries.
  */
-export function naiveCacheNodes(clock: Clock, db: DatabaseAccess, cluster: CacheNodesClient, shape: CacheShape, counts: (server: number) => QueryCounts): DataTier {
+export function naiveCacheNodes(clock: Clock, db: DatabaseAccess, cluster: CacheNodesClient, shape: CacheShape, counts: (server: number) => QueryCounts, connectionOf: (server: number) => CacheNodesClient = () => cluster): DataTier {
   const ttlMs = shape.ttlS * 1000;
   const { commandTimeoutMs: timeoutMs, breaker: breakerShape, queryRetries } = shape.naive;
   const size = shape.nodes!.connections;
   // Through the server's pool of connections, when it has one: the command timeout runs over the wait too, as a client's does.
-  const get = (pool: CommandPool | undefined, key: string): Promise<string | undefined | typeof FAILED> => {
-    const call = (pool === undefined ? cluster.get(key) : pool.run(() => cluster.get(key))).catch((): typeof FAILED => FAILED);
+  const get = (nodes: CacheNodesClient, pool: CommandPool | undefined, key: string): Promise<string | undefined | typeof FAILED> => {
+    const call = (pool === undefined ? nodes.get(key) : pool.run(() => nodes.get(key))).catch((): typeof FAILED => FAILED);
     if (timeoutMs === undefined) return call;
     return new Promise((resolve) => {
       const timer = clock.setTimer(() => resolve(FAILED), timeoutMs);
@@ -73,6 +90,7 @@ export function naiveCacheNodes(clock: Clock, db: DatabaseAccess, cluster: Cache
   const reader = (server: number): DataRead => {
     const count = counts(server);
     const way = db.server(server);
+    const nodes = connectionOf(server);
     const breaker = breakerShape === undefined ? undefined : new NaiveBreaker(breakerShape);
     const pool = size === undefined ? undefined : new CommandPool(size);
     const command = <T>(call: () => Promise<T>): Promise<T> => (pool === undefined ? call() : pool.run(call));
@@ -80,18 +98,18 @@ export function naiveCacheNodes(clock: Clock, db: DatabaseAccess, cluster: Cache
       naiveQuery(clock, way, key, shape.loadTimeoutMs, queryRetries, count, (outcome) => {
         if (fixer && (outcome instanceof QueryError || !outcome.valid)) {
           // Facebook 2010's fixer: a failure reads as a bad value, and the key is deleted.
-          command(() => cluster.del(key)).catch(() => {});
+          command(() => nodes.del(key)).catch(() => {});
           return then('error', 'origin');
         }
         if (outcome instanceof QueryError) return then('error', 'origin');
-        if (fill) command(() => cluster.set(key, textOf(outcome), ttlMs)).catch(() => {});
+        if (fill) command(() => nodes.set(key, textOf(outcome), ttlMs)).catch(() => {});
         then(outcome.valid ? 'ok' : 'invalid', 'origin');
       });
     };
     return (key, _priority, then) => {
       count.cache.requests++;
       if (breaker?.isOpen(clock.now()) === true) return load(key, false, then);
-      void get(pool, key).then((text) => {
+      void get(nodes, pool, key).then((text) => {
         if (text === FAILED) {
           breaker?.failure(clock.now());
           return load(key, false, then);
@@ -170,12 +188,12 @@ function rateBudget(clock: Clock, rate: number, loads: number, loadTimeoutMs: nu
  * `k`-th's (the simulation: all of them; a real server's process: its own).
  * `options(i, shared)` must keep `shared`'s store and namespace.
  */
-export function damperCacheNodes(clock: Clock, db: DatabaseAccess, cluster: CacheNodesClient, shape: CacheShape, servers: readonly number[], options: (server: number, shared: { readonly store: SharedBackend; readonly namespace: string }) => CacheOptions<Row>): DataTier & { readonly caches: readonly Cache<Row>[] } {
+export function damperCacheNodes(clock: Clock, db: DatabaseAccess, cluster: CacheNodesClient, shape: CacheShape, servers: readonly number[], options: (server: number, shared: { readonly store: SharedBackend; readonly namespace: string }) => CacheOptions<Row>, connectionOf: (server: number) => CacheNodesClient = () => cluster): DataTier & { readonly caches: readonly Cache<Row>[] } {
   const namespace = 'lab';
   const size = shape.nodes!.connections;
   // Each server's client to the nodes, through a pool of its own when the scenario gives one.
-  const store = (): SharedBackend => (size === undefined ? cluster : new PooledBackend(cluster, new CommandPool(size)));
-  const caches = servers.map((id) => new Cache<Row>(options(id, { store: store(), namespace })));
+  const store = (server: number): SharedBackend => (size === undefined ? connectionOf(server) : new PooledBackend(cluster, new CommandPool(size)));
+  const caches = servers.map((id) => new Cache<Row>(options(id, { store: store(id), namespace })));
   const reads = caches.map((cache, k) => damperRead(clock, cache, queried(db.server(servers[k]!))));
   return {
     caches,

@@ -20,7 +20,7 @@ import { ConnectionPool } from './connection-pool.js';
 import { type Render, renderOn, rendering } from './render.js';
 import { serverCapacityQps } from './service-best.js';
 import { serviceState, type ServiceState } from './service-faults.js';
-import { cacheNodes, damperCacheNodes, damperNodeOptions, naiveCacheNodes } from './service-cache-nodes.js';
+import { cacheNodes, damperCacheNodes, damperNodeOptions, naiveCacheNodes, serverConnections } from './service-cache-nodes.js';
 import { type CacheCluster } from './cache-nodes.js';
 import { naiveCall, naiveFront, roundRobin } from './service-naive.js';
 import { Server } from './service-server.js';
@@ -131,7 +131,7 @@ function dataTier(clock: VirtualClock, scenario: ServiceScenario, observed: Obse
     // A server that tries failed queries again is a retrying client too.
     const counts = (name: string): QueryCounts => ({ cache: observed.counters.cache(name), ...(shape.naive.queryRetries > 0 ? { retry: observed.counters.retry(name) } : {}) });
     if (nodes === undefined) return inProcessTier(clock, shape, servers, db, origin, { variant: 'naive', counts });
-    return naiveCacheNodes(clock, db, nodes, shape, (i) => counts(`server=${i}`));
+    return naiveCacheNodes(clock, db, nodes, shape, (i) => counts(`server=${i}`), serverConnections(nodes, shape));
   }
   if (nodes === undefined) {
     // Each server's own Cache (or the tier's one, facebook-2010) under the configuration's cache(i), asked again when a server restarts.
@@ -140,7 +140,7 @@ function dataTier(clock: VirtualClock, scenario: ServiceScenario, observed: Obse
   }
   // Each server's Cache under the configuration's cache(i), the origin budget split over the servers.
   const lab = damperNodeOptions(clock, scenario, keyCount, settings, (limiter, i) => observed.gauges.watch(limiter, { server: i }));
-  const tier = damperCacheNodes(clock, db, nodes, shape, [...Array(servers).keys()], lab);
+  const tier = damperCacheNodes(clock, db, nodes, shape, [...Array(servers).keys()], lab, serverConnections(nodes, shape));
   tier.caches.forEach((cache, i) => observed.gauges.watch(cache, { server: i }));
   return tier;
 }
