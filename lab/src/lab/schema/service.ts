@@ -192,7 +192,7 @@ const fields = scenario(
             count: z.int().min(1).max(1000).default(1).meta({ description: 'Cache nodes (Redis processes), keys spread over them on a consistent-hashing ring (default 1).' }),
             capacityOps: z.number().min(1).max(100_000_000).meta({ description: 'Calls per second each node serves (a Redis process: one core).' }),
             latency: delay.default(ONE_MS).meta({ description: 'Each call’s round trip once served, drawn per call (default: 1 ms).' }),
-            maxQueue: z.int().min(0).max(10_000_000).default(10_000).meta({ description: 'Calls waiting at a node beyond which the client refuses at once (its connection’s queue; default 10,000).' }),
+            maxQueue: z.int().min(0).max(10_000_000).default(10_000).meta({ description: 'Calls waiting at a node beyond which it refuses a call at once (on a pipelined connection the refusal comes in its place among the replies; default 10,000).' }),
             vnodes: z.int().min(1).max(10_000).default(160).meta({ description: 'Points per node on the hash ring (default 160).' }),
             connections: z
               .int()
@@ -201,7 +201,7 @@ const fields = scenario(
               .exactOptional()
               .meta({
                 description:
-                  'Connections each server’s client keeps to the cache tier, in both variants (node-redis’s isolation pool, a memcached client’s poolSize): a command waits for a free one and holds it until its node answers, even when its caller gave up (default: no pool and no limit, as ioredis pipelines every command over one connection per node). A subscription has a connection of its own.',
+                  'Connections each server’s client keeps to the cache tier, in both variants (node-redis’s isolation pool, a memcached client’s poolSize): a command waits for a free one and holds it until its node answers, even when its caller gave up (default: no pool and no limit, as ioredis pipelines every command over one connection per node, its replies in the order sent, so a node’s refusal reaches the server after its earlier calls’ answers). A subscription has a connection of its own.',
               }),
           })
           .exactOptional()
