@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { circuitBreaker, ConsecutiveBreaker, ExponentialBackoff, handleAll, retry, timeout, TimeoutStrategy, wrap } from 'cockatiel';
 import Opossum from 'opossum';
+import { Dispatcher, interceptors, request } from 'undici';
 import { ConfigError } from '../src/index.js';
 import { forbidRealTime, installVirtualTime, VirtualClock } from '../src/testing.js';
 
@@ -150,5 +151,70 @@ describe('peers in virtual time: the same seed, the same run', () => {
       breaker.shutdown();
     });
     assert.deepEqual(trace, ['timeout @50', 'timeout @110', 'timeout @170', 'open @170', 'halfOpen @1170', 'close @1240']);
+  });
+
+  /**
+   * A dispatcher over a server in virtual time that answers 503 to its first
+   * `failures` requests, each after `ms`, keeping undici's contract with a
+   * handler: what a handler throws aborts the request into its error.
+   */
+  class SimulatedServer extends Dispatcher {
+    readonly arrivals: number[] = [];
+
+    constructor(
+      private readonly clock: VirtualClock,
+      private readonly failures: number,
+      private readonly ms: number,
+    ) {
+      super();
+    }
+
+    override dispatch(_options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
+      const attempt = this.arrivals.push(this.clock.now());
+      let reason: Error | undefined;
+      const controller = {
+        abort: (why: Error) => void (reason ??= why),
+        pause: () => {},
+        resume: () => {},
+        get aborted() {
+          return reason !== undefined;
+        },
+        get reason() {
+          return reason ?? null;
+        },
+        paused: false,
+      };
+      handler.onRequestStart?.(controller, {});
+      setTimeout(() => {
+        const status = attempt <= this.failures ? 503 : 200;
+        try {
+          handler.onResponseStart?.(controller, status, {}, status === 200 ? 'OK' : 'Service Unavailable');
+          if (reason !== undefined) return handler.onResponseError?.(controller, reason);
+          handler.onResponseData?.(controller, Buffer.from(String(status)));
+          handler.onResponseEnd?.(controller, {});
+        } catch (error) {
+          handler.onResponseError?.(controller, error as Error);
+        }
+      }, this.ms);
+      return true;
+    }
+  }
+
+  test('undici: its retry interceptor, over a dispatcher to a simulated server, waits its backoff in virtual time', async () => {
+    const clock = new VirtualClock();
+    const server = new SimulatedServer(clock, 2, 20);
+    const answer = await withVirtualTime(clock, async () => {
+      const dispatcher = server.compose(interceptors.retry({ maxRetries: 3, minTimeout: 100, timeoutFactor: 2, statusCodes: [503], methods: ['GET'] }));
+      // The answer's time is read when its headers come: the body's stream ends on real macrotasks, not timers.
+      const done = request('http://simulated.invalid/', { dispatcher }).then(async (r) => {
+        const at = clock.now();
+        return `${r.statusCode} ${await r.body.text()} @${at}`;
+      });
+      await clock.advance(1_000);
+      return done;
+    });
+    // 503 at 20 ms, a 100-ms backoff; 503 at 140, 200 ms; 200 at 360.
+    assert.deepEqual(server.arrivals, [0, 120, 340]);
+    assert.equal(answer, '200 200 @360');
   });
 });
