@@ -29,7 +29,7 @@ export const realCommand: Command = {
     'Runs the scenario on real processes on this machine, loopback only (a load generator, node:http client tiers and servers; naive through undici’s retry interceptor, damper through damper/http), and in the simulation, both fitted to the machine the same way, and compares them: verdict, goodput during the trigger, recovery, origin amplification, per second and as a table. Every process it starts is stopped when it ends, fails or is interrupted. Writes DIR/fidelity.html and DIR/fidelity.json, and DIR/simulated/ and DIR/real-N/ (each a results.json and report.html as damper lab writes them).',
   operands: [['SCENARIO', 'a shipped scenario or the path to a scenario file (the parts the real runner builds: docs/lab.md, "Real runs")']],
   options: [
-    ['scale', 'rates × S, and worker counts, queues and capacities with them, so utilisation is kept (default 1)'],
+    ['scale', 'rates × S, and worker counts, queues and capacities with them, so utilisation is kept; a count that lands within 1 % of a whole number is rounded, and said (default 1)'],
     ['time-scale', 'every duration ÷ K and every rate × K (default 1)'],
     ['duration', 'cut the horizon to this many seconds (after --time-scale); a real run is at most 180 s'],
     ['runs', `real runs per variant, the spread shown (default ${DEFAULT_REAL_RUNS})`],
