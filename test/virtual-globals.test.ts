@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import { circuitBreaker, ConsecutiveBreaker, ExponentialBackoff, handleAll, retry, timeout, TimeoutStrategy, wrap } from 'cockatiel';
 import Opossum from 'opossum';
 import { Dispatcher, interceptors, request } from 'undici';
-import { ConfigError } from '../src/index.js';
+import { ConfigError, systemClock } from '../src/index.js';
 import { forbidRealTime, installVirtualTime, VirtualClock } from '../src/testing.js';
 
 // installVirtualTime runs code that reads the platform's clock and timers
@@ -81,6 +81,9 @@ describe('the platform’s clock and timers, on the virtual clock, by Node’s r
     release();
     release();
     assert.throws(() => installVirtualTime(new VirtualClock(), { epochMs: Number.NaN }), /epochMs must be a finite number/);
+    assert.throws(() => installVirtualTime(new VirtualClock(), 'soon' as never), ConfigError);
+    assert.throws(() => installVirtualTime(systemClock as never), /clock must be a VirtualClock/);
+    assert.equal(typeof Date.now(), 'number', 'a refused install changed nothing');
     const ban = forbidRealTime();
     try {
       const lift = installVirtualTime(new VirtualClock());

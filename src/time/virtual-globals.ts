@@ -1,6 +1,7 @@
+import { optionsObject } from '../config.js';
 import { ConfigError, describe } from '../errors.js';
 import { type Timer } from './clock.js';
-import { type VirtualClock } from './virtual.js';
+import { VirtualClock } from './virtual.js';
 
 /**
  * Runs code that reads the platform's clock, timers and `Math.random` on a
@@ -126,7 +127,9 @@ type Patch = readonly [target: object, key: string, value: unknown];
  * the real ones meanwhile.
  */
 export function installVirtualTime(clock: VirtualClock, options: VirtualTimeOptions = {}): VirtualTimeRelease {
-  const epochMs = options.epochMs ?? DEFAULT_EPOCH_MS;
+  // A system clock here would hand the platform's timers back to the platform, and no run would depend on its seed.
+  if (!(clock instanceof VirtualClock)) throw new ConfigError(`installVirtualTime: clock must be a VirtualClock, got ${describe(clock)}`);
+  const epochMs = optionsObject('installVirtualTime options', options).epochMs ?? DEFAULT_EPOCH_MS;
   if (typeof epochMs !== 'number' || !Number.isFinite(epochMs)) throw new ConfigError(`epochMs must be a finite number of ms, got ${describe(epochMs)}`);
   if (installed) throw new ConfigError('installVirtualTime: virtual time is already installed in this process; release it first');
   const live = new Map<number, VirtualTimeout>();
