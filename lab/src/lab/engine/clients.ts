@@ -1,5 +1,5 @@
 import { type Timer, type VirtualClock } from 'damper';
-import { type Signals, simulate, type World } from './engine.js';
+import { type PlatformTime, type Signals, simulate, type World } from './engine.js';
 import { type CharacteristicRecorder, SAMPLE_MS } from '../judge/characteristic.js';
 import { type Recorder } from '../judge/metrics.js';
 import { type Network } from './network.js';
@@ -36,6 +36,8 @@ export interface RunOptions {
   readonly end?: RunEnd;
   /** Whose AbortSignals the run makes (see {@link SimulateOptions.signals}). Default `'light'`. */
   readonly signals?: Signals;
+  /** What the platform's clock and timers do during the run (see {@link SimulateOptions.platformTime}). Default `'forbidden'`. */
+  readonly platformTime?: PlatformTime;
 }
 
 /** One request of a client (one attempt: a retry is a request of its own). */
@@ -232,13 +234,14 @@ export class Clients<F extends FaultSpanDoc> implements World, Replies {
 
   /** Runs the scenario on the engine: to its horizon, or until its verdict is decided. */
   run(options: RunOptions = {}): Promise<void> {
-    const { onProgress, end = 'horizon', signals = 'light' } = options;
+    const { onProgress, end = 'horizon', signals = 'light', platformTime = 'forbidden' } = options;
     const watch = end === 'verdict' ? new VerdictWatch(this.recorder, this.scenario) : undefined;
     return simulate({
       clock: this.clock,
       world: this,
       durationMs: this.horizon,
       signals,
+      platformTime,
       // Each request counts in the second it was sent: the last seconds are known once their requests have ended.
       inFlight: () => this.recorder.settledBefore(this.recorder.seconds) < this.recorder.seconds,
       ...(onProgress === undefined ? {} : { onProgress }),

@@ -1,4 +1,5 @@
-import { forbidRealTime, type VirtualClock } from 'damper';
+import { forbidRealTime, type RealTimeBan, type VirtualClock } from 'damper';
+import { installVirtualTime } from 'damper/testing';
 import { useLightAbort } from './light-abort.js';
 
 /** What a simulated world does at each step of the engine. */
@@ -44,10 +45,26 @@ export interface SimulateOptions {
    * show it. Default `'light'`.
    */
   readonly signals?: Signals;
+  /**
+   * What the platform's clock, timers and `Math.random` do during the run:
+   * throw (`'forbidden'`, the default: damper's code and the lab's read
+   * only the `Clock`), or run on the run's clock (`'virtual'`: a peer
+   * stack's library reads the platform's, issue 31; `installVirtualTime`).
+   */
+  readonly platformTime?: PlatformTime;
 }
 
 /** See {@link SimulateOptions.signals}. */
 export type Signals = 'light' | 'platform';
+
+/** See {@link SimulateOptions.platformTime}. */
+export type PlatformTime = 'forbidden' | 'virtual';
+
+/** The platform's time for the run, and how to give it back: a ban whose offences the run checks, or virtual time, which has none. */
+function platformTimeFor(clock: VirtualClock, time: PlatformTime): RealTimeBan {
+  if (time === 'forbidden') return forbidRealTime();
+  return Object.assign(installVirtualTime(clock), { violation: undefined });
+}
 
 /**
  * The discrete-event engine. Events are the clock's timers, ordered by (time,
@@ -67,7 +84,7 @@ export type Signals = 'light' | 'platform';
 export async function simulate(options: SimulateOptions): Promise<void> {
   const { clock, world, durationMs } = options;
   const stepMs = options.stepMs ?? 1;
-  const release = forbidRealTime();
+  const release = platformTimeFor(clock, options.platformTime ?? 'forbidden');
   // Signals as the platform makes them, for a tenth of their cost on Node 20 (light-abort.ts).
   const platformAbort = options.signals === 'platform' ? () => {} : useLightAbort();
   // The library raises (and handles) an error per refused, shed or timed-out

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { after, wallNowMs } from './wall-clock.js';
-import { type VariantName } from '../judge/results.js';
+import { type Knobs, type Stack } from '../stacks/stack.js';
 import { type ServiceScenario } from '../schema/service.js';
 import { type NodePorts } from './redis-ring.js';
 
@@ -8,7 +8,12 @@ import { type NodePorts } from './redis-ring.js';
 export interface ProcessArgs {
   /** The fitted scenario, parsed, as a JSON file the runner wrote: every process reads the same one. */
   readonly scenarioFile: string;
-  readonly variant: VariantName;
+  /** The stack the run is made with: naive, damper, or a peer (issue 31) in naive's system. */
+  readonly variant: Stack;
+  /** A peer's knobs, as the command line gave them. */
+  readonly knobs?: Knobs;
+  /** The fitting's time scale: a peer's own durations are divided by it (stacks/stack.ts, `TierPlan`). */
+  readonly timeScale?: number;
   readonly seed: number;
   /** The port to listen on (0: any free one; a restarted server gets its old one). */
   readonly port: number;

@@ -20,6 +20,9 @@ import { KeySets } from '../world/key-sets.js';
 import { activeAt, serviceState } from '../world/service-faults.js';
 import { cacheTierApart, checkRealPlan } from './real-plan.js';
 import { type RealRun } from './real-run.js';
+import { checkStackApplies } from '../stacks/peers.js';
+import { type StackSpec } from '../stacks/stack.js';
+import { undiciSystem } from '../stacks/undici-stack.js';
 import { after, wallNowMs } from './wall-clock.js';
 
 /** Options of one real run. */
@@ -51,13 +54,27 @@ const here = (file: string): string => fileURLToPath(new URL(file, import.meta.u
  * are a `ProcessGroup`'s: whatever happens (an error, a process that dies,
  * Ctrl-C), they are stopped before this returns or the lab exits.
  */
-export async function runReal(scenario: ServiceScenario, variant: VariantName, options: RealRunOptions): Promise<RealRun> {
+export async function runReal(given: ServiceScenario, variant: VariantName, options: RealRunOptions): Promise<RealRun> {
+  return runRealStack(given, { stack: variant, knobs: {} }, options);
+}
+
+/**
+ * {@link runReal} for any stack (issue 31): a peer's client tiers are its
+ * library's, in naive's system; undici's stack is naive's in undici's
+ * system (its backoff), which is the scenario file every process reads.
+ * `options.timeScale` is the fitting's, which a peer's own durations are
+ * divided by.
+ */
+export async function runRealStack(given: ServiceScenario, spec: StackSpec, options: RealRunOptions & { readonly timeScale?: number }): Promise<RealRun> {
+  const timeScale = options.timeScale ?? 1;
+  const scenario = spec.stack === 'undici' ? undiciSystem(given, timeScale) : given;
+  checkStackApplies(scenario.name, spec, scenario.tiers !== undefined);
   checkRealPlan(scenario);
   const dir = mkdtempSync(join(tmpdir(), 'damper-real-'));
   const scenarioFile = join(dir, 'scenario.json');
   writeFileSync(scenarioFile, JSON.stringify(scenario));
   const group = new ProcessGroup();
-  const base = { scenarioFile, variant, seed: options.seed, port: 0 };
+  const base = { scenarioFile, variant: spec.stack, knobs: spec.knobs, timeScale, seed: options.seed, port: 0 };
   const listen = async (name: string, module: string, args: ProcessArgs): Promise<{ child: RealChild<ListenerProtocol>; origin: string }> => {
     // A port of its own, in its arguments: a restarted server comes back on it, where its callers' connections point.
     const child = group.fork<ListenerProtocol>(name, here(module), [JSON.stringify({ ...args, port: await freePort() })]);

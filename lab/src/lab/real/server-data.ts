@@ -1,3 +1,4 @@
+import { systemOf } from '../stacks/stack.js';
 import { type Clock } from 'damper';
 import { cacheOptions, type DamperSettings } from '../damper-config.js';
 import { remainingFreshness } from '../engine/streams.js';
@@ -43,7 +44,9 @@ export const OWN = 0;
  * simulation gives server `index`. Undefined without a database.
  */
 export async function serverData(scenario: ServiceScenario, args: ProcessArgs, clock: Clock, settings: DamperSettings, render: Render | undefined): Promise<ServerData | undefined> {
-  const { variant, index, seed, databasePort } = args;
+  const { index, seed, databasePort } = args;
+  // A peer stack replaces the client tiers only: its servers are naive's.
+  const variant = systemOf(args.variant);
   const database = scenario.database;
   if (database === undefined) return undefined;
   if (databasePort === undefined) throw new Error('a server of a scenario with a database is told its port');
@@ -72,7 +75,7 @@ function onNodes(scenario: ServiceScenario, args: ProcessArgs, clock: Clock, set
   if (args.cacheNodes === undefined) throw new Error('a server of a scenario with cache nodes is told their ports');
   const ring = new RedisRing(args.cacheNodes, shape.nodes!.vnodes);
   const tier =
-    args.variant === 'naive'
+    systemOf(args.variant) === 'naive'
       ? naiveCacheNodes(clock, db, ring, shape, unread)
       : damperCacheNodes(clock, db, ring, shape, [args.index], damperNodeOptions(clock, scenario, keys.keys.length, settings));
   return { tier, ring, prewarm: steady(tier) };

@@ -1,7 +1,11 @@
 import { type Clock } from 'damper';
 import { damperInterceptor, HttpDependency, type HttpUpstream } from 'damper/http';
-import { Agent, type Dispatcher, interceptors } from 'undici';
-import { type DamperSettings, dependencyOptions } from '../damper-config.js';
+import { Agent, type Dispatcher, interceptors, request } from 'undici';
+import { type Knobs, type PeerPolicy, type PolicyPeer } from '../stacks/stack.js';
+import { peerPlan } from '../stacks/tier-plan.js';
+import { type DamperSettings, damperSettings, dependencyOptions } from '../damper-config.js';
+import { loadPolicyPeer } from '../stacks/peers.js';
+import { type ProcessArgs } from './process-side.js';
 import { type Backoff } from '../schema/common.js';
 import { damperTierOptions } from '../world/service-damper.js';
 import { type ServiceScenario } from '../schema/service.js';
@@ -26,6 +30,8 @@ const RETRIED_CODES = ['ECONNRESET', 'ECONNREFUSED', 'ENOTFOUND', 'ENETDOWN', 'E
 /** What a tier's outgoing calls go through, and what it can say of itself. */
 export interface TierClient {
   readonly dispatcher: Dispatcher;
+  /** A peer library's policies around each call (issue 31), whose attempts go out on `dispatcher`; none for naive and damper, whose dispatcher does it all. */
+  readonly policy?: PeerPolicy;
   /**
    * Every request it sent below (each attempt, retry and hedge), by second
    * from time zero: counted as it leaves, so a request to a server that
@@ -98,6 +104,82 @@ export async function naiveUsersClient(scenario: ServiceScenario, below: readonl
   const origins = await naiveOrigins(scenario, 0, below, clock);
   const sent = new PerSecond();
   return { dispatcher: agent.compose(counting(sent, below), origins.interceptor), sent, stats: () => undefined, start: startAt(sent, origins), close: async () => (await origins.close(), await agent.close()) };
+}
+
+/**
+ * Tier `t`'s client made by a policy peer (cockatiel, opossum: issue 31),
+ * as the simulation's `peerTier` makes it: the agent with no timeout of its
+ * own (the peer times each attempt out, and aborts it), each attempt to the
+ * origin `naiveOrigins` picks, the peer's policy built from the same
+ * `peerPlan` as the simulation's.
+ */
+export async function peerTierClient(scenario: ServiceScenario, t: number, below: readonly string[], clock: Clock, peer: PolicyPeer, knobs: Knobs, timeScale: number): Promise<TierClient> {
+  const agent = agentFor(undefined);
+  const origins = await naiveOrigins(scenario, t, below, clock);
+  const sent = new PerSecond();
+  const policy = peer.tier(peerPlan(scenario, t, knobs, timeScale));
+  const dispatcher = agent.compose(counting(sent, below), origins.interceptor);
+  return { dispatcher, policy, sent, stats: () => undefined, start: startAt(sent, origins), close: async () => (policy.close(), await origins.close(), await agent.close()) };
+}
+
+/**
+ * The client of tier `t` (0: the users') for the run's stack: damper's
+ * `HttpDependency`, a policy peer's, or naive's (undici's stack is naive's
+ * in undici's system: the runner wrote that scenario). Without tiers the
+ * users' own client makes one attempt per request.
+ */
+export async function tierClient(args: ProcessArgs, scenario: ServiceScenario, t: number, clock: Clock): Promise<TierClient> {
+  const stack = args.variant;
+  if (stack === 'damper') return damperTierClient(scenario, t, await damperSettings(scenario, clock), clock, args.below);
+  if (scenario.tiers === undefined) return naiveUsersClient(scenario, args.below, clock);
+  if (stack === 'naive' || stack === 'undici') return naiveTierClient(scenario, t, args.below, clock);
+  return peerTierClient(scenario, t, args.below, clock, await loadPolicyPeer(stack), args.knobs ?? {}, args.timeScale ?? 1);
+}
+
+/** An answer of the tier below as a caller reads it: its status, and the `Retry-After` it sent. */
+export interface TierReply {
+  readonly status: number;
+  readonly retryAfter: string | undefined;
+}
+
+/** An answer a peer's policy counts as a failure, to retry and to count against the tier below: a 5xx or a 429, as undici's retry handler does. */
+class FailedReply extends Error {
+  constructor(readonly reply: TierReply) {
+    super(`status ${reply.status}`);
+  }
+}
+
+function failed(status: number): boolean {
+  return status >= 500 || status === 429;
+}
+
+/**
+ * One call of a tier (or of the users) to `origin`'s `path` through
+ * `client`: a request on its dispatcher, or with a peer, the peer's policy
+ * around such requests (a failed status thrown, so that the peer retries and
+ * counts it; the last one answered as it came). Rejects when no answer came:
+ * an error below, the caller's abort, or the peer's own timeout or refusal
+ * (`client.policy.rejection` tells them apart).
+ */
+export async function callBelow(client: TierClient, origin: string, path: string, init: { readonly signal?: AbortSignal; readonly headers?: Record<string, string> }): Promise<TierReply> {
+  const once = async (signal: AbortSignal | undefined): Promise<TierReply> => {
+    const answer = await request(`${origin}${path}`, { dispatcher: client.dispatcher, ...(signal === undefined ? {} : { signal }), ...(init.headers === undefined ? {} : { headers: init.headers }) });
+    await answer.body.text();
+    const header = answer.headers['retry-after'];
+    return { status: answer.statusCode, retryAfter: typeof header === 'string' ? header : undefined };
+  };
+  const policy = client.policy;
+  if (policy === undefined) return once(init.signal);
+  try {
+    return await policy.execute(async (signal) => {
+      const reply = await once(signal);
+      if (failed(reply.status)) throw new FailedReply(reply);
+      return reply;
+    }, init.signal);
+  } catch (error) {
+    if (error instanceof FailedReply) return error.reply;
+    throw error;
+  }
 }
 
 /**

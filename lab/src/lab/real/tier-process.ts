@@ -13,27 +13,26 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { type AddressInfo } from 'node:net';
 import { ConcurrencyLimiter, createSystemClock } from 'damper';
 import { damperAdmission } from 'damper/http';
-import { request } from 'undici';
-import { damperSettings } from '../damper-config.js';
 import { joinGroup } from './child.js';
 import { LOOPBACK } from './loopback.js';
 import { processArgs } from './process-side.js';
 import { type ListenerProtocol } from './real-messages.js';
-import { damperTierClient, naiveTierClient } from './tier-clients.js';
+import { callBelow, tierClient } from './tier-clients.js';
 
 // First, so that its own start-up is metered and it leaves when the runner does.
 const link = joinGroup<ListenerProtocol>({ start: ({ zeroMs }) => (client.start(zeroMs), null), report: () => ({ sent: client.sent.values, stats: client.stats() }) });
 const { args, scenario } = processArgs();
 const clock = createSystemClock(args.seed);
 const tier = args.index;
-const client =
-  args.variant === 'damper' ? damperTierClient(scenario, tier, await damperSettings(scenario, clock), clock, args.below) : await naiveTierClient(scenario, tier, args.below, clock);
+const client = await tierClient(args, scenario, tier, clock);
 const origin = args.below[0]!;
 
 /** A failed call's answer to this tier's caller, as a gateway gives it: the status below when there was one, 504 for a timeout, 503 for overload, else 502. */
 function statusOf(error: unknown): number {
   const e = error as { statusCode?: unknown; code?: unknown; name?: unknown };
   if (typeof e.statusCode === 'number') return e.statusCode;
+  const peer = client.policy?.rejection(error);
+  if (peer !== undefined) return peer === 'timeout' ? 504 : 503;
   const code = String(e.code);
   if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'LOAD_TIMEOUT' || code === 'DEADLINE_EXCEEDED' || e.name === 'TimeoutError') return 504;
   if (code === 'OVERLOADED' || code === 'BREAKER_OPEN') return 503;
@@ -44,11 +43,7 @@ async function relay(req: IncomingMessage, res: ServerResponse): Promise<void> {
   let status: number;
   let retryAfter: string | undefined;
   try {
-    const answer = await request(`${origin}${req.url ?? '/'}`, { dispatcher: client.dispatcher });
-    await answer.body.text();
-    status = answer.statusCode;
-    const header = answer.headers['retry-after'];
-    retryAfter = typeof header === 'string' ? header : undefined;
+    ({ status, retryAfter } = await callBelow(client, origin, req.url ?? '/', {}));
   } catch (error) {
     status = statusOf(error);
   }

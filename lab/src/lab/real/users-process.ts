@@ -13,8 +13,6 @@
 // retries are the users' (as the simulation's clients make them).
 import { createSystemClock, seededRandom } from 'damper';
 import { DEADLINE_HEADER, PRIORITY_HEADER } from 'damper/http';
-import { request } from 'undici';
-import { damperSettings } from '../damper-config.js';
 import { sampleMs } from '../engine/delay.js';
 import { retryDelayMs } from '../engine/retry-delay.js';
 import { type Population } from '../schema/common.js';
@@ -24,7 +22,7 @@ import { joinGroup } from './child.js';
 import { processArgs } from './process-side.js';
 import { type UsersProtocol } from './real-messages.js';
 import { after, wallNowMs } from './wall-clock.js';
-import { damperTierClient, naiveTierClient, naiveUsersClient, type TierClient } from './tier-clients.js';
+import { callBelow, tierClient } from './tier-clients.js';
 
 // First, so that its own start-up is metered and it leaves when the runner does.
 const link = joinGroup<UsersProtocol>({ warm: ({ seconds }) => warm(seconds), run: ({ zeroMs }) => run(zeroMs), report: () => ({ calls, sent: client.sent.values, stats: client.stats() }) });
@@ -37,12 +35,8 @@ const keys = scenario.database === undefined ? undefined : new KeySets(scenario.
 const keyRandom = seededRandom(args.seed * 7_919 + 29);
 const keyOf = (population: Population): string => (keys === undefined ? 'key:0' : keys.pickerOf(population.name)(keyRandom));
 
-/** The users' own client: tier 0 when the scenario has tiers; else one plain attempt per request (damper: a Dependency of one attempt). */
-async function usersClient(): Promise<TierClient> {
-  if (args.variant === 'damper') return damperTierClient(scenario, 0, await damperSettings(scenario, clock), clock, args.below);
-  return scenario.tiers === undefined ? naiveUsersClient(scenario, args.below, clock) : naiveTierClient(scenario, 0, args.below, clock);
-}
-const client = await usersClient();
+// The users' own client: tier 0 when the scenario has tiers; else one plain attempt per request (damper: a Dependency of one attempt).
+const client = await tierClient(args, scenario, 0, clock);
 const populationsRetry = scenario.tiers === undefined;
 
 /** How long after its deadline a damper user's call is aborted, if the deadline has not ended it. */
@@ -101,12 +95,8 @@ function send(population: Population, key: string, then: (good: boolean) => void
     out--;
     if (out === 0) onIdle?.();
   };
-  request(`${origin}/work?key=${encodeURIComponent(key)}`, { dispatcher: client.dispatcher, signal: gaveUp.signal, headers }).then(
-    (answer) =>
-      answer.body.text().then(
-        () => ended(answer.statusCode === 200),
-        () => ended(false),
-      ),
+  callBelow(client, origin, `/work?key=${encodeURIComponent(key)}`, { signal: gaveUp.signal, headers }).then(
+    (reply) => ended(reply.status === 200),
     () => ended(false),
   );
 }

@@ -62,8 +62,15 @@ export function naiveFront(clock: VirtualClock, servers: readonly Server[], bala
  * it holds while the tier makes its attempts below. `counts` counts each
  * tier's first attempts and retries.
  */
-export function naiveCall(clock: VirtualClock, front: Front, tiers: ServiceTiers | undefined, jitter: () => number, counts: readonly RetryCounts[], hosts: readonly ((() => Server) | undefined)[] = []) {
-  const ok = (a: Answer): boolean => a.outcome === 'ok';
+export function naiveCall(
+  clock: VirtualClock,
+  front: Front,
+  tiers: ServiceTiers | undefined,
+  jitter: () => number,
+  counts: readonly RetryCounts[],
+  hosts: readonly ((() => Server) | undefined)[] = [],
+  peer?: PeerTiers,
+) {
   // Each population's stack, built at its first call rather than at every one.
   const stacks = new Map<Population, Call<Answer>>();
   const stackOf = (population: Population): Call<Answer> => {
@@ -72,10 +79,7 @@ export function naiveCall(clock: VirtualClock, front: Front, tiers: ServiceTiers
     // From the innermost out: each tier's attempt is a call of the tier below.
     let below = once;
     for (let t = tiers.count - 1; t >= 0; t--) {
-      const { retries, backoff, attemptTimeoutMs, timerTickMs, hedgeAfterMs } = tierSettings(tiers, t, population);
-      const timedOut = attemptTimeoutMs === undefined ? below : timed(clock, below, attemptTimeoutMs, timerTickMs);
-      const attempt = hedgeAfterMs === undefined ? timedOut : hedged(clock, timedOut, hedgeAfterMs, timerTickMs, counts[t]);
-      const retrying = naiveTiers(clock, { layers: 1, retries, backoff }, jitter, attempt, ok, counts.slice(t, t + 1));
+      const retrying = peer === undefined ? naiveTier(clock, tierSettings(tiers, t, population), below, jitter, counts[t]) : peer(t, below);
       const host = hosts[t];
       below =
         host === undefined
@@ -89,6 +93,17 @@ export function naiveCall(clock: VirtualClock, front: Front, tiers: ServiceTiers
     if (stack === undefined) stacks.set(population, (stack = stackOf(population)));
     stack(key, onDone);
   };
+}
+
+/** A peer library's client tier `t` over `below` (world/peer-tier.ts), in place of naive's timeout, hedge and retries. */
+export type PeerTiers = (t: number, below: Call<Answer>) => Call<Answer>;
+
+/** Naive's client tier over `below`: its attempt timeout and hedge, and its retries with no budget. */
+function naiveTier(clock: VirtualClock, settings: ReturnType<typeof tierSettings>, below: Call<Answer>, jitter: () => number, counted: RetryCounts | undefined): Call<Answer> {
+  const { retries, backoff, attemptTimeoutMs, timerTickMs, hedgeAfterMs } = settings;
+  const timedOut = attemptTimeoutMs === undefined ? below : timed(clock, below, attemptTimeoutMs, timerTickMs);
+  const attempt = hedgeAfterMs === undefined ? timedOut : hedged(clock, timedOut, hedgeAfterMs, timerTickMs, counted);
+  return naiveTiers(clock, { layers: 1, retries, backoff }, jitter, attempt, (a) => a.outcome === 'ok', counted === undefined ? undefined : [counted]);
 }
 
 /**

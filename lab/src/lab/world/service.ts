@@ -22,7 +22,14 @@ import { serverCapacityQps } from './service-best.js';
 import { serviceState, type ServiceState } from './service-faults.js';
 import { cacheNodes, damperCacheNodes, damperNodeOptions, naiveCacheNodes, serverConnections } from './service-cache-nodes.js';
 import { type CacheCluster } from './cache-nodes.js';
-import { naiveCall, naiveFront, roundRobin } from './service-naive.js';
+import { naiveCall, naiveFront, type PeerTiers, roundRobin } from './service-naive.js';
+import { type Call } from './naive-tiers.js';
+import { peerTier } from './peer-tier.js';
+import { type RetryCounts } from '../judge/lab-counters.js';
+import { checkStackApplies, loadPolicyPeer } from '../stacks/peers.js';
+import { type Knobs, type PeerPolicy, type PolicyPeer, type StackSpec, systemOf } from '../stacks/stack.js';
+import { undiciSystem } from '../stacks/undici-stack.js';
+import { peerPlan } from '../stacks/tier-plan.js';
 import { Server } from './service-server.js';
 import { TrafficCut } from './traffic-cut.js';
 import { markSource, queried } from './origin-waits.js';
@@ -186,14 +193,18 @@ function reply(req: ClientRequest, replies: Replies, a: Answer, originIsServer: 
 }
 
 /** How a variant sends a user's request into the system: naive's callbacks, or damper's guards and balancer (each observed). */
-function requestPath(clock: VirtualClock, scenario: ServiceScenario, observed: Observed, servers: readonly Server[], settings: DamperSettings, seed: number, probeKey: string, arrived: (() => void) | undefined) {
+function requestPath(clock: VirtualClock, scenario: ServiceScenario, observed: Observed, servers: readonly Server[], settings: DamperSettings, seed: number, probeKey: string, arrived: (() => void) | undefined, peer: PeerTierPlan | undefined) {
   const hosts = tierServers(clock, scenario, seed);
   if (observed.variant === 'naive') {
     const { front, close } = naiveFront(clock, servers, scenario.balancer, probeKey);
     // The client tiers retry (without them the users do, which no tier sees); naive's servers have no limiter to shed with.
     const counts = Array.from({ length: scenario.tiers?.count ?? 0 }, (_, t) => observed.counters.retry(`tier=${t}`));
-    const call = naiveCall(clock, front, scenario.tiers, stream(seed, STREAMS.retryJitter), counts, hosts.map((pool) => (pool === undefined ? undefined : roundRobin(pool))));
-    return { send: (req: ClientRequest, done: (a: Answer) => void) => call(req.population, req.key, done), close };
+    const peers = peer === undefined ? undefined : peerTiers(scenario, peer, counts);
+    const call = naiveCall(clock, front, scenario.tiers, stream(seed, STREAMS.retryJitter), counts, hosts.map((pool) => (pool === undefined ? undefined : roundRobin(pool))), peers?.tiers);
+    return {
+      send: (req: ClientRequest, done: (a: Answer) => void) => call(req.population, req.key, done),
+      close: () => (peers?.close(), close()),
+    };
   }
   const { send, close } = damperService(clock, servers, scenario, settings, observed.gauges.watch, arrived, hosts);
   return {
@@ -202,6 +213,31 @@ function requestPath(clock: VirtualClock, scenario: ServiceScenario, observed: O
       send(req.key, p.priority, req.start + p.timeoutMs).then(done, (error: unknown) => done(answerOf(error)));
     },
     close,
+  };
+}
+
+/** A policy peer and what its tiers are told besides the scenario. */
+interface PeerTierPlan {
+  readonly peer: PolicyPeer;
+  readonly knobs: Knobs;
+  readonly timeScale: number;
+}
+
+/**
+ * The peer's client tiers: one policy per tier (one breaker, one bulkhead,
+ * as a tier's process builds them once), built at the tier's first call,
+ * inside the run, where the platform's time is the run's; the first
+ * population's retries and backoff, as a real tier's one client takes them.
+ */
+function peerTiers(scenario: ServiceScenario, { peer, knobs, timeScale }: PeerTierPlan, counts: readonly RetryCounts[]): { tiers: PeerTiers; close(): void } {
+  const policies: PeerPolicy[] = [];
+  return {
+    tiers: (t, below) => {
+      const policy = (): PeerPolicy => (policies[t] ??= peer.tier(peerPlan(scenario, t, knobs, timeScale)));
+      let built: Call<Answer> | undefined;
+      return (key, onDone) => (built ??= peerTier(policy(), below, counts[t]))(key, onDone);
+    },
+    close: () => policies.forEach((p) => p.close()),
   };
 }
 
@@ -218,6 +254,22 @@ function tierServers(clock: VirtualClock, scenario: ServiceScenario, seed: numbe
  * admission and the cache.
  */
 export async function runService(scenario: ServiceScenario, variant: VariantName, seed: number, options: RunOptions = {}): Promise<VariantRun> {
+  return runStack(scenario, { stack: variant, knobs: {} }, seed, options);
+}
+
+/**
+ * Runs one stack of a service scenario (issue 31): one of the lab's two
+ * variants, or a peer stack in naive's system. undici's is naive's with
+ * undici's backoff; a policy peer's library (cockatiel, opossum) makes the
+ * client tiers, its clock and timers the run's (`platformTime: 'virtual'`),
+ * so its run is as reproducible from the seed as damper's.
+ */
+export async function runStack(scenario: ServiceScenario, spec: StackSpec, seed: number, options: RunOptions & { readonly timeScale?: number } = {}): Promise<VariantRun> {
+  const { stack, knobs } = spec;
+  if (stack === 'undici') return runStack(undiciSystem(scenario, options.timeScale ?? 1), { stack: 'naive', knobs: {} }, seed, options);
+  checkStackApplies(scenario.name, spec, scenario.tiers !== undefined);
+  const peer = stack === 'naive' || stack === 'damper' ? undefined : { peer: await loadPolicyPeer(stack), knobs, timeScale: options.timeScale ?? 1 };
+  const variant = systemOf(stack);
   const clock = new VirtualClock({ seed });
   const recorder = new Recorder(scenario.durationS);
   const network = new Network(clock, scenario.network.hopDelay, seed);
@@ -241,7 +293,7 @@ export async function runService(scenario: ServiceScenario, variant: VariantName
   const arrived = db === undefined ? () => recorder.originQuery(clock.now()) : undefined;
   // naive's servers take every attempt; damper's are counted before their admission.
   for (let i = 0; i < scenario.servers.count; i++) servers.push(new Server(clock, scenario.servers, serviceTimes, data?.reader(i), variant === 'naive' ? arrived : undefined));
-  const path = requestPath(clock, scenario, observed, servers, settings, seed, keys?.keys[0] ?? '', arrived);
+  const path = requestPath(clock, scenario, observed, servers, settings, seed, keys?.keys[0] ?? '', arrived, peer);
   const active = new Set<ServiceFault>();
   const apply = (t: number): void => {
     const state = serviceState(scenario, active, t / 1000);
@@ -284,7 +336,7 @@ export async function runService(scenario: ServiceScenario, variant: VariantName
     },
   );
   try {
-    await clients.run(options);
+    await clients.run(peer === undefined ? options : { ...options, platformTime: 'virtual' });
   } finally {
     path.close();
     data?.close?.();
