@@ -10,6 +10,7 @@ import { commandHelp, globalHelp, seeHelp } from './help.js';
 import { labCommand } from './lab-command.js';
 import { mergeCommand } from './merge-command.js';
 import { realCommand } from './real-command.js';
+import { stacksCommand } from './stacks-command.js';
 import { readOptions, readWords } from './options.js';
 import { schemaCommand } from './schema-command.js';
 import { sweepCommand } from './sweep-command.js';
@@ -33,7 +34,7 @@ export interface Streams {
   readonly stderr: { write(text: string): unknown };
 }
 
-const COMMANDS: readonly Command[] = [labCommand, sweepCommand, checkCommand, mergeCommand, realCommand, validateCommand, schemaCommand];
+const COMMANDS: readonly Command[] = [labCommand, sweepCommand, checkCommand, mergeCommand, realCommand, stacksCommand, validateCommand, schemaCommand];
 
 /** `unknown command "lba" (did you mean lab?)`. */
 function unknownCommand(words: readonly string[]): UsageError {

@@ -27,6 +27,8 @@ export const OPTIONS = {
   'time-scale': { type: 'string', value: 'K' },
   duration: { type: 'string', value: 'SECONDS' },
   runs: { type: 'string', value: 'N' },
+  stack: { type: 'string', multiple: true, value: 'NAME[:KNOB=N]' },
+  real: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' },
 } as const;

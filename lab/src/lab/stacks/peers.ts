@@ -1,3 +1,4 @@
+import { DamperError } from 'damper';
 import { ScenarioError } from '../scenario.js';
 import { type Knobs, type PeerName, type PolicyPeer, specName, STACKS, type Stack, type StackSpec } from './stack.js';
 
@@ -24,9 +25,11 @@ export async function loadPolicyPeer(name: Exclude<PeerName, 'undici'>): Promise
   }
 }
 
-/** A stack named wrong, a knob it does not have, or a peer library that is not installed. */
-export class StackError extends Error {
-  override readonly name = 'StackError';
+/** A stack named wrong, a knob it does not have, or a peer library that is not installed: one line, naming what. */
+export class StackError extends DamperError {
+  constructor(problem: string) {
+    super('LAB_STACK', `lab stacks: ${problem}`);
+  }
 }
 
 /** Each policy peer's knobs and their defaults (none for naive, damper and undici). */
