@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { circuitBreaker, ConsecutiveBreaker, ExponentialBackoff, handleAll, retry, timeout, TimeoutStrategy, wrap } from 'cockatiel';
+import { LRUCache } from 'lru-cache';
 import Opossum from 'opossum';
 import { Dispatcher, interceptors, request } from 'undici';
 import { ConfigError, systemClock } from '../src/index.js';
@@ -64,8 +65,9 @@ describe('the platform’s clock and timers, on the virtual clock, by Node’s r
     const clock = new VirtualClock({ start: 1_500 });
     await withVirtualTime(clock, async () => {
       assert.equal(Date.now(), EPOCH + 1_500);
-      assert.equal(performance.now(), 1_500);
-      assert.equal(process.hrtime.bigint(), 1_500_000_000n);
+      // A process a second after its start (`uptimeMs`), not at 0.
+      assert.equal(performance.now(), 2_500);
+      assert.equal(process.hrtime.bigint(), 2_500_000_000n);
       const then = process.hrtime();
       await clock.advance(2_250);
       assert.deepEqual(process.hrtime(then), [2, 250_000_000]);
@@ -81,6 +83,7 @@ describe('the platform’s clock and timers, on the virtual clock, by Node’s r
     release();
     release();
     assert.throws(() => installVirtualTime(new VirtualClock(), { epochMs: Number.NaN }), /epochMs must be a finite number/);
+    assert.throws(() => installVirtualTime(new VirtualClock(), { uptimeMs: -1 }), /uptimeMs must be a finite number of ms ≥ 0/);
     assert.throws(() => installVirtualTime(new VirtualClock(), 'soon' as never), ConfigError);
     assert.throws(() => installVirtualTime(systemClock as never), /clock must be a VirtualClock/);
     assert.equal(typeof Date.now(), 'number', 'a refused install changed nothing');
@@ -97,6 +100,18 @@ describe('the platform’s clock and timers, on the virtual clock, by Node’s r
 });
 
 describe('peers in virtual time: the same seed, the same run', () => {
+  test('lru-cache’s ttl expires an entry set at the clock’s time 0 (performance.now reads the uptime, not 0, which lru-cache reads as "no start")', async () => {
+    const clock = new VirtualClock();
+    await withVirtualTime(clock, async () => {
+      const lru = new LRUCache<string, string>({ max: 10, ttl: 1_000 });
+      lru.set('k', 'v');
+      await clock.advance(999);
+      assert.equal(lru.get('k'), 'v');
+      await clock.advance(2);
+      assert.equal(lru.get('k'), undefined, 'expired a virtual second after it was set');
+    });
+  });
+
   /** A dependency whose calls never answer: only the caller's timeout ends them. */
   const hung = (signal: AbortSignal): Promise<never> => new Promise((_, reject) => signal.addEventListener('abort', () => reject(new Error('aborted'))));
 

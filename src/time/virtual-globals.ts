@@ -19,12 +19,20 @@ import { VirtualClock } from './virtual.js';
 export interface VirtualTimeOptions {
   /** What `Date.now()` reads at the clock's time 0, ms since 1970. Default 2000-01-01T00:00:00Z: fixed, so a run depends on its seed alone, and not 0, which code may read as "never". */
   epochMs?: number;
+  /**
+   * What `performance.now()` (and `process.hrtime`) read at the clock's time
+   * 0, ms. Default 1,000: a process a second after its start. Not 0, which
+   * code may read as "never": lru-cache takes an entry set when
+   * `performance.now()` reads 0 for one that never goes stale.
+   */
+  uptimeMs?: number;
 }
 
 /** What {@link installVirtualTime} returns: call it to put the platform's own globals back. Calling it twice does nothing more. */
 export type VirtualTimeRelease = () => void;
 
 const DEFAULT_EPOCH_MS = Date.UTC(2000, 0, 1);
+const DEFAULT_UPTIME_MS = 1_000;
 /** One clock at a time: the globals are the process's. */
 let installed = false;
 /** Node's bound on a timer's delay; past it (or below 1, or not a number) Node waits 1 ms. */
@@ -129,8 +137,11 @@ type Patch = readonly [target: object, key: string, value: unknown];
 export function installVirtualTime(clock: VirtualClock, options: VirtualTimeOptions = {}): VirtualTimeRelease {
   // A system clock here would hand the platform's timers back to the platform, and no run would depend on its seed.
   if (!(clock instanceof VirtualClock)) throw new ConfigError(`installVirtualTime: clock must be a VirtualClock, got ${describe(clock)}`);
-  const epochMs = optionsObject('installVirtualTime options', options).epochMs ?? DEFAULT_EPOCH_MS;
+  const given = optionsObject('installVirtualTime options', options);
+  const epochMs = given.epochMs ?? DEFAULT_EPOCH_MS;
   if (typeof epochMs !== 'number' || !Number.isFinite(epochMs)) throw new ConfigError(`epochMs must be a finite number of ms, got ${describe(epochMs)}`);
+  const uptimeMs = given.uptimeMs ?? DEFAULT_UPTIME_MS;
+  if (typeof uptimeMs !== 'number' || !Number.isFinite(uptimeMs) || uptimeMs < 0) throw new ConfigError(`uptimeMs must be a finite number of ms ≥ 0, got ${describe(uptimeMs)}`);
   if (installed) throw new ConfigError('installVirtualTime: virtual time is already installed in this process; release it first');
   const live = new Map<number, VirtualTimeout>();
   let ids = 1;
@@ -144,7 +155,7 @@ export function installVirtualTime(clock: VirtualClock, options: VirtualTimeOpti
     if (handle instanceof VirtualTimeout) handle.cancel();
     else if (typeof handle === 'number' || typeof handle === 'string') live.get(Number(handle))?.cancel();
   };
-  const nanos = (): bigint => BigInt(Math.round(clock.now() * 1e6));
+  const nanos = (): bigint => BigInt(Math.round((uptimeMs + clock.now()) * 1e6));
   const hrtime = Object.assign(
     (previous?: readonly [number, number]): [number, number] => {
       let ns = nanos();
@@ -155,7 +166,7 @@ export function installVirtualTime(clock: VirtualClock, options: VirtualTimeOpti
   );
   const patches: readonly Patch[] = [
     [Date, 'now', () => epochMs + clock.now()],
-    [performance, 'now', () => clock.now()],
+    [performance, 'now', () => uptimeMs + clock.now()],
     [process, 'hrtime', hrtime],
     [Math, 'random', () => clock.random()],
     [globalThis, 'setTimeout', timer(false)],

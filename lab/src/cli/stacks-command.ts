@@ -4,8 +4,8 @@ import { fitRoundings, fitScenario } from '../lab/real/fit.js';
 import { DEFAULT_REAL_RUNS } from '../lab/real/fidelity-run.js';
 import { checkRealPlan } from '../lab/real/real-plan.js';
 import { renderStacks } from '../lab/report/stacks-page.js';
-import { distinctSpecs, parseStackSpec } from '../lab/stacks/peers.js';
-import { STACKS } from '../lab/stacks/stack.js';
+import { applicableStacks, distinctSpecs, parseStackSpec } from '../lab/stacks/peers.js';
+import { STACKS, type StackSpec } from '../lab/stacks/stack.js';
 import { runStacks, stacksJson } from '../lab/stacks/stacks-run.js';
 import { realTable, settingLines, simulatedTable } from '../lab/stacks/stacks-table.js';
 import { oneScenario, parseDuration, parseFactor, parseRuns, parseSeed, UsageError } from './args.js';
@@ -23,10 +23,10 @@ export const stacksCommand: Command = {
   name: 'lab stacks',
   summary: 'runs a scenario under naive, the peer stacks and damper, side by side',
   usage: 'lab stacks SCENARIO [options]',
-  about: `Runs the scenario under each stack: naive, undici (its retry interceptor's own backoff), cockatiel (retry, breaker, timeout, bulkhead) and opossum (breaker, timeout), each set up as its documentation recommends and replacing the client tiers, and damper. Peers run in the simulation's virtual time, reproducibly from the seed; with --real, each also runs on real processes, fitted to the machine (--scale, --time-scale, --duration as lab real), the stacks taking turns. Prints one table per way, and writes DIR/stacks.html (every stack's goodput per second on one chart, the tables, each peer setting with its source) and DIR/stacks.json. The peers are the lab's dev dependencies (cockatiel 3, opossum 9).`,
-  operands: [['SCENARIO', 'a shipped scenario or a scenario file with client tiers (the peers replace them)']],
+  about: `Runs the scenario under each stack that applies to it: naive; in place of its client tiers undici (its retry interceptor's own backoff), cockatiel (retry, breaker, timeout, bulkhead) and opossum (breaker, timeout); in place of its servers' in-process cache lru-cache (fetch, stale on rejection), bentocache (grace period) and cache-manager (wrap); and damper. Each peer is set up as its documentation recommends, the rest of the system naive's. Peers run in the simulation's virtual time, reproducibly from the seed; with --real, each also runs on real processes, fitted to the machine (--scale, --time-scale, --duration as lab real), the stacks taking turns. Prints one table per way, and writes DIR/stacks.html (every stack's goodput per second on one chart, the tables, each peer setting with its source) and DIR/stacks.json. The peers are the lab's dev dependencies.`,
+  operands: [['SCENARIO', 'a shipped scenario or a scenario file (a client peer needs client tiers, a cache peer a cache in the servers’ memory)']],
   options: [
-    ['stack', `a stack to run, repeatable, in the table's order (default all: ${STACKS.join(', ')}); a peer's knob after a colon: cockatiel:bulkhead=N, opossum:capacity=N`],
+    ['stack', `a stack to run, repeatable, in the table's order (default: every one of ${STACKS.join(', ')} that applies); a peer's knob after a colon: cockatiel:bulkhead=N, opossum:capacity=N`],
     ['real', 'also run each stack on real processes on loopback'],
     ['runs', `real runs per stack (default ${DEFAULT_REAL_RUNS}; with --real)`],
     ['scale', 'as lab real (with --real)'],
@@ -44,7 +44,7 @@ export const stacksCommand: Command = {
     const real = values.real === true;
     if (!real) for (const option of ['runs', 'scale', 'time-scale', 'duration'] as const) if (values[option] !== undefined) throw new UsageError(`--${option} is for real runs: add --real`);
     return stacks(oneScenario('lab stacks', operands), {
-      specs: distinctSpecs((values.stack ?? STACKS).map(parseStackSpec)),
+      specs: values.stack === undefined ? undefined : distinctSpecs(values.stack.map(parseStackSpec)),
       real: real
         ? { scale: parseFactor('--scale', values.scale, 1), timeScale: parseFactor('--time-scale', values['time-scale'], 1), durationS: parseDuration(values.duration), runs: parseRuns(values.runs, DEFAULT_REAL_RUNS) }
         : undefined,
@@ -56,7 +56,8 @@ export const stacksCommand: Command = {
 };
 
 interface StacksArgs {
-  readonly specs: ReturnType<typeof distinctSpecs>;
+  /** As given; undefined: every stack that applies to the scenario. */
+  readonly specs: readonly StackSpec[] | undefined;
   readonly real: { readonly scale: number; readonly timeScale: number; readonly durationS: number | undefined; readonly runs: number } | undefined;
   readonly seed: number;
   readonly out: string;
@@ -73,7 +74,7 @@ async function stacks(ref: string, args: StacksArgs): Promise<number> {
   const elapsed = stopwatch();
   const run = await runStacks(scenario, {
     seed: args.seed,
-    specs: args.specs,
+    specs: args.specs ?? applicableStacks(scenario),
     ...(args.real === undefined || factors === undefined ? {} : { real: { runs: args.real.runs, fitting: { ...factors, rounded: fitRoundings(source.scenario, factors) } } }),
     onProgress: ({ stack, run: n, second, of }) => process.stderr.write(`\r  ${n === 0 ? 'simulating' : `real run ${n}`} · ${stack}${second === undefined ? '' : ` · ${second} of ${of} s`}   `),
   });

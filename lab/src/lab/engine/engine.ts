@@ -1,5 +1,4 @@
 import { forbidRealTime, type RealTimeBan, type VirtualClock } from 'damper';
-import { installVirtualTime } from 'damper/testing';
 import { useLightAbort } from './light-abort.js';
 
 /** What a simulated world does at each step of the engine. */
@@ -48,8 +47,9 @@ export interface SimulateOptions {
   /**
    * What the platform's clock, timers and `Math.random` do during the run:
    * throw (`'forbidden'`, the default: damper's code and the lab's read
-   * only the `Clock`), or run on the run's clock (`'virtual'`: a peer
-   * stack's library reads the platform's, issue 31; `installVirtualTime`).
+   * only the `Clock`), or what the caller made them (`'virtual'`: it ran
+   * `installVirtualTime` on the run's clock for the whole run, since a peer
+   * stack's library reads the platform's from its construction on, issue 31).
    */
   readonly platformTime?: PlatformTime;
 }
@@ -60,10 +60,10 @@ export type Signals = 'light' | 'platform';
 /** See {@link SimulateOptions.platformTime}. */
 export type PlatformTime = 'forbidden' | 'virtual';
 
-/** The platform's time for the run, and how to give it back: a ban whose offences the run checks, or virtual time, which has none. */
-function platformTimeFor(clock: VirtualClock, time: PlatformTime): RealTimeBan {
+/** The platform's time for the run, and how to give it back: a ban whose offences the run checks, or the caller's virtual time, left as it is. */
+function platformTimeFor(time: PlatformTime): RealTimeBan {
   if (time === 'forbidden') return forbidRealTime();
-  return Object.assign(installVirtualTime(clock), { violation: undefined });
+  return Object.assign(() => {}, { violation: undefined });
 }
 
 /**
@@ -84,7 +84,7 @@ function platformTimeFor(clock: VirtualClock, time: PlatformTime): RealTimeBan {
 export async function simulate(options: SimulateOptions): Promise<void> {
   const { clock, world, durationMs } = options;
   const stepMs = options.stepMs ?? 1;
-  const release = platformTimeFor(clock, options.platformTime ?? 'forbidden');
+  const release = platformTimeFor(options.platformTime ?? 'forbidden');
   // Signals as the platform makes them, for a tenth of their cost on Node 20 (light-abort.ts).
   const platformAbort = options.signals === 'platform' ? () => {} : useLightAbort();
   // The library raises (and handles) an error per refused, shed or timed-out

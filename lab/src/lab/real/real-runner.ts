@@ -68,7 +68,7 @@ export async function runReal(given: ServiceScenario, variant: VariantName, opti
 export async function runRealStack(given: ServiceScenario, spec: StackSpec, options: RealRunOptions & { readonly timeScale?: number }): Promise<RealRun> {
   const timeScale = options.timeScale ?? 1;
   const scenario = spec.stack === 'undici' ? undiciSystem(given, timeScale) : given;
-  checkStackApplies(scenario.name, spec, scenario.tiers !== undefined);
+  checkStackApplies(scenario, spec.stack);
   checkRealPlan(scenario);
   const dir = mkdtempSync(join(tmpdir(), 'damper-real-'));
   const scenarioFile = join(dir, 'scenario.json');

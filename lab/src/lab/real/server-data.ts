@@ -1,4 +1,6 @@
-import { systemOf } from '../stacks/stack.js';
+import { isCachePeer, systemOf } from '../stacks/stack.js';
+import { loadCachePeer } from '../stacks/peers.js';
+import { cachePlan, peerCacheTier } from '../world/peer-cache-tier.js';
 import { type Clock } from 'damper';
 import { cacheOptions, type DamperSettings } from '../damper-config.js';
 import { remainingFreshness } from '../engine/streams.js';
@@ -62,6 +64,12 @@ export async function serverData(scenario: ServiceScenario, args: ProcessArgs, c
   const steady = (tier: DataTier) => (): Promise<void> => tier.prewarm(keys, () => ({ version: 1, valid: true }), remainingFreshness(seed, shape.ttlS * 1000), seed);
   if (shape.nodes !== undefined) return { ...onNodes(scenario, args, clock, settings, db, shape, keys, steady), pool };
   const origin = postgresOrigin(pool, render);
+  if (isCachePeer(args.variant)) {
+    // A peer's cache in place of naive's maps (issue 31), composed as the simulation composes it.
+    const peer = await loadCachePeer(args.variant);
+    const tier = peerCacheTier(clock, shape, 1, { server: () => origin, tier: origin }, peer, cachePlan(shape, keys.keys.length, args.knobs ?? {}, args.timeScale ?? 1));
+    return { tier, pool, prewarm: steady(tier) };
+  }
   const how: InProcessVariant =
     variant === 'naive'
       ? { variant, counts: unread }

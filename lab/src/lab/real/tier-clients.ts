@@ -1,7 +1,7 @@
 import { type Clock } from 'damper';
 import { damperInterceptor, HttpDependency, type HttpUpstream } from 'damper/http';
 import { Agent, type Dispatcher, interceptors, request } from 'undici';
-import { type Knobs, type PeerPolicy, type PolicyPeer } from '../stacks/stack.js';
+import { isPolicyPeer, type Knobs, type PeerPolicy, type PolicyPeer } from '../stacks/stack.js';
 import { peerPlan } from '../stacks/tier-plan.js';
 import { type DamperSettings, damperSettings, dependencyOptions } from '../damper-config.js';
 import { loadPolicyPeer } from '../stacks/peers.js';
@@ -125,14 +125,16 @@ export async function peerTierClient(scenario: ServiceScenario, t: number, below
 /**
  * The client of tier `t` (0: the users') for the run's stack: damper's
  * `HttpDependency`, a policy peer's, or naive's (undici's stack is naive's
- * in undici's system: the runner wrote that scenario). Without tiers the
+ * in undici's system: the runner wrote that scenario; a cache peer's tiers
+ * are naive's). Without tiers the
  * users' own client makes one attempt per request.
  */
 export async function tierClient(args: ProcessArgs, scenario: ServiceScenario, t: number, clock: Clock): Promise<TierClient> {
   const stack = args.variant;
   if (stack === 'damper') return damperTierClient(scenario, t, await damperSettings(scenario, clock), clock, args.below);
   if (scenario.tiers === undefined) return naiveUsersClient(scenario, args.below, clock);
-  if (stack === 'naive' || stack === 'undici') return naiveTierClient(scenario, t, args.below, clock);
+  // A cache peer's system and undici's are naive's at the tiers.
+  if (!isPolicyPeer(stack)) return naiveTierClient(scenario, t, args.below, clock);
   return peerTierClient(scenario, t, args.below, clock, await loadPolicyPeer(stack), args.knobs ?? {}, args.timeScale ?? 1);
 }
 

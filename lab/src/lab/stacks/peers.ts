@@ -1,6 +1,7 @@
 import { DamperError } from 'damper';
+import { type ServiceScenario } from '../schema/service.js';
 import { ScenarioError } from '../scenario.js';
-import { type Knobs, type PeerName, type PolicyPeer, specName, STACKS, type Stack, type StackSpec } from './stack.js';
+import { type CachePeer, type CachePeerName, CACHE_PEERS, CLIENT_PEERS, type Knobs, type PeerName, type PolicyPeer, type PolicyPeerName, specName, STACKS, type Stack, type StackSpec } from './stack.js';
 
 /**
  * The peer libraries are the lab's dev dependencies, not the library's nor
@@ -9,20 +10,44 @@ import { type Knobs, type PeerName, type PolicyPeer, specName, STACKS, type Stac
  * said in a line: which package to install.
  */
 
-/** The npm package each policy peer's module needs, at the versions that run on Node 20 and 24. */
-const PACKAGES: Readonly<Record<Exclude<PeerName, 'undici'>, string>> = { cockatiel: 'cockatiel@3', opossum: 'opossum@9' };
+/** The npm package each peer's module needs, at versions that run on Node 20 and 24. */
+const PACKAGES: Readonly<Record<Exclude<PeerName, 'undici'>, string>> = {
+  cockatiel: 'cockatiel@3',
+  opossum: 'opossum@9',
+  'lru-cache': 'lru-cache@11',
+  bentocache: 'bentocache@1',
+  'cache-manager': 'cache-manager@7 keyv@5 cacheable@2',
+};
 
-/** A peer whose policies wrap a call (cockatiel, opossum), loaded; undici's stack is naive's with its own backoff (undici-stack.ts). */
-export async function loadPolicyPeer(name: Exclude<PeerName, 'undici'>): Promise<PolicyPeer> {
+/** Loads a peer's module, or says which package it needs. */
+async function loaded<T>(name: Exclude<PeerName, 'undici'>, load: () => Promise<T>): Promise<T> {
   try {
-    if (name === 'cockatiel') return (await import('./cockatiel-stack.js')).cockatiel;
-    return (await import('./opossum-stack.js')).opossum;
+    return await load();
   } catch (error) {
     if ((error as { code?: unknown }).code === 'ERR_MODULE_NOT_FOUND') {
-      throw new StackError(`the ${name} stack needs the ${PACKAGES[name]} package, a dev dependency of the lab: npm install --no-save ${PACKAGES[name]}`);
+      throw new StackError(`the ${name} stack needs ${PACKAGES[name]}, dev dependencies of the lab: npm install --no-save ${PACKAGES[name]}`);
     }
     throw error;
   }
+}
+
+/** A peer whose policies wrap a call (cockatiel, opossum), loaded; undici's stack is naive's with its own backoff (undici-stack.ts). */
+export function loadPolicyPeer(name: PolicyPeerName): Promise<PolicyPeer> {
+  return loaded(name, async () => (name === 'cockatiel' ? (await import('./cockatiel-stack.js')).cockatiel : (await import('./opossum-stack.js')).opossum));
+}
+
+/** A peer whose library makes the in-process cache, loaded. */
+export function loadCachePeer(name: CachePeerName): Promise<CachePeer> {
+  return loaded(name, async () => {
+    switch (name) {
+      case 'lru-cache':
+        return (await import('./lru-cache-stack.js')).lruCache;
+      case 'bentocache':
+        return (await import('./bentocache-stack.js')).bentocache;
+      case 'cache-manager':
+        return (await import('./cache-manager-stack.js')).cacheManager;
+    }
+  });
 }
 
 /** A stack named wrong, a knob it does not have, or a peer library that is not installed: one line, naming what. */
@@ -32,8 +57,17 @@ export class StackError extends DamperError {
   }
 }
 
-/** Each policy peer's knobs and their defaults (none for naive, damper and undici). */
-const KNOBS: Readonly<Record<Stack, Knobs>> = { naive: {}, damper: {}, undici: {}, cockatiel: { bulkhead: 0 }, opossum: { capacity: 0 } };
+/** Each peer's knobs and their defaults (0: the library's own, none); naive, damper and undici have none. */
+const KNOBS: Readonly<Record<Stack, Knobs>> = {
+  naive: {},
+  damper: {},
+  undici: {},
+  cockatiel: { bulkhead: 0 },
+  opossum: { capacity: 0 },
+  'lru-cache': {},
+  bentocache: {},
+  'cache-manager': {},
+};
 
 /**
  * `cockatiel`, `cockatiel:bulkhead=24`, `opossum:capacity=32`: a stack and
@@ -63,8 +97,25 @@ export function distinctSpecs(specs: readonly StackSpec[]): readonly StackSpec[]
   return specs;
 }
 
-/** A peer that replaces client tiers needs a scenario with them; said as the scenario's problem. */
-export function checkStackApplies(scenarioName: string, spec: StackSpec, hasTiers: boolean): void {
-  if (spec.stack === 'naive' || spec.stack === 'damper' || hasTiers) return;
-  throw new ScenarioError(scenarioName, [{ field: 'tiers', problem: `the ${spec.stack} stack replaces the client tiers, and this scenario has none (its users call the servers directly)` }]);
+/** Why `stack` cannot run in `scenario` (undefined: it can): a peer needs the part of the system it replaces. */
+export function stackProblem(scenario: ServiceScenario, stack: Stack): { readonly field: string; readonly problem: string } | undefined {
+  if ((CLIENT_PEERS as readonly string[]).includes(stack) && scenario.tiers === undefined) {
+    return { field: 'tiers', problem: `the ${stack} stack replaces the client tiers, and this scenario has none (its users call the servers directly)` };
+  }
+  if ((CACHE_PEERS as readonly string[]).includes(stack)) {
+    if (scenario.cache === undefined) return { field: 'cache', problem: `the ${stack} stack replaces the servers' cache, and this scenario has none` };
+    if (scenario.cache.nodes !== undefined) return { field: 'cache.nodes', problem: `the ${stack} stack makes an in-process cache; a cache on nodes needs a driver of the peer's over the ring, which the lab does not have yet` };
+  }
+  return undefined;
+}
+
+/** A stack that cannot run in the scenario, refused as the scenario's problem. */
+export function checkStackApplies(scenario: ServiceScenario, stack: Stack): void {
+  const problem = stackProblem(scenario, stack);
+  if (problem !== undefined) throw new ScenarioError(scenario.name, [problem]);
+}
+
+/** The stacks that can run in `scenario`, in the table's order: `lab stacks`' default. */
+export function applicableStacks(scenario: ServiceScenario): readonly StackSpec[] {
+  return STACKS.filter((stack) => stackProblem(scenario, stack) === undefined).map((stack) => ({ stack, knobs: {} }));
 }

@@ -11,8 +11,15 @@ import { type Backoff } from '../schema/common.js';
  * this?" for that library alone. docs/lab.md ("Other stacks") gives every
  * peer setting and the page it comes from.
  */
-export const PEERS = ['undici', 'cockatiel', 'opossum'] as const;
+/** The peers that make a system's client tiers (a retrying HTTP client, a resilience library around the call). */
+export const CLIENT_PEERS = ['undici', 'cockatiel', 'opossum'] as const;
+/** The peers that make a system's in-process cache (a read-through cache in the servers' memory). */
+export const CACHE_PEERS = ['lru-cache', 'bentocache', 'cache-manager'] as const;
+export const PEERS = [...CLIENT_PEERS, ...CACHE_PEERS] as const;
 export type PeerName = (typeof PEERS)[number];
+export type CachePeerName = (typeof CACHE_PEERS)[number];
+/** The client peers whose library wraps a promise-returning call (undici's stack is naive's with undici's backoff). */
+export type PolicyPeerName = Exclude<(typeof CLIENT_PEERS)[number], 'undici'>;
 
 /** What a run of a system is made with: one of the lab's variants, or a peer stack. */
 export type Stack = VariantName | PeerName;
@@ -34,8 +41,12 @@ export function systemOf(stack: Stack): VariantName {
   return stack === 'damper' ? 'damper' : 'naive';
 }
 
-export function isPeer(stack: Stack): stack is PeerName {
-  return (PEERS as readonly string[]).includes(stack);
+export function isPolicyPeer(stack: Stack): stack is PolicyPeerName {
+  return stack === 'cockatiel' || stack === 'opossum';
+}
+
+export function isCachePeer(stack: Stack): stack is CachePeerName {
+  return (CACHE_PEERS as readonly string[]).includes(stack);
 }
 
 /** A row's name: the stack, and its knobs as given (`cockatiel:bulkhead=24`). */
@@ -93,7 +104,45 @@ export interface PeerSetting {
 
 /** A peer stack whose policies wrap a promise-returning call (cockatiel, opossum). */
 export interface PolicyPeer {
-  readonly name: PeerName;
+  readonly name: PolicyPeerName;
   settings(plan: TierPlan): readonly PeerSetting[];
   tier(plan: TierPlan): PeerPolicy;
+}
+
+/**
+ * What a peer's in-process cache is told of the system, from the scenario's
+ * `cache`: how long a value is fresh and how long past that it may still be
+ * served (the stale window the scenario gives every cache), how long a load
+ * may take, how many entries it holds, the knobs given, and the fitting's
+ * time scale.
+ */
+export interface CachePlan {
+  readonly ttlMs: number;
+  readonly staleForMs: number;
+  readonly loadTimeoutMs: number;
+  readonly maxEntries: number;
+  readonly knobs: Knobs;
+  readonly timeScale: number;
+}
+
+/**
+ * A peer library's read-through cache (issue 31), as a server holds it: its
+ * own get-or-load with its own coalescing, stale and timeout rules. `load`
+ * is the loader a user writes for it, the same for every peer: it queries
+ * the database and rejects on an error or an invalid row (it validates, as
+ * damper's `validate` does). `set` is the write path's, which a peer
+ * takes as it comes.
+ */
+export interface PeerCache<V> {
+  get(key: string, load: (signal: AbortSignal) => Promise<V>): Promise<V>;
+  set(key: string, value: V, ttlMs: number): Promise<void>;
+  clear(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** A peer whose library makes the servers' in-process cache (lru-cache, bentocache, cache-manager). */
+export interface CachePeer {
+  readonly name: CachePeerName;
+  settings(plan: CachePlan): readonly PeerSetting[];
+  cache<V extends object>(plan: CachePlan): PeerCache<V>;
 }

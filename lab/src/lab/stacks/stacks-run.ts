@@ -5,7 +5,9 @@ import { type Fitting, type RealRun } from '../real/real-run.js';
 import { runRealStack } from '../real/real-runner.js';
 import { type ServiceScenario } from '../schema/service.js';
 import { runStack } from '../world/service.js';
-import { loadPolicyPeer } from './peers.js';
+import { checkStackApplies, loadCachePeer, loadPolicyPeer } from './peers.js';
+import { KeySets } from '../world/key-sets.js';
+import { cachePlan } from '../world/peer-cache-tier.js';
 import { type PeerSetting, specName, type StackSpec } from './stack.js';
 import { peerPlan } from './tier-plan.js';
 import { undiciSettings } from './undici-stack.js';
@@ -28,7 +30,7 @@ export interface StacksOptions {
   readonly onProgress?: (p: { readonly stack: string; readonly run: number; readonly second?: number; readonly of?: number }) => void;
 }
 
-/** One stack's row: its name, its settings per client tier, its simulation and its real runs. */
+/** One stack's row: its name, its settings (per client tier; a cache peer's under tier -1), its simulation and its real runs. */
 export interface StackRow {
   readonly name: string;
   readonly spec: StackSpec;
@@ -47,6 +49,8 @@ export interface StacksRun {
 }
 
 export async function runStacks(scenario: ServiceScenario, options: StacksOptions): Promise<StacksRun> {
+  // Every stack checked before the first runs: a peer that does not apply is refused in a line, not after minutes.
+  for (const spec of options.specs) checkStackApplies(scenario, spec.stack);
   const timeScale = options.real?.fitting.timeScale ?? 1;
   const simulated: JudgedRun[] = [];
   for (const spec of options.specs) {
@@ -76,9 +80,15 @@ async function settingsOf(scenario: ServiceScenario, spec: StackSpec, timeScale:
       return [];
     case 'undici':
       return tiers.map((tier) => ({ tier, settings: undiciSettings() }));
-    default: {
+    case 'cockatiel':
+    case 'opossum': {
       const peer = await loadPolicyPeer(spec.stack);
       return tiers.map((tier) => ({ tier, settings: peer.settings(peerPlan(scenario, tier, spec.knobs, timeScale)) }));
+    }
+    default: {
+      const peer = await loadCachePeer(spec.stack);
+      const keys = new KeySets(scenario.clients, scenario.keys).keys.length;
+      return [{ tier: -1, settings: peer.settings(cachePlan(scenario.cache!, keys, spec.knobs, timeScale)) }];
     }
   }
 }

@@ -74,6 +74,7 @@ export function settingLines(run: StacksRun): string[] {
   return run.rows.flatMap((row) => {
     const innermost = row.settings.at(-1);
     if (innermost === undefined) return [];
-    return [`${row.name} (each client tier; the innermost's shown):`, ...innermost.settings.map((s) => `  ${s.name}: ${s.value} (${s.source})`)];
+    const which = innermost.tier < 0 ? 'the servers’ cache' : 'each client tier; the innermost’s shown';
+    return [`${row.name} (${which}):`, ...innermost.settings.map((s) => `  ${s.name}: ${s.value} (${s.source})`)];
   });
 }

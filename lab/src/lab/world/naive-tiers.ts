@@ -27,19 +27,28 @@ export interface NaiveTiersShape {
  * the tiers below that the caller left. Callbacks, not promises: in a storm
  * this runs thousands of times per simulated second. `counts`, when given,
  * counts each tier's first attempts and retries (the tier's index in it).
+ * With `patienceMs` (the users' own client, which lives in their process),
+ * no retry starts once that long has passed since the call began: the
+ * user's abort ends the retry loop there, as it ends undici's.
  */
-export function naiveTiers<R>(clock: VirtualClock, shape: NaiveTiersShape, jitter: () => number, attempt: Call<R>, ok: (result: R) => boolean, counts?: readonly RetryCounts[]): Call<R> {
+export function naiveTiers<R>(clock: VirtualClock, shape: NaiveTiersShape, jitter: () => number, attempt: Call<R>, ok: (result: R) => boolean, counts?: readonly RetryCounts[], patienceMs?: number): Call<R> {
   const tier = (depth: number, key: string, onDone: (result: R) => void): void => {
     let tries = 0;
     const counted = counts?.[depth];
+    const started = clock.now();
+    // The caller gave up (the users' own client, in their process: their abort ends its retries, as undici's does).
+    const gaveUp = (): boolean => patienceMs !== undefined && depth === 0 && clock.now() - started >= patienceMs;
+    let last: R;
     const once = (): void => {
+      if (tries > 0 && gaveUp()) return onDone(last);
       tries++;
       if (counted !== undefined) {
         if (tries === 1) counted.firstAttempts++;
         else counted.retries++;
       }
       const next = (result: R): void => {
-        if (ok(result) || tries > shape.retries) return onDone(result);
+        if (ok(result) || tries > shape.retries || gaveUp()) return onDone(result);
+        last = result;
         const delay = retryDelayMs(shape.backoff, tries, jitter);
         if (delay > 0) clock.setTimer(once, delay);
         else once();

@@ -1,3 +1,4 @@
+import { type Clock } from 'damper';
 import { type RetryCounts } from '../judge/lab-counters.js';
 import { type PeerPolicy } from '../stacks/stack.js';
 import { type Call } from './naive-tiers.js';
@@ -8,13 +9,18 @@ import { type Answer, answer, failure, ServiceFailure, TIMED_OUT } from './servi
  * the peer's policy (cockatiel's retry, breaker, timeout and bulkhead;
  * opossum's breaker in the system's retry loop), each of its attempts a
  * call of the tier below, which nobody stops when the peer gives up on it
- * (a naive server hears nothing of its caller leaving). The policy runs in
+ * (a naive server hears nothing of its caller leaving), but the users' own
+ * client (`patienceMs`) stops when they give up. The policy runs in
  * the simulation's virtual time (`platformTime: 'virtual'`), so the
  * library's own timers and clock reads are the run's.
  */
-export function peerTier(policy: PeerPolicy, below: Call<Answer>, counted: RetryCounts | undefined): Call<Answer> {
+export function peerTier(clock: Clock, policy: PeerPolicy, below: Call<Answer>, counted: RetryCounts | undefined, patienceMs: number | undefined): Call<Answer> {
   return (key, onDone) => {
     let tries = 0;
+    // The call's own signal (without one, cockatiel hangs every call's listener on one shared signal that never aborts),
+    // aborted when the user gives up if this is the users' own client: their abort ends its retries, as on real processes.
+    const call = new AbortController();
+    const patience = patienceMs === undefined ? undefined : clock.setTimer(() => call.abort(), patienceMs);
     const attempt = (): Promise<Answer> =>
       new Promise<Answer>((resolve, reject) => {
         tries++;
@@ -24,8 +30,11 @@ export function peerTier(policy: PeerPolicy, below: Call<Answer>, counted: Retry
         }
         below(key, (a) => (a.outcome === 'ok' ? resolve(a) : reject(failure(a))));
       });
-    // A signal of the call's own: without one, cockatiel hangs every call's listener on one shared signal that never aborts.
-    policy.execute(attempt, new AbortController().signal).then(onDone, (error: unknown) => onDone(peerAnswer(policy, error)));
+    const done = (a: Answer): void => {
+      patience?.cancel();
+      onDone(a);
+    };
+    policy.execute(attempt, call.signal).then(done, (error: unknown) => done(peerAnswer(policy, error)));
   };
 }
 

@@ -79,7 +79,9 @@ export function naiveCall(
     // From the innermost out: each tier's attempt is a call of the tier below.
     let below = once;
     for (let t = tiers.count - 1; t >= 0; t--) {
-      const retrying = peer === undefined ? naiveTier(clock, tierSettings(tiers, t, population), below, jitter, counts[t]) : peer(t, below);
+      // The users' own client (tier 0) lives in their process: once they give up, it makes no more retries.
+      const patienceMs = t === 0 ? population.timeoutMs : undefined;
+      const retrying = peer === undefined ? naiveTier(clock, tierSettings(tiers, t, population), below, jitter, counts[t], patienceMs) : peer(t, below, patienceMs);
       const host = hosts[t];
       below =
         host === undefined
@@ -95,15 +97,19 @@ export function naiveCall(
   };
 }
 
-/** A peer library's client tier `t` over `below` (world/peer-tier.ts), in place of naive's timeout, hedge and retries. */
-export type PeerTiers = (t: number, below: Call<Answer>) => Call<Answer>;
+/**
+ * A peer library's client tier `t` over `below` (world/peer-tier.ts), in
+ * place of naive's timeout, hedge and retries; `patienceMs` for the users'
+ * own client, whose retries end when the user gives up.
+ */
+export type PeerTiers = (t: number, below: Call<Answer>, patienceMs: number | undefined) => Call<Answer>;
 
-/** Naive's client tier over `below`: its attempt timeout and hedge, and its retries with no budget. */
-function naiveTier(clock: VirtualClock, settings: ReturnType<typeof tierSettings>, below: Call<Answer>, jitter: () => number, counted: RetryCounts | undefined): Call<Answer> {
+/** Naive's client tier over `below`: its attempt timeout and hedge, and its retries with no budget (none after `patienceMs`, when given). */
+function naiveTier(clock: VirtualClock, settings: ReturnType<typeof tierSettings>, below: Call<Answer>, jitter: () => number, counted: RetryCounts | undefined, patienceMs: number | undefined): Call<Answer> {
   const { retries, backoff, attemptTimeoutMs, timerTickMs, hedgeAfterMs } = settings;
   const timedOut = attemptTimeoutMs === undefined ? below : timed(clock, below, attemptTimeoutMs, timerTickMs);
   const attempt = hedgeAfterMs === undefined ? timedOut : hedged(clock, timedOut, hedgeAfterMs, timerTickMs, counted);
-  return naiveTiers(clock, { layers: 1, retries, backoff }, jitter, attempt, (a) => a.outcome === 'ok', counted === undefined ? undefined : [counted]);
+  return naiveTiers(clock, { layers: 1, retries, backoff }, jitter, attempt, (a) => a.outcome === 'ok', counted === undefined ? undefined : [counted], patienceMs);
 }
 
 /**

@@ -26,8 +26,10 @@ import { naiveCall, naiveFront, type PeerTiers, roundRobin } from './service-nai
 import { type Call } from './naive-tiers.js';
 import { peerTier } from './peer-tier.js';
 import { type RetryCounts } from '../judge/lab-counters.js';
-import { checkStackApplies, loadPolicyPeer } from '../stacks/peers.js';
-import { type Knobs, type PeerPolicy, type PolicyPeer, type StackSpec, systemOf } from '../stacks/stack.js';
+import { checkStackApplies, loadCachePeer, loadPolicyPeer } from '../stacks/peers.js';
+import { type CachePeer, isCachePeer, isPolicyPeer, type Knobs, type PeerPolicy, type PolicyPeer, type StackSpec, systemOf } from '../stacks/stack.js';
+import { cachePlan, peerCacheTier } from './peer-cache-tier.js';
+import { installVirtualTime } from 'damper/testing';
 import { undiciSystem } from '../stacks/undici-stack.js';
 import { peerPlan } from '../stacks/tier-plan.js';
 import { Server } from './service-server.js';
@@ -125,7 +127,7 @@ function databaseAccess(clock: VirtualClock, scenario: ServiceScenario, db: Data
  * without `cache.nodes` one in-process tier for all, with them a client per
  * server over the nodes (service-cache-nodes.ts).
  */
-function dataTier(clock: VirtualClock, scenario: ServiceScenario, observed: Observed, database: Database | undefined, keyCount: number, settings: DamperSettings, nodes: CacheCluster | undefined, render: (server: number) => Render): (DataTier & { readonly caches?: readonly Cache<Row>[] }) | undefined {
+function dataTier(clock: VirtualClock, scenario: ServiceScenario, observed: Observed, database: Database | undefined, keyCount: number, settings: DamperSettings, nodes: CacheCluster | undefined, render: (server: number) => Render, peer: Peers['cache']): (DataTier & { readonly caches?: readonly Cache<Row>[] }) | undefined {
   if (database === undefined) return undefined;
   const db = databaseAccess(clock, scenario, database, render);
   const shape = scenario.cache;
@@ -134,6 +136,7 @@ function dataTier(clock: VirtualClock, scenario: ServiceScenario, observed: Obse
   const workers = scenario.database!.workers;
   // In the servers' memory: naive's maps or damper's Cache(s), composed as a real run's server composes them.
   const origin = { server: (i: number) => queried(db.server(i)), tier: queried(db.tier) };
+  if (peer !== undefined) return peerCacheTier(clock, shape, servers, origin, peer.peer, cachePlan(shape, keyCount, peer.knobs, peer.timeScale));
   if (observed.variant === 'naive') {
     // A server that tries failed queries again is a retrying client too.
     const counts = (name: string): QueryCounts => ({ cache: observed.counters.cache(name), ...(shape.naive.queryRetries > 0 ? { retry: observed.counters.retry(name) } : {}) });
@@ -199,7 +202,7 @@ function requestPath(clock: VirtualClock, scenario: ServiceScenario, observed: O
     const { front, close } = naiveFront(clock, servers, scenario.balancer, probeKey);
     // The client tiers retry (without them the users do, which no tier sees); naive's servers have no limiter to shed with.
     const counts = Array.from({ length: scenario.tiers?.count ?? 0 }, (_, t) => observed.counters.retry(`tier=${t}`));
-    const peers = peer === undefined ? undefined : peerTiers(scenario, peer, counts);
+    const peers = peer === undefined ? undefined : peerTiers(clock, scenario, peer, counts);
     const call = naiveCall(clock, front, scenario.tiers, stream(seed, STREAMS.retryJitter), counts, hosts.map((pool) => (pool === undefined ? undefined : roundRobin(pool))), peers?.tiers);
     return {
       send: (req: ClientRequest, done: (a: Answer) => void) => call(req.population, req.key, done),
@@ -229,13 +232,13 @@ interface PeerTierPlan {
  * inside the run, where the platform's time is the run's; the first
  * population's retries and backoff, as a real tier's one client takes them.
  */
-function peerTiers(scenario: ServiceScenario, { peer, knobs, timeScale }: PeerTierPlan, counts: readonly RetryCounts[]): { tiers: PeerTiers; close(): void } {
+function peerTiers(clock: VirtualClock, scenario: ServiceScenario, { peer, knobs, timeScale }: PeerTierPlan, counts: readonly RetryCounts[]): { tiers: PeerTiers; close(): void } {
   const policies: PeerPolicy[] = [];
   return {
-    tiers: (t, below) => {
+    tiers: (t, below, patienceMs) => {
       const policy = (): PeerPolicy => (policies[t] ??= peer.tier(peerPlan(scenario, t, knobs, timeScale)));
       let built: Call<Answer> | undefined;
-      return (key, onDone) => (built ??= peerTier(policy(), below, counts[t]))(key, onDone);
+      return (key, onDone) => (built ??= peerTier(clock, policy(), below, counts[t], patienceMs))(key, onDone);
     },
     close: () => policies.forEach((p) => p.close()),
   };
@@ -266,11 +269,32 @@ export async function runService(scenario: ServiceScenario, variant: VariantName
  */
 export async function runStack(scenario: ServiceScenario, spec: StackSpec, seed: number, options: RunOptions & { readonly timeScale?: number } = {}): Promise<VariantRun> {
   const { stack, knobs } = spec;
-  if (stack === 'undici') return runStack(undiciSystem(scenario, options.timeScale ?? 1), { stack: 'naive', knobs: {} }, seed, options);
-  checkStackApplies(scenario.name, spec, scenario.tiers !== undefined);
-  const peer = stack === 'naive' || stack === 'damper' ? undefined : { peer: await loadPolicyPeer(stack), knobs, timeScale: options.timeScale ?? 1 };
-  const variant = systemOf(stack);
+  const timeScale = options.timeScale ?? 1;
+  if (stack === 'undici') return runStack(undiciSystem(scenario, timeScale), { stack: 'naive', knobs: {} }, seed, options);
+  checkStackApplies(scenario, stack);
+  const peers: Peers = {
+    ...(isPolicyPeer(stack) ? { client: { peer: await loadPolicyPeer(stack), knobs, timeScale } } : {}),
+    ...(isCachePeer(stack) ? { cache: { peer: await loadCachePeer(stack), knobs, timeScale } } : {}),
+  };
   const clock = new VirtualClock({ seed });
+  if (peers.client === undefined && peers.cache === undefined) return runSystem(scenario, systemOf(stack), clock, seed, options, peers);
+  // A peer's library reads the platform's clock and timers from its construction on: the run's, from here to its end.
+  const release = installVirtualTime(clock);
+  try {
+    return await runSystem(scenario, 'naive', clock, seed, { ...options, platformTime: 'virtual' }, peers);
+  } finally {
+    release();
+  }
+}
+
+/** The peers a run's system is made with: its client tiers' library, its in-process cache's. */
+interface Peers {
+  readonly client?: PeerTierPlan;
+  readonly cache?: { readonly peer: CachePeer; readonly knobs: Knobs; readonly timeScale: number };
+}
+
+/** Runs the system of `variant` (a peer's is naive's), with `peers` in place of its client tiers or its cache. */
+async function runSystem(scenario: ServiceScenario, variant: VariantName, clock: VirtualClock, seed: number, options: RunOptions, peers: Peers): Promise<VariantRun> {
   const recorder = new Recorder(scenario.durationS);
   const network = new Network(clock, scenario.network.hopDelay, seed);
   const settings = variant === 'damper' ? await damperSettings(scenario, clock) : {};
@@ -283,7 +307,7 @@ export async function runStack(scenario: ServiceScenario, spec: StackSpec, seed:
   const missService = scenario.servers.missService;
   const renderTimes = stream(seed, STREAMS.renderTime);
   const render = (i: number): Render => renderOn(() => servers[i]!, missService!, renderTimes);
-  const data = dataTier(clock, scenario, observed, db, keys?.keys.length ?? 0, settings, nodes, render);
+  const data = dataTier(clock, scenario, observed, db, keys?.keys.length ?? 0, settings, nodes, render, peers.cache);
   if (data !== undefined && scenario.cache !== undefined) {
     // Steady state: every key cached, its remaining freshness spread evenly over the ttl.
     await data.prewarm(keys!, (key) => db!.read(key), remainingFreshness(seed, scenario.cache.ttlS * 1000), seed);
@@ -293,7 +317,7 @@ export async function runStack(scenario: ServiceScenario, spec: StackSpec, seed:
   const arrived = db === undefined ? () => recorder.originQuery(clock.now()) : undefined;
   // naive's servers take every attempt; damper's are counted before their admission.
   for (let i = 0; i < scenario.servers.count; i++) servers.push(new Server(clock, scenario.servers, serviceTimes, data?.reader(i), variant === 'naive' ? arrived : undefined));
-  const path = requestPath(clock, scenario, observed, servers, settings, seed, keys?.keys[0] ?? '', arrived, peer);
+  const path = requestPath(clock, scenario, observed, servers, settings, seed, keys?.keys[0] ?? '', arrived, peers.client);
   const active = new Set<ServiceFault>();
   const apply = (t: number): void => {
     const state = serviceState(scenario, active, t / 1000);
@@ -336,7 +360,7 @@ export async function runStack(scenario: ServiceScenario, spec: StackSpec, seed:
     },
   );
   try {
-    await clients.run(peer === undefined ? options : { ...options, platformTime: 'virtual' });
+    await clients.run(options);
   } finally {
     path.close();
     data?.close?.();

@@ -1,0 +1,131 @@
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import { type AddressInfo } from 'node:net';
+import { describe, test } from 'node:test';
+import { createSystemClock, DamperError, VirtualClock } from 'damper';
+import { installVirtualTime } from 'damper/testing';
+import { loadScenario } from '../src/lab/lab.js';
+import { judge } from '../src/lab/judge/verdict.js';
+import { LOOPBACK } from '../src/lab/real/loopback.js';
+import { wallNowMs } from '../src/lab/real/wall-clock.js';
+import { callBelow, peerTierClient } from '../src/lab/real/tier-clients.js';
+import { type ServiceScenario } from '../src/lab/schema/service.js';
+import { applicableStacks, distinctSpecs, loadPolicyPeer, parseStackSpec } from '../src/lab/stacks/peers.js';
+import { type PeerName } from '../src/lab/stacks/stack.js';
+import { undiciSystem, UNDICI_BACKOFF } from '../src/lab/stacks/undici-stack.js';
+import { runStack } from '../src/lab/world/service.js';
+
+/** The suite's storm: retry-storm's system in 30 s, two retrying client tiers. */
+const storm = async (): Promise<ServiceScenario> => (await loadScenario('test/fixtures/real-storm.json')) as ServiceScenario;
+
+describe('a peer stack runs in virtual time, as reproducibly as damper', () => {
+  for (const peer of ['cockatiel', 'opossum'] as const) {
+    test(`${peer}: the same seed gives the same run, another seed another`, async () => {
+      const scenario = await storm();
+      const run = async (seed: number) => judge(scenario, await runStack(scenario, { stack: peer, knobs: {} }, seed));
+      const [first, again, other] = [await run(1), await run(1), await run(2)];
+      assert.deepEqual(again.series, first.series);
+      assert.deepEqual(again.summary, first.summary);
+      assert.notDeepEqual(other.series.goodput, first.series.goodput);
+      // The peer's own timers ran: its breaker cut the storm that naive's tiers make (16× the origin's baseline).
+      assert.ok(first.summary.amplification < 2, `amplification ${first.summary.amplification}`);
+    });
+  }
+
+  test('after a peer’s run the platform’s clock is the real one again, and virtual time is released', async () => {
+    const scenario = await storm();
+    await runStack(scenario, { stack: 'opossum', knobs: {} }, 1);
+    assert.ok(Math.abs(Date.now() - new Date().getTime()) < 1_000, 'Date.now reads the real clock');
+    // Installed once at a time: a second install would be refused had the run not released its own.
+    installVirtualTime(new VirtualClock({ seed: 1 }))();
+  });
+});
+
+describe('a cache peer runs in virtual time too, and in place of the servers’ cache', () => {
+  /** The suite's configuration cache: facebook-2010's system in 40 s, its invalid value pushed at 14 s. */
+  const config = async (): Promise<ServiceScenario> => (await loadScenario('test/fixtures/real-config-cache.json')) as ServiceScenario;
+  for (const peer of ['lru-cache', 'bentocache', 'cache-manager'] as const) {
+    test(`${peer}: the same seed gives the same run, another seed another; one load per key, so no flood of the database`, async () => {
+      const scenario = await config();
+      const run = async (seed: number) => judge(scenario, await runStack(scenario, { stack: peer, knobs: {} }, seed));
+      const [first, again, other] = [await run(1), await run(1), await run(2)];
+      assert.deepEqual(again.series, first.series);
+      assert.deepEqual(again.summary, first.summary);
+      assert.notDeepEqual(other.series.goodput, first.series.goodput);
+      // Entries expire on the virtual clock (the ttl is 10 s): the database is read at the baseline.
+      assert.ok(first.summary.baselineOriginQps > 0, `baseline ${first.summary.baselineOriginQps} q/s`);
+      assert.ok(first.summary.amplification < 3, `amplification ${first.summary.amplification}`);
+    });
+  }
+
+  test('a peer takes the write path’s invalid value as it comes; damper’s validation keeps the last known good', async () => {
+    const scenario = await config();
+    const served = async (stack: 'lru-cache' | 'damper') => judge(scenario, await runStack(scenario, { stack, knobs: {} }, 1)).summary.trigger.goodputRatio;
+    // sitevars is a quarter of the reads.
+    assert.ok((await served('lru-cache')) < 0.8);
+    assert.ok((await served('damper')) > 0.99);
+  });
+});
+
+describe('undici’s stack is naive’s with undici’s documented backoff', () => {
+  test('every population waits undici’s exponential backoff at every tier, its durations divided by the time scale', async () => {
+    const scenario = undiciSystem(await storm(), 2);
+    for (const p of scenario.clients) {
+      assert.equal(p.tiers?.length, 2);
+      for (const t of p.tiers!) assert.deepEqual(t.backoff, { ...UNDICI_BACKOFF, baseMs: 250, maxMs: 15_000 });
+    }
+  });
+});
+
+describe('stacks are named and set as the command line writes them, and refused in a line otherwise', () => {
+  test('a name, and a peer’s knobs after colons', () => {
+    assert.deepEqual(parseStackSpec('cockatiel:bulkhead=8'), { stack: 'cockatiel', knobs: { bulkhead: 8 } });
+    assert.deepEqual(parseStackSpec('damper'), { stack: 'damper', knobs: {} });
+  });
+  test('an unknown stack, a knob the stack lacks, a value that is not a whole number, a row given twice', () => {
+    const refused = (f: () => unknown, message: RegExp): void => assert.throws(f, (e: unknown) => e instanceof DamperError && message.test(e.message));
+    refused(() => parseStackSpec('polly'), /unknown stack "polly": one of naive, undici, cockatiel, opossum, lru-cache, bentocache, cache-manager, damper/);
+    refused(() => parseStackSpec('opossum:bulkhead=8'), /opossum has no knob "bulkhead": its knobs are capacity/);
+    refused(() => parseStackSpec('cockatiel:bulkhead=-1'), /must be a whole number ≥ 0, got "-1"/);
+    refused(() => distinctSpecs([parseStackSpec('naive'), parseStackSpec('naive')]), /given twice/);
+  });
+  test('a peer needs the part of the system it replaces', async () => {
+    await assert.rejects(runStack(await loadScenario('missourian-2010'), { stack: 'cockatiel', knobs: {} }, 1), /tiers: the cockatiel stack replaces the client tiers, and this scenario has none/);
+    await assert.rejects(runStack(await loadScenario('retry-storm'), { stack: 'bentocache', knobs: {} }, 1), /cache: the bentocache stack replaces the servers' cache, and this scenario has none/);
+    await assert.rejects(runStack(await loadScenario('discord-2019'), { stack: 'lru-cache', knobs: {} }, 1), /cache\.nodes: .*needs a driver of the peer's over the ring/);
+    assert.deepEqual(
+      applicableStacks(await loadScenario('facebook-2010')).map((s) => s.stack),
+      ['naive', 'lru-cache', 'bentocache', 'cache-manager', 'damper'],
+    );
+  });
+});
+
+describe('on real processes a peer’s policy wraps each call to the tier below', () => {
+  for (const name of ['cockatiel', 'opossum'] satisfies PeerName[]) {
+    test(`${name}: a 503 is retried through the policy, the last answer relayed as it came; its settings cite their source`, async (t) => {
+      let calls = 0;
+      // Two 503s, then a 200: each attempt of the tier's one call reaches the server.
+      const server = createServer((_, res) => {
+        calls++;
+        res.writeHead(calls <= 2 ? 503 : 200, { 'content-type': 'text/plain' }).end('x\n');
+      });
+      await new Promise<void>((resolve) => server.listen(0, LOOPBACK, resolve));
+      const origin = `http://${LOOPBACK}:${(server.address() as AddressInfo).port}`;
+      const scenario = await storm();
+      const peer = await loadPolicyPeer(name);
+      // A time scale of 100: cockatiel's backoff waits a few ms, not a few hundred.
+      const client = await peerTierClient(scenario, 1, [origin], createSystemClock(1), peer, {}, 100);
+      t.after(async () => {
+        await client.close();
+        server.closeAllConnections();
+        server.close();
+      });
+      client.start(wallNowMs());
+      const reply = await callBelow(client, origin, '/work', {});
+      assert.equal(reply.status, 200);
+      assert.equal(calls, 3);
+      assert.deepEqual(client.sent.values.reduce((a, b) => a + b, 0), 3);
+      for (const s of peer.settings({ tier: 1, retries: 3, backoff: { kind: 'none' }, attemptTimeoutMs: 500, knobs: {}, timeScale: 1 })) assert.match(s.source, /README|docs/);
+    });
+  }
+});
