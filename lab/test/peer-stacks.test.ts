@@ -10,7 +10,7 @@ import { LOOPBACK } from '../src/lab/real/loopback.js';
 import { wallNowMs } from '../src/lab/real/wall-clock.js';
 import { callBelow, peerTierClient } from '../src/lab/real/tier-clients.js';
 import { type ServiceScenario } from '../src/lab/schema/service.js';
-import { applicableStacks, distinctSpecs, loadPolicyPeer, parseStackSpec } from '../src/lab/stacks/peers.js';
+import { applicableStacks, distinctSpecs, loadCachePeer, loadPolicyPeer, parseStackSpec } from '../src/lab/stacks/peers.js';
 import { type PeerName } from '../src/lab/stacks/stack.js';
 import { undiciSystem, UNDICI_BACKOFF } from '../src/lab/stacks/undici-stack.js';
 import { runStack } from '../src/lab/world/service.js';
@@ -101,31 +101,50 @@ describe('stacks are named and set as the command line writes them, and refused 
 });
 
 describe('on real processes a peer’s policy wraps each call to the tier below', () => {
-  for (const name of ['cockatiel', 'opossum'] satisfies PeerName[]) {
-    test(`${name}: a 503 is retried through the policy, the last answer relayed as it came; its settings cite their source`, async (t) => {
-      let calls = 0;
-      // Two 503s, then a 200: each attempt of the tier's one call reaches the server.
-      const server = createServer((_, res) => {
-        calls++;
-        res.writeHead(calls <= 2 ? 503 : 200, { 'content-type': 'text/plain' }).end('x\n');
-      });
-      await new Promise<void>((resolve) => server.listen(0, LOOPBACK, resolve));
-      const origin = `http://${LOOPBACK}:${(server.address() as AddressInfo).port}`;
-      const scenario = await storm();
-      const peer = await loadPolicyPeer(name);
-      // A time scale of 100: cockatiel's backoff waits a few ms, not a few hundred.
-      const client = await peerTierClient(scenario, 1, [origin], createSystemClock(1), peer, {}, 100);
-      t.after(async () => {
-        await client.close();
-        server.closeAllConnections();
-        server.close();
-      });
-      client.start(wallNowMs());
-      const reply = await callBelow(client, origin, '/work', {});
-      assert.equal(reply.status, 200);
-      assert.equal(calls, 3);
-      assert.deepEqual(client.sent.values.reduce((a, b) => a + b, 0), 3);
-      for (const s of peer.settings({ tier: 1, retries: 3, backoff: { kind: 'none' }, attemptTimeoutMs: 500, knobs: {}, timeScale: 1 })) assert.match(s.source, /README|docs/);
+  /** A server answering two 503s, then 200s; a peer's client of tier 1 over it, its durations ÷ 100 (cockatiel's backoff waits a few ms). */
+  async function setUp(t: { after(fn: () => Promise<void>): void }, name: 'cockatiel' | 'opossum') {
+    const state = { calls: 0 };
+    const server = createServer((_, res) => {
+      state.calls++;
+      res.writeHead(state.calls <= 2 ? 503 : 200, { 'content-type': 'text/plain' }).end('x\n');
     });
+    await new Promise<void>((resolve) => server.listen(0, LOOPBACK, resolve));
+    const origin = `http://${LOOPBACK}:${(server.address() as AddressInfo).port}`;
+    const peer = await loadPolicyPeer(name);
+    const client = await peerTierClient(await storm(), 1, [origin], createSystemClock(1), peer, {}, 100);
+    t.after(async () => {
+      await client.close();
+      server.closeAllConnections();
+      server.close();
+    });
+    client.start(wallNowMs());
+    const sent = (): number => client.sent.values.reduce((a, b) => a + b, 0);
+    return { state, origin, client, peer, sent };
   }
+
+  test('cockatiel: a 503 is retried through its policy, with its backoff, until the 200; each attempt reached the server and was counted', async (t) => {
+    const { state, origin, client, sent } = await setUp(t, 'cockatiel');
+    const reply = await callBelow(client, origin, '/work', {});
+    assert.equal(reply.status, 200);
+    assert.equal(state.calls, 3);
+    assert.equal(sent(), 3);
+  });
+
+  test('opossum: at its defaults (volumeThreshold 0, 50 %) the first 503 opens its breaker, and the tier’s retries are refused at once (a 503 to its caller)', async (t) => {
+    const { state, origin, client, sent } = await setUp(t, 'opossum');
+    const error = await callBelow(client, origin, '/work', {}).then(
+      () => assert.fail('the open breaker refused the retries'),
+      (e: unknown) => e,
+    );
+    assert.equal(client.policy?.rejection(error), 'refused');
+    assert.equal(state.calls, 1);
+    assert.equal(sent(), 1);
+  });
+
+  test('every setting of a peer cites where its library documents it', async () => {
+    const plan = { tier: 1, retries: 3, backoff: { kind: 'none' } as const, attemptTimeoutMs: 500, knobs: {}, timeScale: 1 };
+    for (const name of ['cockatiel', 'opossum'] satisfies PeerName[]) for (const s of (await loadPolicyPeer(name)).settings(plan)) assert.match(s.source, /README|docs/, `${name}: ${s.name}`);
+    const cache = { ttlMs: 60_000, staleForMs: 600_000, loadTimeoutMs: 1_000, maxEntries: 10, knobs: {}, timeScale: 1 };
+    for (const name of ['lru-cache', 'bentocache', 'cache-manager'] as const) for (const s of (await loadCachePeer(name)).settings(cache)) assert.match(s.source, /README|docs/, `${name}: ${s.name}`);
+  });
 });
