@@ -221,7 +221,7 @@ describe('damper lab check command: exit 0 safe, 1 not, 2 bad input', () => {
       [['sweep', 'retry-storm', '--load', '0.5..1', '--trigger', '5..10', '--out', join(blocker, 'out')], /cannot write to .*\(--out\)/],
       [['check', 'retry-storm', '--damper-config', join(dir, 'missing.mjs')], /--damper-config .*missing\.mjs: no such file/],
       [['check', 'retry-storm', '--load', '0.5..1'], /lab check takes no --load: it is an option of lab sweep$/m],
-      [['check', 'retry-storm', '--json'], /lab check takes no --json: it is an option of lab, lab sweep and lab real$/m],
+      [['check', 'retry-storm', '--json'], /lab check takes no --json: it is an option of lab, lab sweep, lab real and lab stacks$/m],
       [['check'], /lab check needs a SCENARIO/],
       [['check', 'retry-storm', 'facebook-2010'], /lab check takes one SCENARIO/],
     ] as const) {

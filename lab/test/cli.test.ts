@@ -52,10 +52,10 @@ describe('a usage error is one line and which help to read, exit 2: not the whol
       [['lab', 'sweep', 'facebook-2010', '--trigger', '5..60'], /^damper: lab sweep needs two axes, got 1: /, 'damper lab sweep'],
       [['lab', 'sweep', 'facebook-2010', '--load', '1..2', '--trigger', '5..60', '--series'], 'lab sweep takes no --series: it is an option of lab', 'damper lab sweep'],
       [['lab', 'check'], /^damper: lab check needs a SCENARIO/, 'damper lab check'],
-      [['lab', 'check', 'retry-storm', '--json'], 'lab check takes no --json: it is an option of lab, lab sweep and lab real', 'damper lab check'],
-      [['lab', 'schema', '--seed', '2'], 'lab schema takes no --seed: it is an option of lab, lab sweep, lab check and lab real', 'damper lab schema'],
+      [['lab', 'check', 'retry-storm', '--json'], 'lab check takes no --json: it is an option of lab, lab sweep, lab real and lab stacks', 'damper lab check'],
+      [['lab', 'schema', '--seed', '2'], 'lab schema takes no --seed: it is an option of lab, lab sweep, lab check, lab real and lab stacks', 'damper lab schema'],
       [['lab', 'schema', 'retry-storm', 'web-farm'], 'lab schema takes at most one WORLD, got also: web-farm', 'damper lab schema'],
-      [['help', 'lab', '--seed', '2'], 'help takes no --seed: it is an option of lab, lab sweep, lab check and lab real', 'damper'],
+      [['help', 'lab', '--seed', '2'], 'help takes no --seed: it is an option of lab, lab sweep, lab check, lab real and lab stacks', 'damper'],
     ] as const) {
       await assertUsage(args, reason, help);
     }
@@ -126,7 +126,7 @@ describe('every command has its own help: usage, options, the shipped scenarios,
   test('damper lab --help lists the commands below it', async () => {
     const help = (await damperHere('lab', '--help')).stdout;
     const commands = help.slice(help.indexOf('\ncommands'), help.indexOf('\nshipped scenarios:'));
-    assert.deepEqual([...commands.matchAll(/^ {2}(lab \w+)/gm)].map((m) => m[1]), ['lab sweep', 'lab check', 'lab merge', 'lab real', 'lab validate', 'lab schema']);
+    assert.deepEqual([...commands.matchAll(/^ {2}(lab \w+)/gm)].map((m) => m[1]), ['lab sweep', 'lab check', 'lab merge', 'lab real', 'lab stacks', 'lab validate', 'lab schema']);
   });
 
   test("each example is its command's and uses only its options", () => {

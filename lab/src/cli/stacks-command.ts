@@ -21,7 +21,7 @@ import { stopwatch } from './stopwatch.js';
  */
 export const stacksCommand: Command = {
   name: 'lab stacks',
-  summary: 'runs a scenario under naive, the peer stacks and damper, side by side',
+  summary: 'runs a scenario under naive, the peer stacks and damper',
   usage: 'lab stacks SCENARIO [options]',
   about: `Runs the scenario under each stack that applies to it: naive; in place of its client tiers undici (its retry interceptor's own backoff), cockatiel (retry, breaker, timeout, bulkhead) and opossum (breaker, timeout); in place of its servers' in-process cache lru-cache (fetch, stale on rejection), bentocache (grace period) and cache-manager (wrap); and damper. Each peer is set up as its documentation recommends, the rest of the system naive's. Peers run in the simulation's virtual time, reproducibly from the seed; with --real, each also runs on real processes, fitted to the machine (--scale, --time-scale, --duration as lab real), the stacks taking turns. Prints one table per way, and writes DIR/stacks.html (every stack's goodput per second on one chart, the tables, each peer setting with its source) and DIR/stacks.json. The peers are the lab's dev dependencies.`,
   operands: [['SCENARIO', 'a shipped scenario or a scenario file (a client peer needs client tiers, a cache peer a cache in the servers’ memory)']],
