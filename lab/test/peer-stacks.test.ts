@@ -142,7 +142,7 @@ describe('on real processes a peer’s policy wraps each call to the tier below'
   });
 
   test('every setting of a peer cites where its library documents it', async () => {
-    const plan = { tier: 1, retries: 3, backoff: { kind: 'none' } as const, attemptTimeoutMs: 500, knobs: {}, timeScale: 1 };
+    const plan = { tier: 1, retries: 3, backoff: { kind: 'none' } as const, attemptTimeoutMs: 500, knobs: {}, timeScale: 1, clock: createSystemClock(1) };
     for (const name of ['cockatiel', 'opossum'] satisfies PeerName[]) for (const s of (await loadPolicyPeer(name)).settings(plan)) assert.match(s.source, /README|docs/, `${name}: ${s.name}`);
     const cache = { ttlMs: 60_000, staleForMs: 600_000, loadTimeoutMs: 1_000, maxEntries: 10, knobs: {}, timeScale: 1 };
     for (const name of ['lru-cache', 'bentocache', 'cache-manager'] as const) for (const s of (await loadCachePeer(name)).settings(cache)) assert.match(s.source, /README|docs/, `${name}: ${s.name}`);

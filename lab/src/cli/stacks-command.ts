@@ -7,7 +7,7 @@ import { renderStacks } from '../lab/report/stacks-page.js';
 import { applicableStacks, distinctSpecs, parseStackSpec } from '../lab/stacks/peers.js';
 import { STACKS, type StackSpec } from '../lab/stacks/stack.js';
 import { runStacks, stacksJson } from '../lab/stacks/stacks-run.js';
-import { realTable, settingLines, simulatedTable } from '../lab/stacks/stacks-table.js';
+import { hostLines, realTable, settingLines, simulatedTable } from '../lab/stacks/stacks-table.js';
 import { oneScenario, parseDuration, parseFactor, parseRuns, parseSeed, UsageError } from './args.js';
 import { type Command } from './command.js';
 import { DEFAULT_OUT, writableDir, writeFiles } from './out-dir.js';
@@ -84,7 +84,15 @@ async function stacks(ref: string, args: StacksArgs): Promise<number> {
   if (args.json) process.stdout.write(json);
   else {
     const real = realTable(run);
-    const lines = [`${scenario.name}, seed ${args.seed}: simulated`, ...simulatedTable(run), ...(real.length === 0 ? [] : ['', 'real: median [lowest–highest]', ...real]), '', ...settingLines(run)];
+    const host = hostLines(run);
+    const lines = [
+      `${scenario.name}, seed ${args.seed}: simulated`,
+      ...simulatedTable(run),
+      ...(real.length === 0 ? [] : ['', 'real: median [lowest–highest]', ...real]),
+      ...(host.length === 0 ? [] : ['', 'The host itself:', ...host.map((h) => `  ${h}`)]),
+      '',
+      ...settingLines(run),
+    ];
     process.stdout.write(`${lines.join('\n')}\n\nwrote ${join(dir, 'stacks.html')} and ${join(dir, 'stacks.json')} in ${(elapsed() / 1000).toFixed(0)} s\n`);
   }
   return 0;

@@ -62,16 +62,21 @@ export async function runFidelity(scenario: Scenario, fitting: Fitting, options:
  */
 export function hostNotes(f: Fidelity): Partial<Record<VariantName, readonly string[]>> {
   const notes: Partial<Record<VariantName, readonly string[]>> = {};
-  const from = Math.floor(triggerStartS(f.scenario));
-  const to = Math.max(from + 1, Math.ceil(triggerEndS(f.scenario)));
   for (const [variant, v] of Object.entries(f.variants) as [VariantName, FidelityVariant][]) {
-    const lines = v.real.flatMap((run, i) => {
-      const limits = hostLimits(run.host, f.cores, { lagP99Ms: lagBoundMs(f.scenario.objective.p99Ms) });
-      const share = limitedShare(limits, from, to);
-      const verdict = share > MAX_LIMITED_SHARE ? [`real run ${i + 1}: the host may have limited ${Math.round(share * 100)}% of the trigger window: read its figures as the machine's, not the scenario's`] : [];
-      return [...verdict, ...hostLimitLines(limits).map((line) => `real run ${i + 1}: ${line}`)];
-    });
+    const lines = realRunNotes(f.scenario, f.cores, v.real);
     if (lines.length > 0) notes[variant] = lines;
   }
   return notes;
+}
+
+/** What the host meter says of each of `runs` (real runs of `scenario` on `cores` cores), a line each way it may have limited one: see {@link hostNotes}. */
+export function realRunNotes(scenario: Scenario, cores: number, runs: readonly RealRun[]): string[] {
+  const from = Math.floor(triggerStartS(scenario));
+  const to = Math.max(from + 1, Math.ceil(triggerEndS(scenario)));
+  return runs.flatMap((run, i) => {
+    const limits = hostLimits(run.host, cores, { lagP99Ms: lagBoundMs(scenario.objective.p99Ms) });
+    const share = limitedShare(limits, from, to);
+    const verdict = share > MAX_LIMITED_SHARE ? [`real run ${i + 1}: the host may have limited ${Math.round(share * 100)}% of the trigger window: read its figures as the machine's, not the scenario's`] : [];
+    return [...verdict, ...hostLimitLines(limits).map((line) => `real run ${i + 1}: ${line}`)];
+  });
 }

@@ -117,7 +117,7 @@ export async function peerTierClient(scenario: ServiceScenario, t: number, below
   const agent = agentFor(undefined);
   const origins = await naiveOrigins(scenario, t, below, clock);
   const sent = new PerSecond();
-  const policy = peer.tier(peerPlan(scenario, t, knobs, timeScale));
+  const policy = peer.tier(peerPlan(scenario, t, knobs, timeScale, clock));
   const dispatcher = agent.compose(counting(sent, below), origins.interceptor);
   return { dispatcher, policy, sent, stats: () => undefined, start: startAt(sent, origins), close: async () => (policy.close(), await origins.close(), await agent.close()) };
 }

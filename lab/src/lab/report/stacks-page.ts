@@ -1,7 +1,7 @@
 import { type Series } from '../judge/results.js';
 import { triggerEndS, triggerStartS } from '../scenario.js';
 import { type StacksRun } from '../stacks/stacks-run.js';
-import { realTable, settingLines, simulatedTable } from '../stacks/stacks-table.js';
+import { hostLines, realTable, settingLines, simulatedTable } from '../stacks/stacks-table.js';
 import { esc } from './report.js';
 
 /**
@@ -80,6 +80,7 @@ ${real.length === 0 ? '' : chart(run, 'Real (each stack’s first run): calls se
 <h2>Simulated</h2>
 ${htmlTable(simulatedTable(run))}
 ${real.length === 0 ? '' : `<h2>Real: median [lowest–highest]</h2>\n${htmlTable(real)}`}
+${hostLines(run).length === 0 ? '' : `<h2>The host itself</h2>\n<pre>${esc(hostLines(run).join('\n'))}</pre>`}
 <h2>Each peer's settings, and where its library documents them</h2>
 <pre>${esc(settingLines(run).join('\n'))}</pre>
 </body></html>

@@ -1,6 +1,6 @@
 import { BentoCache, bentostore } from 'bentocache';
 import { memoryDriver } from 'bentocache/drivers/memory';
-import { type CachePeer, type CachePlan, type PeerCache, type PeerSetting } from './stack.js';
+import { type CachePeer, type CachePlan, type PeerCache, type PeerSetting, scaledWords } from './stack.js';
 
 /**
  * bentocache 1 as a server's in-process cache (one level: its memory
@@ -35,7 +35,7 @@ function settings(plan: CachePlan): readonly PeerSetting[] {
     { name: 'read', value: 'getOrSet({ key, factory }) with a factory that loads and validates (one factory per key: its stampede protection)', source: 'bentocache docs, "Methods": getOrSet; "Stampede protection"' },
     { name: 'ttl', value: `${plan.ttlMs / 1000} s (the scenario's)`, source: 'bentocache docs, "Options": ttl' },
     { name: 'grace', value: `${plan.staleForMs / 1000} s (the scenario's stale window)`, source: GRACE },
-    { name: 'graceBackoff', value: `${GRACE_BACKOFF_MS / 1000} s (its default)`, source: GRACE },
+    { name: 'graceBackoff', value: `${scaledWords(GRACE_BACKOFF_MS, plan.timeScale)} (its default)`, source: GRACE },
     { name: 'timeout, hardTimeout', value: '0 and none (its defaults)', source: TIMEOUTS },
   ];
 }

@@ -13,7 +13,7 @@ import {
   TimeoutStrategy,
   wrap,
 } from 'cockatiel';
-import { type PeerPolicy, type PeerSetting, type PolicyPeer, type TierPlan } from './stack.js';
+import { type PeerPolicy, type PeerSetting, type PolicyPeer, scaledWords, type TierPlan } from './stack.js';
 
 /**
  * cockatiel 3 around a client tier's calls, as its README's "getting
@@ -43,8 +43,8 @@ const HALF_OPEN_AFTER_MS = 10_000;
 function settings(plan: TierPlan): readonly PeerSetting[] {
   const size = plan.knobs.bulkhead ?? 0;
   return [
-    { name: 'retry', value: `handleAll, maxAttempts ${plan.retries} (the scenario's retries), new ExponentialBackoff() (128 ms, ×2, ≤ 30 s, decorrelated jitter)`, source: `${README}; README "ExponentialBackoff" for the defaults` },
-    { name: 'circuit breaker', value: `handleAll, ConsecutiveBreaker(${CONSECUTIVE_FAILURES}), halfOpenAfter ${HALF_OPEN_AFTER_MS / 1000} s`, source: README },
+    { name: 'retry', value: `handleAll, maxAttempts ${plan.retries} (the scenario's retries), new ExponentialBackoff() (first ${scaledWords(128, plan.timeScale)}, ×2, at most ${scaledWords(30_000, plan.timeScale)}, decorrelated jitter)`, source: `${README}; README "ExponentialBackoff" for the defaults` },
+    { name: 'circuit breaker', value: `handleAll, ConsecutiveBreaker(${CONSECUTIVE_FAILURES}), halfOpenAfter ${scaledWords(HALF_OPEN_AFTER_MS, plan.timeScale)}`, source: README },
     { name: 'timeout', value: plan.attemptTimeoutMs === undefined ? 'none (the scenario gives this tier none)' : `${plan.attemptTimeoutMs} ms (the scenario's attempt timeout), TimeoutStrategy.Aggressive`, source: 'cockatiel README, "timeout(duration, strategy)"' },
     { name: 'bulkhead', value: size > 0 ? `bulkhead(${size}), no queue` : 'none (cockatiel has no default size: the knob `bulkhead=N` sets one)', source: 'cockatiel README, "bulkhead(limit[, queue])"' },
   ];

@@ -1,6 +1,6 @@
 import CircuitBreaker from 'opossum';
 import { retryDelayMs } from '../engine/retry-delay.js';
-import { type PeerPolicy, type PeerSetting, type PolicyPeer, type TierPlan } from './stack.js';
+import { type PeerPolicy, type PeerSetting, type PolicyPeer, scaledWords, type TierPlan } from './stack.js';
 
 /**
  * opossum 9 around each attempt of a client tier, as its README's "Usage"
@@ -34,10 +34,10 @@ export const opossum: PolicyPeer = {
 function settings(plan: TierPlan): readonly PeerSetting[] {
   const capacity = plan.knobs.capacity ?? 0;
   return [
-    { name: 'timeout', value: plan.attemptTimeoutMs === undefined ? `${DEFAULT_TIMEOUT_MS} ms (opossum's default; the scenario gives this tier none)` : `${plan.attemptTimeoutMs} ms (the scenario's attempt timeout)`, source: README },
+    { name: 'timeout', value: plan.attemptTimeoutMs === undefined ? `${scaledWords(DEFAULT_TIMEOUT_MS, plan.timeScale)} (opossum's default; the scenario gives this tier none)` : `${plan.attemptTimeoutMs} ms (the scenario's attempt timeout)`, source: README },
     { name: 'errorThresholdPercentage', value: `${ERROR_THRESHOLD_PERCENTAGE} %`, source: README },
-    { name: 'resetTimeout', value: `${RESET_TIMEOUT_MS / 1000} s`, source: README },
-    { name: 'rolling window', value: `${ROLLING_WINDOW_MS / 1000} s in 10 buckets, volumeThreshold 0 (its defaults)`, source: 'opossum API docs, CircuitBreaker options (rollingCountTimeout, rollingCountBuckets, volumeThreshold)' },
+    { name: 'resetTimeout', value: scaledWords(RESET_TIMEOUT_MS, plan.timeScale), source: README },
+    { name: 'rolling window', value: `${scaledWords(ROLLING_WINDOW_MS, plan.timeScale)} in 10 buckets, volumeThreshold 0 (its defaults)`, source: 'opossum API docs, CircuitBreaker options (rollingCountTimeout, rollingCountBuckets, volumeThreshold)' },
     { name: 'capacity', value: capacity > 0 ? `${capacity} calls at once` : 'unbounded (its default; the knob `capacity=N` sets it)', source: 'opossum API docs, CircuitBreaker options (capacity)' },
     { name: 'retries', value: `the system's: ${plan.retries} per call, each through the breaker (opossum retries nothing)`, source: 'opossum README (no retry option)' },
     { name: 'fallback', value: 'none: a relaying tier has no answer of its own', source: 'opossum README, "Fallback"' },
@@ -84,9 +84,9 @@ function policy(plan: TierPlan): PeerPolicy {
           return await once(attempt, signal);
         } catch (error) {
           if (tries >= plan.retries || signal?.aborted === true) throw error;
-          // Math.random: the platform's, virtual in a simulation (its seed's).
-          const wait = retryDelayMs(plan.backoff, tries + 1, Math.random);
-          if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+          // The system's own loop, on the run's clock.
+          const wait = retryDelayMs(plan.backoff, tries + 1, () => plan.clock.random());
+          if (wait > 0) await new Promise<void>((resolve) => plan.clock.setTimer(resolve, wait));
         }
       }
     },

@@ -1,3 +1,4 @@
+import { type Clock } from 'damper';
 import { type VariantName } from '../judge/results.js';
 import { type Backoff } from '../schema/common.js';
 
@@ -74,6 +75,8 @@ export interface TierPlan {
    * scenario's are, so a fitted run is the same system K times faster.
    */
   readonly timeScale: number;
+  /** The run's clock, for what the lab itself does around a peer (the system's own retry loop beside opossum): the peer's library reads the platform's. */
+  readonly clock: Clock;
 }
 
 /** How a peer's own rejection ended an attempt: its timeout, or a refusal (an open breaker, a full bulkhead). */
@@ -145,4 +148,10 @@ export interface CachePeer {
   readonly name: CachePeerName;
   settings(plan: CachePlan): readonly PeerSetting[];
   cache<V extends object>(plan: CachePlan): PeerCache<V>;
+}
+
+/** A peer's own duration as a run sets it, in words: `10 s`, or fitted `5 s (10 s ÷ the time scale 2)`. */
+export function scaledWords(ms: number, timeScale: number): string {
+  const seconds = (v: number): string => `${Number((v / 1000).toFixed(3))} s`;
+  return timeScale === 1 ? seconds(ms) : `${seconds(ms / timeScale)} (${seconds(ms)} ÷ the time scale ${timeScale})`;
 }

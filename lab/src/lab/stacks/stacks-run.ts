@@ -1,3 +1,4 @@
+import { systemClock } from 'damper';
 import { availableParallelism } from 'node:os';
 import { type JudgedRun } from '../judge/results.js';
 import { judge } from '../judge/verdict.js';
@@ -83,7 +84,7 @@ async function settingsOf(scenario: ServiceScenario, spec: StackSpec, timeScale:
     case 'cockatiel':
     case 'opossum': {
       const peer = await loadPolicyPeer(spec.stack);
-      return tiers.map((tier) => ({ tier, settings: peer.settings(peerPlan(scenario, tier, spec.knobs, timeScale)) }));
+      return tiers.map((tier) => ({ tier, settings: peer.settings(peerPlan(scenario, tier, spec.knobs, timeScale, systemClock)) }));
     }
     default: {
       const peer = await loadCachePeer(spec.stack);

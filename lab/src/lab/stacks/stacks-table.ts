@@ -3,6 +3,7 @@ import { spreadOf, verdictClass } from '../judge/fidelity.js';
 import { type JudgedRun } from '../judge/results.js';
 import { millis, percent, times } from '../format.js';
 import { type StacksRun } from './stacks-run.js';
+import { realRunNotes } from '../real/fidelity-run.js';
 
 /**
  * The side-by-side table (issue 31, item 2), as Markdown: the terminal
@@ -77,4 +78,9 @@ export function settingLines(run: StacksRun): string[] {
     const which = innermost.tier < 0 ? 'the servers’ cache' : 'each client tier; the innermost’s shown';
     return [`${row.name} (${which}):`, ...innermost.settings.map((s) => `  ${s.name}: ${s.value} (${s.source})`)];
   });
+}
+
+/** What the host meter says of each stack's real runs (fidelity-run.ts, `realRunNotes`): the machine, not the stack, may have limited them. */
+export function hostLines(run: StacksRun): string[] {
+  return run.rows.flatMap((row) => realRunNotes(run.scenario, run.cores, row.real).map((line) => `${row.name}, ${line}`));
 }

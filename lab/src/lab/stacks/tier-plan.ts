@@ -1,3 +1,4 @@
+import { type Clock } from 'damper';
 import { type ServiceScenario } from '../schema/service.js';
 import { tierSettings } from '../world/service-tiers.js';
 import { type Knobs, type TierPlan } from './stack.js';
@@ -9,7 +10,7 @@ import { type Knobs, type TierPlan } from './stack.js';
  * undici's one agent does), its attempt timeout, the knobs given, and the
  * fitting's time scale.
  */
-export function peerPlan(scenario: ServiceScenario, t: number, knobs: Knobs, timeScale: number): TierPlan {
+export function peerPlan(scenario: ServiceScenario, t: number, knobs: Knobs, timeScale: number, clock: Clock): TierPlan {
   const { retries, backoff, attemptTimeoutMs } = tierSettings(scenario.tiers!, t, scenario.clients[0]!);
-  return { tier: t, retries, backoff, attemptTimeoutMs, knobs, timeScale };
+  return { tier: t, retries, backoff, attemptTimeoutMs, knobs, timeScale, clock };
 }

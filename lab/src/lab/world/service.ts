@@ -236,7 +236,7 @@ function peerTiers(clock: VirtualClock, scenario: ServiceScenario, { peer, knobs
   const policies: PeerPolicy[] = [];
   return {
     tiers: (t, below, patienceMs) => {
-      const policy = (): PeerPolicy => (policies[t] ??= peer.tier(peerPlan(scenario, t, knobs, timeScale)));
+      const policy = (): PeerPolicy => (policies[t] ??= peer.tier(peerPlan(scenario, t, knobs, timeScale, clock)));
       let built: Call<Answer> | undefined;
       return (key, onDone) => (built ??= peerTier(clock, policy(), below, counts[t], patienceMs))(key, onDone);
     },
