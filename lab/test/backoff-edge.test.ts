@@ -29,9 +29,11 @@ describe('naive backoff moves the retry storm’s edge without removing the loop
     assert.equal(immediate.recoverySeconds, null, `immediate retries recovered after ${immediate.recoverySeconds} s`);
     const jitter = (await edge.jitterAt2).variants.naive.summary;
     assert.ok(jitter.recoverySeconds !== null && jitter.recoverySeconds <= 30, `full jitter: recovery ${jitter.recoverySeconds}`);
-    // Backoff spreads the retries but no budget bounds them: past the edge every call still makes all its attempts.
+    // Backoff spreads the retries but no budget bounds them: past the edge the mid tier, told nothing of its caller
+    // leaving, still makes all 4 of its attempts per call. The users' own client's backed-off retries mostly come after
+    // their 2-s timeout, and it makes none then (their abort ends its loop): about 4×, not the 16× of immediate retries.
     const longer = (await edge.jitterAt3).variants.naive.summary;
     assert.equal(longer.recoverySeconds, null, `full jitter at 3 s recovered after ${longer.recoverySeconds} s`);
-    assert.ok(longer.amplification >= 10, `amplification ${longer.amplification}`);
+    assert.ok(longer.amplification >= 3.5, `amplification ${longer.amplification}`);
   });
 });

@@ -58,6 +58,12 @@ describe('a cache peer runs in virtual time too, and in place of the servers’ 
     });
   }
 
+  test('a flush while a peer’s load runs is a failed read, not a crash (lru-cache resolves a fetch its clear aborted to undefined)', async () => {
+    const checkout = (await loadScenario('examples/checkout.json')) as ServiceScenario;
+    const run = judge(checkout, await runStack(checkout, { stack: 'lru-cache', knobs: {} }, 1));
+    assert.ok(run.summary.simulatedRequests > 0);
+  });
+
   test('a peer takes the write path’s invalid value as it comes; damper’s validation keeps the last known good', async () => {
     const scenario = await config();
     const served = async (stack: 'lru-cache' | 'damper') => judge(scenario, await runStack(scenario, { stack, knobs: {} }, 1)).summary.trigger.goodputRatio;

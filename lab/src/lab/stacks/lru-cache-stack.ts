@@ -41,7 +41,12 @@ function cache<V extends object>(plan: CachePlan): PeerCache<V> {
     fetchMethod: (_key, _stale, { signal, context }) => context(signal),
   });
   return {
-    get: async (key, load) => (await lru.fetch(key, { context: load }))!,
+    get: async (key, load) => {
+      const value = await lru.fetch(key, { context: load });
+      // lru-cache resolves a fetch it aborted (a `set` or a `clear` of the key while it ran) to undefined: no value, a failed read.
+      if (value === undefined) throw new Error(`lru-cache: the fetch of ${key} was aborted`);
+      return value;
+    },
     set: async (key, value, ttlMs) => void lru.set(key, value, { ttl: ttlMs }),
     clear: async () => lru.clear(),
     close: async () => lru.clear(),

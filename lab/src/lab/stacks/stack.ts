@@ -137,6 +137,7 @@ export interface CachePlan {
  * takes as it comes.
  */
 export interface PeerCache<V> {
+  /** A value, or a rejection: never undefined (a peer's "no value" is a failed read). */
   get(key: string, load: (signal: AbortSignal) => Promise<V>): Promise<V>;
   set(key: string, value: V, ttlMs: number): Promise<void>;
   clear(): Promise<void>;

@@ -60,7 +60,11 @@ export function naiveFront(clock: VirtualClock, servers: readonly Server[], bala
  * below. A tier with servers of its own (`hosts[t]`, which picks one round
  * robin) runs there: a call to it waits for a worker of one of them, which
  * it holds while the tier makes its attempts below. `counts` counts each
- * tier's first attempts and retries.
+ * tier's first attempts and retries. The users' own client (tier 0) makes
+ * no retry once its user has given up: it lives in their process, and
+ * their abort ends its loop (as undici's; a real run showed the model
+ * retrying for users who had left). With `peer`, a peer library makes
+ * each tier in place of naive's timeout, hedge and retries (issue 31).
  */
 export function naiveCall(
   clock: VirtualClock,
