@@ -11,7 +11,8 @@ import { wallNowMs } from '../src/lab/real/wall-clock.js';
 import { callBelow, peerTierClient } from '../src/lab/real/tier-clients.js';
 import { type ServiceScenario } from '../src/lab/schema/service.js';
 import { applicableStacks, distinctSpecs, loadCachePeer, loadPolicyPeer, parseStackSpec } from '../src/lab/stacks/peers.js';
-import { type PeerName } from '../src/lab/stacks/stack.js';
+import { type Knobs, type PeerName, type PeerRemote, TWO_LEVEL_PEERS } from '../src/lab/stacks/stack.js';
+import { nodesBus } from '../src/lab/stacks/nodes-drivers.js';
 import { undiciSystem, UNDICI_BACKOFF } from '../src/lab/stacks/undici-stack.js';
 import { runStack } from '../src/lab/world/service.js';
 
@@ -73,6 +74,62 @@ describe('a cache peer runs in virtual time too, and in place of the servers’ 
   });
 });
 
+describe('a cache peer of two levels runs on the ring of nodes: its memory, then the nodes, and a bus over them', () => {
+  /** The suite's Redis ring: discord-2019's system in 300 s, four of twelve nodes at 1 % from 40 s to 100 s, two ejected at 60 s. */
+  const ring = async (): Promise<ServiceScenario> => (await loadScenario('test/fixtures/real-discord.json')) as ServiceScenario;
+  const run = async (scenario: ServiceScenario, stack: 'naive' | 'bentocache' | 'cache-manager', knobs: Knobs = {}) => judge(scenario, await runStack(scenario, { stack, knobs }, 1)).summary;
+
+  test('bentocache: the same seed gives the same run (its bus, its breaker and its grace on the virtual clock); its memory and the nodes start in the steady state; it serves through the slow nodes where naive’s herd does not', async () => {
+    const scenario = await ring();
+    const first = judge(scenario, await runStack(scenario, { stack: 'bentocache', knobs: {} }, 1));
+    const again = judge(scenario, await runStack(scenario, { stack: 'bentocache', knobs: {} }, 1));
+    assert.deepEqual(again.series, first.series);
+    assert.deepEqual(again.summary, first.summary);
+    // Primed: at the baseline the database sees the steady refreshes (900 keys every 60 s, 15 q/s), not the 140 reads/s.
+    assert.ok(first.summary.baselineOriginQps < 20, `baseline ${first.summary.baselineOriginQps} q/s`);
+    const naive = await run(scenario, 'naive');
+    assert.ok(first.summary.trigger.goodputRatio > naive.trigger.goodputRatio + 0.3, `bentocache ${first.summary.trigger.goodputRatio}, naive ${naive.trigger.goodputRatio}`);
+  });
+
+  test('bentocache: its L2 circuit breaker is on (the system breaker’s 5 s); l2breaker=0 turns it off, and the run differs', async () => {
+    const scenario = await ring();
+    const on = judge(scenario, await runStack(scenario, { stack: 'bentocache', knobs: {} }, 1));
+    const off = judge(scenario, await runStack(scenario, { stack: 'bentocache', knobs: { l2breaker: 0 } }, 1));
+    assert.notDeepEqual(off.series.goodput, on.series.goodput);
+  });
+
+  test('cache-manager: its two layers start in the steady state, and a failed call to the nodes is a miss', async () => {
+    const scenario = await ring();
+    const manager = await run(scenario, 'cache-manager');
+    assert.ok(manager.baselineOriginQps < 20, `baseline ${manager.baselineOriginQps} q/s`);
+    assert.ok(manager.trigger.goodputRatio > 0.5, `served ${manager.trigger.goodputRatio}`);
+  });
+
+  test('bentocache’s bus over the nodes delivers another bus’s messages, and drops its own and any bytes that are not one', async () => {
+    const heard: string[] = [];
+    const listeners = new Map<string, (message: string) => void>();
+    const remote: PeerRemote = {
+      get: async () => undefined,
+      set: async () => {},
+      del: async () => {},
+      publish: async (channel, message) => listeners.get(channel)?.(message),
+      subscribe: async (channel, listener) => {
+        listeners.set(channel, listener);
+        return async () => void listeners.delete(channel);
+      },
+    };
+    const bus = nodesBus(remote, 2_000).factory().setId('mine');
+    await bus.subscribe('c', (payload: { keys: string[] }) => void heard.push(...payload.keys));
+    const deliver = listeners.get('c')!;
+    await bus.publish('c', { type: 'set', keys: ['own'] });
+    deliver(JSON.stringify({ busId: 'theirs', payload: { type: 'set', keys: ['a'], namespace: '' } }));
+    for (const bad of ['not json', 'null', '[1]', JSON.stringify({ busId: 'theirs' }), JSON.stringify({ busId: 'theirs', payload: { type: 'set', keys: [1] } }), JSON.stringify({ busId: 7, payload: { type: 'set', keys: ['b'] } })]) deliver(bad);
+    assert.deepEqual(heard, ['a']);
+    await bus.disconnect();
+    assert.equal(listeners.size, 0);
+  });
+});
+
 describe('undici’s stack is naive’s with undici’s documented backoff', () => {
   test('the users’ own client makes no retry for a user who gave up: undici’s backed-off retries fall after the timeout, so the storm stays near the mid tier’s 4 attempts a call', async () => {
     // On real processes the users' abort ends the interceptor's loop (4.3× measured on retry-storm); a model that went on retrying read 16×.
@@ -107,7 +164,11 @@ describe('stacks are named and set as the command line writes them, and refused 
   test('a peer needs the part of the system it replaces', async () => {
     await assert.rejects(runStack(await loadScenario('missourian-2010'), { stack: 'cockatiel', knobs: {} }, 1), /tiers: the cockatiel stack replaces the client tiers, and this scenario has none/);
     await assert.rejects(runStack(await loadScenario('retry-storm'), { stack: 'bentocache', knobs: {} }, 1), /cache: the bentocache stack replaces the servers' cache, and this scenario has none/);
-    await assert.rejects(runStack(await loadScenario('discord-2019'), { stack: 'lru-cache', knobs: {} }, 1), /cache\.nodes: .*needs a driver of the peer's over the ring/);
+    await assert.rejects(runStack(await loadScenario('discord-2019'), { stack: 'lru-cache', knobs: {} }, 1), /cache\.nodes: the lru-cache stack makes an in-process cache only; a cache on nodes takes a peer with a second level there \(bentocache, cache-manager\)/);
+    assert.deepEqual(
+      applicableStacks(await loadScenario('discord-2019')).map((s) => s.stack),
+      ['naive', 'bentocache', 'cache-manager', 'damper'],
+    );
     assert.deepEqual(
       applicableStacks(await loadScenario('facebook-2010')).map((s) => s.stack),
       ['naive', 'lru-cache', 'bentocache', 'cache-manager', 'damper'],
@@ -161,5 +222,7 @@ describe('on real processes a peer’s policy wraps each call to the tier below'
     for (const name of ['cockatiel', 'opossum'] satisfies PeerName[]) for (const s of (await loadPolicyPeer(name)).settings(plan)) assert.match(s.source, /README|docs/, `${name}: ${s.name}`);
     const cache = { ttlMs: 60_000, staleForMs: 600_000, loadTimeoutMs: 1_000, maxEntries: 10, knobs: {}, timeScale: 1 };
     for (const name of ['lru-cache', 'bentocache', 'cache-manager'] as const) for (const s of (await loadCachePeer(name)).settings(cache)) assert.match(s.source, /README|docs/, `${name}: ${s.name}`);
+    const onNodes = { ...cache, nodes: { breakerOpenMs: 5_000 } };
+    for (const name of TWO_LEVEL_PEERS) for (const s of (await loadCachePeer(name)).settings(onNodes)) assert.match(s.source, /README|docs/, `${name} on nodes: ${s.name}`);
   });
 });

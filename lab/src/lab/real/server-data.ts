@@ -1,6 +1,6 @@
 import { isCachePeer, systemOf } from '../stacks/stack.js';
 import { loadCachePeer } from '../stacks/peers.js';
-import { cachePlan, peerCacheTier } from '../world/peer-cache-tier.js';
+import { cachePlan, peerCacheNodes, peerCacheTier } from '../world/peer-cache-tier.js';
 import { type Clock } from 'damper';
 import { cacheOptions, type DamperSettings } from '../damper-config.js';
 import { remainingFreshness } from '../engine/streams.js';
@@ -62,7 +62,7 @@ export async function serverData(scenario: ServiceScenario, args: ProcessArgs, c
   const keys = new KeySets(scenario.clients, scenario.keys);
   // Every row as the database first has it: version 1, valid.
   const steady = (tier: DataTier) => (): Promise<void> => tier.prewarm(keys, () => ({ version: 1, valid: true }), remainingFreshness(seed, shape.ttlS * 1000), seed);
-  if (shape.nodes !== undefined) return { ...onNodes(scenario, args, clock, settings, db, shape, keys, steady), pool };
+  if (shape.nodes !== undefined) return { ...(await onNodes(scenario, args, clock, settings, db, shape, keys, steady)), pool };
   const origin = postgresOrigin(pool, render);
   if (isCachePeer(args.variant)) {
     // A peer's cache in place of naive's maps (issue 31), composed as the simulation composes it.
@@ -79,11 +79,13 @@ export async function serverData(scenario: ServiceScenario, args: ProcessArgs, c
 }
 
 /** The cache tier on nodes, as this server's client to them. */
-function onNodes(scenario: ServiceScenario, args: ProcessArgs, clock: Clock, settings: DamperSettings, db: DatabaseAccess, shape: CacheShape, keys: KeySets, steady: (tier: DataTier) => () => Promise<void>): Omit<ServerData, 'pool'> {
+async function onNodes(scenario: ServiceScenario, args: ProcessArgs, clock: Clock, settings: DamperSettings, db: DatabaseAccess, shape: CacheShape, keys: KeySets, steady: (tier: DataTier) => () => Promise<void>): Promise<Omit<ServerData, 'pool'>> {
   if (args.cacheNodes === undefined) throw new Error('a server of a scenario with cache nodes is told their ports');
   const ring = new RedisRing(args.cacheNodes, shape.nodes!.vnodes);
-  const tier =
-    systemOf(args.variant) === 'naive'
+  const variant = args.variant;
+  const tier = isCachePeer(variant)
+    ? peerCacheNodes(clock, db, ring, shape, [args.index], await loadCachePeer(variant), cachePlan(shape, keys.keys.length, args.knobs ?? {}, args.timeScale ?? 1))
+    : systemOf(variant) === 'naive'
       ? naiveCacheNodes(clock, db, ring, shape, unread)
       : damperCacheNodes(clock, db, ring, shape, [args.index], damperNodeOptions(clock, scenario, keys.keys.length, settings));
   return { tier, ring, prewarm: steady(tier) };

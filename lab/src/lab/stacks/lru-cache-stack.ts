@@ -40,6 +40,7 @@ function cache<V extends object>(plan: CachePlan): PeerCache<V> {
     allowStaleOnFetchRejection: true,
     fetchMethod: (_key, _stale, { signal, context }) => context(signal),
   });
+  const set = async (key: string, value: V, ttlMs: number): Promise<void> => void lru.set(key, value, { ttl: ttlMs });
   return {
     get: async (key, load) => {
       const value = await lru.fetch(key, { context: load });
@@ -47,7 +48,8 @@ function cache<V extends object>(plan: CachePlan): PeerCache<V> {
       if (value === undefined) throw new Error(`lru-cache: the fetch of ${key} was aborted`);
       return value;
     },
-    set: async (key, value, ttlMs) => void lru.set(key, value, { ttl: ttlMs }),
+    set,
+    prime: set,
     clear: async () => lru.clear(),
     close: async () => lru.clear(),
   };

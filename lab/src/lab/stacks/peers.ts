@@ -1,7 +1,7 @@
 import { DamperError } from 'damper';
 import { type ServiceScenario } from '../schema/service.js';
 import { ScenarioError } from '../scenario.js';
-import { type CachePeer, type CachePeerName, CACHE_PEERS, CLIENT_PEERS, type Knobs, type PeerName, type PolicyPeer, type PolicyPeerName, specName, STACKS, type Stack, type StackSpec } from './stack.js';
+import { type CachePeer, type CachePeerName, CACHE_PEERS, CLIENT_PEERS, type Knobs, type PeerName, type PolicyPeer, type PolicyPeerName, specName, STACKS, type Stack, type StackSpec, TWO_LEVEL_PEERS } from './stack.js';
 
 /**
  * The peer libraries are the lab's dev dependencies, not the library's nor
@@ -16,7 +16,7 @@ const PACKAGES: Readonly<Record<Exclude<PeerName, 'undici'>, string>> = {
   opossum: 'opossum@9',
   'lru-cache': 'lru-cache@11',
   bentocache: 'bentocache@1',
-  'cache-manager': 'cache-manager@7 keyv@5 cacheable@2',
+  'cache-manager': 'cache-manager@7 keyv@5 lru-cache@11',
 };
 
 /** Loads a peer's module, or says which package it needs. */
@@ -65,7 +65,7 @@ const KNOBS: Readonly<Record<Stack, Knobs>> = {
   cockatiel: { bulkhead: 0 },
   opossum: { capacity: 0 },
   'lru-cache': {},
-  bentocache: {},
+  bentocache: { l2breaker: 0, timeout: 0 },
   'cache-manager': {},
 };
 
@@ -104,7 +104,7 @@ export function stackProblem(scenario: ServiceScenario, stack: Stack): { readonl
   }
   if ((CACHE_PEERS as readonly string[]).includes(stack)) {
     if (scenario.cache === undefined) return { field: 'cache', problem: `the ${stack} stack replaces the servers' cache, and this scenario has none` };
-    if (scenario.cache.nodes !== undefined) return { field: 'cache.nodes', problem: `the ${stack} stack makes an in-process cache; a cache on nodes needs a driver of the peer's over the ring, which the lab does not have yet` };
+    if (scenario.cache.nodes !== undefined && !(TWO_LEVEL_PEERS as readonly string[]).includes(stack)) return { field: 'cache.nodes', problem: `the ${stack} stack makes an in-process cache only; a cache on nodes takes a peer with a second level there (${TWO_LEVEL_PEERS.join(', ')})` };
   }
   return undefined;
 }

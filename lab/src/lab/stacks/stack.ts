@@ -46,6 +46,9 @@ export function isPolicyPeer(stack: Stack): stack is PolicyPeerName {
   return stack === 'cockatiel' || stack === 'opossum';
 }
 
+/** The cache peers with a second level on shared nodes of their own (a Redis driver): lru-cache is in-process only. */
+export const TWO_LEVEL_PEERS: readonly CachePeerName[] = ['bentocache', 'cache-manager'];
+
 export function isCachePeer(stack: Stack): stack is CachePeerName {
   return (CACHE_PEERS as readonly string[]).includes(stack);
 }
@@ -123,9 +126,31 @@ export interface CachePlan {
   readonly ttlMs: number;
   readonly staleForMs: number;
   readonly loadTimeoutMs: number;
+  /** What a server holds in its own memory: every key, or `cache.processEntries` when the cache is on nodes. */
   readonly maxEntries: number;
+  /** With `cache.nodes`: the tier is on nodes, and the peer's second level is there (`cache<V>(plan, remote)`). */
+  readonly nodes?: {
+    /** How long the system's breaker in front of the cache stays open (`cache.naive.breaker.openMs`), if it has one. */
+    readonly breakerOpenMs: number | undefined;
+  };
   readonly knobs: Knobs;
   readonly timeScale: number;
+}
+
+/**
+ * A cache tier on nodes as a peer's second level reaches it: a server's
+ * client to the lab's ring (world/cache-nodes.ts' `CacheNodesClient`, in
+ * a simulation or over real redis-servers), with ioredis's defaults: no
+ * command timeout. Plain GET, SET PX and DEL are what a peer's Redis
+ * driver sends; publish and subscribe carry a peer's bus. A channel hashes
+ * to a node like a key.
+ */
+export interface PeerRemote {
+  get(key: string): Promise<string | undefined>;
+  set(key: string, text: string, ttlMs: number): Promise<void>;
+  del(key: string): Promise<void>;
+  publish(channel: string, message: string): Promise<void>;
+  subscribe(channel: string, listener: (message: string) => void, interrupted?: () => void): Promise<() => Promise<void>>;
 }
 
 /**
@@ -140,6 +165,12 @@ export interface PeerCache<V> {
   /** A value, or a rejection: never undefined (a peer's "no value" is a failed read). */
   get(key: string, load: (signal: AbortSignal) => Promise<V>): Promise<V>;
   set(key: string, value: V, ttlMs: number): Promise<void>;
+  /**
+   * The steady state a run starts from: `value` where this cache's reads
+   * find it (its own memory and, with a second level, that level), telling
+   * no other process. A state, not traffic: no bus message.
+   */
+  prime(key: string, value: V, ttlMs: number): Promise<void>;
   clear(): Promise<void>;
   close(): Promise<void>;
 }
@@ -148,7 +179,8 @@ export interface PeerCache<V> {
 export interface CachePeer {
   readonly name: CachePeerName;
   settings(plan: CachePlan): readonly PeerSetting[];
-  cache<V extends object>(plan: CachePlan): PeerCache<V>;
+  /** With `remote` (a cache on nodes; `plan.nodes` set), a cache of two levels: the process's memory, then the nodes. */
+  cache<V extends object>(plan: CachePlan, remote?: PeerRemote): PeerCache<V>;
 }
 
 /** A peer's own duration as a run sets it, in words: `10 s`, or fitted `5 s (10 s ÷ the time scale 2)`. */

@@ -94,16 +94,25 @@ async function settingsOf(scenario: ServiceScenario, spec: StackSpec, timeScale:
   }
 }
 
-/** `stacks.json`: each stack's settings and summaries (the simulation's, each real run's), the series left to the page. */
+/**
+ * `stacks.json`: each stack's settings and summaries (the simulation's,
+ * each real run's), and per second what is needed to tell why two of them
+ * differ: the calls served and the queries that reached the origin.
+ */
 export function stacksJson(run: StacksRun): string {
   return `${JSON.stringify(
     {
       scenario: run.scenario.name,
       seed: run.seed,
       ...(run.fitting === undefined ? {} : { fitting: run.fitting, cores: run.cores }),
-      stacks: run.rows.map((row) => ({ name: row.name, stack: row.spec.stack, knobs: row.spec.knobs, settings: row.settings, simulated: row.simulated.summary, real: row.real.map((r) => r.summary) })),
+      stacks: run.rows.map((row) => ({ name: row.name, stack: row.spec.stack, knobs: row.spec.knobs, settings: row.settings, simulated: row.simulated.summary, real: row.real.map((r) => r.summary), perSecond: { simulated: perSecond(row.simulated), real: row.real.map(perSecond) } })),
     },
     null,
     2,
   )}\n`;
+}
+
+/** A run's calls served and origin queries, per second. */
+function perSecond(run: JudgedRun): { readonly goodput: readonly number[]; readonly originQps: readonly number[] } {
+  return { goodput: run.series.goodput, originQps: run.series.originQps };
 }

@@ -28,7 +28,7 @@ import { peerTier } from './peer-tier.js';
 import { type RetryCounts } from '../judge/lab-counters.js';
 import { checkStackApplies, loadCachePeer, loadPolicyPeer } from '../stacks/peers.js';
 import { type CachePeer, isCachePeer, isPolicyPeer, type Knobs, type PeerPolicy, type PolicyPeer, type StackSpec, systemOf } from '../stacks/stack.js';
-import { cachePlan, peerCacheTier } from './peer-cache-tier.js';
+import { cachePlan, peerCacheNodes, peerCacheTier } from './peer-cache-tier.js';
 import { installVirtualTime } from 'damper/testing';
 import { undiciSystem } from '../stacks/undici-stack.js';
 import { peerPlan } from '../stacks/tier-plan.js';
@@ -136,7 +136,12 @@ function dataTier(clock: VirtualClock, scenario: ServiceScenario, observed: Obse
   const workers = scenario.database!.workers;
   // In the servers' memory: naive's maps or damper's Cache(s), composed as a real run's server composes them.
   const origin = { server: (i: number) => queried(db.server(i)), tier: queried(db.tier) };
-  if (peer !== undefined) return peerCacheTier(clock, shape, servers, origin, peer.peer, cachePlan(shape, keyCount, peer.knobs, peer.timeScale));
+  if (peer !== undefined) {
+    // A peer's cache in place of naive's (issue 31): in the servers' memory, or its two levels over the nodes.
+    const plan = cachePlan(shape, keyCount, peer.knobs, peer.timeScale);
+    if (nodes === undefined) return peerCacheTier(clock, shape, servers, origin, peer.peer, plan);
+    return peerCacheNodes(clock, db, nodes, shape, [...Array(servers).keys()], peer.peer, plan, serverConnections(nodes, shape));
+  }
   if (observed.variant === 'naive') {
     // A server that tries failed queries again is a retrying client too.
     const counts = (name: string): QueryCounts => ({ cache: observed.counters.cache(name), ...(shape.naive.queryRetries > 0 ? { retry: observed.counters.retry(name) } : {}) });

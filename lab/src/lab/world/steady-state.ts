@@ -45,17 +45,27 @@ export async function steadyState(cluster: CacheNodesClient, shape: SteadyShape,
 
 /**
  * What server `server` holds of the steady state when it holds at most
- * `limit` keys (undefined: everything): each key with the probability an
- * LRU of that size holds it ({@link KeySets.heldIn}: under Zipf's law the
- * popular keys, under uniform reads a random subset), drawn from the
- * server's own source, so servers hold different keys; at most `limit`,
- * most read first.
+ * `limit` keys (undefined: everything): see {@link heldKeys}.
  */
 export function held(steady: Snapshot<Row>, limit: number | undefined, keys: KeySets, seed: number, server: number): Snapshot<Row> {
-  if (limit === undefined || limit >= steady.entries.length) return steady;
+  const mine = heldKeys(limit, keys, seed, server);
+  return mine === undefined ? steady : { ...steady, entries: steady.entries.filter((e) => mine.has(e.key)) };
+}
+
+/**
+ * The keys server `server` holds in memory when it holds at most `limit`
+ * (undefined, or every key: all of them, told as undefined): each key with
+ * the probability an LRU of that size holds it ({@link KeySets.heldIn}:
+ * under Zipf's law the popular keys, under uniform reads a random subset),
+ * drawn from the server's own source, so servers hold different keys; at
+ * most `limit`, most read first. damper's servers and a peer's draw the
+ * same keys at the same seed.
+ */
+export function heldKeys(limit: number | undefined, keys: KeySets, seed: number, server: number): ReadonlySet<string> | undefined {
+  if (limit === undefined || limit >= keys.keys.length) return undefined;
   const probability = keys.heldIn(limit);
   const draw = stream(seed, STREAMS.processKeys ^ (server * 0x9e37_79b9));
   const mine = new Set<string>();
   for (let i = 0; i < keys.keys.length && mine.size < limit; i++) if (draw() < probability[i]!) mine.add(keys.keys[i]!);
-  return { ...steady, entries: steady.entries.filter((e) => mine.has(e.key)) };
+  return mine;
 }
