@@ -266,7 +266,7 @@ describe('a subscriber’s pushes pass through as they come', () => {
 });
 
 describe('an ejected node is out of the cluster until it rejoins: connections closed, queue dropped, data gone', () => {
-  test('a pending call fails, its command unsent; the data is flushed; nobody gets in until rejoin; then all works', WAITS, async (t) => {
+  test('a pending call fails, its command unsent; the data is flushed; a connection is refused until rejoin, on the same port; then all works', WAITS, async (t) => {
     const { pacer: p, port } = await pacer(t, ROOMY);
     await direct.set('eject:k', 'v');
     const c = await client(t, port, { retryStrategy: () => null, maxRetriesPerRequest: 0 });
@@ -288,15 +288,12 @@ describe('an ejected node is out of the cluster until it rejoins: connections cl
     assert.equal(await direct.get('eject:k'), null, 'FLUSHALL: the data is gone');
     assert.equal(await direct.exists('eject:n'), 0);
 
+    // Refused, as by a host that is gone: a listener that accepted and closed made ioredis (its ready check) reconnect, and hold what it owed, for ever.
     const turnedAway = connect({ host: LOOPBACK, port });
-    turnedAway.on('error', () => {});
-    turnedAway.write('PING\r\n');
-    let answered = '';
-    turnedAway.on('data', (chunk: Buffer) => void (answered += chunk.toString('latin1')));
-    await once(turnedAway, 'close');
-    assert.equal(answered, '', 'closed at accept, nothing answered');
+    const [refused] = (await once(turnedAway, 'error')) as [NodeJS.ErrnoException];
+    assert.equal(refused.code, 'ECONNREFUSED');
 
-    p.rejoin();
+    await p.rejoin();
     assert.equal(p.slowness, 1);
     const again = await client(t, port);
     assert.equal(await again.incr('eject:n'), 1, 'healthy again: its whole rate back');

@@ -42,7 +42,7 @@ function apply(s: number): void {
   pacers.forEach((pacer, i) => {
     if (ejected.has(i) !== pacer.inCluster) return;
     if (ejected.has(i)) pacer.eject().catch(fail);
-    else pacer.rejoin();
+    else pacer.rejoin().catch(fail);
   });
   serviceState(scenario, activeAt(scenario, s), s).cacheNodes.forEach((state, i) => {
     const pacer = pacers[i]!;

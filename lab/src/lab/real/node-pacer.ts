@@ -60,6 +60,8 @@ export class NodePacer {
   private readonly server: Server;
   private readonly links = new Set<PacedLink>();
   private readonly pacing: Pacing;
+  /** The port it listens on, once it has. */
+  private port: number | undefined;
 
   constructor(
     clock: Clock,
@@ -103,29 +105,40 @@ export class NodePacer {
     this.node.degrade(factor);
   }
 
-  /** Starts accepting on loopback, on `port` (0: any free one); resolves with the port. */
+  /** Starts accepting on loopback, on `port` (0: any free one); resolves with the port, which an ejection's end listens on again. */
   async listen(port = 0): Promise<number> {
     this.server.listen(port, LOOPBACK);
     await once(this.server, 'listening');
-    return (this.server.address() as AddressInfo).port;
+    this.port = (this.server.address() as AddressInfo).port;
+    return this.port;
   }
 
   /**
-   * The node leaves the cluster: every connection closes (a client fails
-   * what it has in flight and reconnects), its queued commands are dropped,
-   * unsent, and its data is flushed; a client that connects is turned away
-   * until {@link rejoin}. Resolves once redis has flushed.
+   * The node leaves the cluster: every connection closes, its queued
+   * commands are dropped, unsent, and its data is flushed; until
+   * {@link rejoin} nobody listens on its port, so a client's reconnection
+   * is refused, as a host that is gone refuses it. (A listener that
+   * accepted and closed at once made ioredis, whose ready check counts an
+   * accepted connection as a success, reconnect for ever and hold the
+   * commands it owed the node for ever: bentocache's L2, which sets no
+   * timeout, then waited on them for the rest of the run; docs/lab.md,
+   * "Measured: discord-2019".) ioredis at its defaults fails them once 20
+   * reconnections are refused, about 10.5 s later. Resolves once redis
+   * has flushed and the port is closed.
    */
   async eject(): Promise<void> {
     this.node.eject();
+    const stopped = this.server.listening ? once(this.server, 'close') : Promise.resolve();
+    this.server.close();
     for (const link of this.links) link.close();
-    await flushAll(this.redisPort);
+    await Promise.all([flushAll(this.redisPort), stopped]);
   }
 
-  /** A replacement node joins where this one was: healthy (its whole rate, no slowness), empty since its ejection. */
-  rejoin(): void {
+  /** A replacement node joins where this one was, on the same port: healthy (its whole rate, no slowness), empty since its ejection. */
+  async rejoin(): Promise<void> {
     this.node.rejoin();
     this.node.slowness = 1;
+    if (this.port !== undefined && !this.server.listening) await this.listen(this.port);
   }
 
   /** Closes the listener and every connection; commands still queued are dropped. */
@@ -144,11 +157,6 @@ export class NodePacer {
   }
 
   private readonly accept = (client: Socket): void => {
-    // An ejected node is out of the cluster: whoever connects finds nobody there.
-    if (this.node.state === 'ejected') {
-      client.destroy();
-      return;
-    }
     const upstream = connect({ host: LOOPBACK, port: this.redisPort, noDelay: true });
     const link = new PacedLink(client, upstream, this.pacing, () => this.links.delete(link));
     this.links.add(link);

@@ -97,7 +97,8 @@ async function settingsOf(scenario: ServiceScenario, spec: StackSpec, timeScale:
 /**
  * `stacks.json`: each stack's settings and summaries (the simulation's,
  * each real run's), and per second what is needed to tell why two of them
- * differ: the calls served and the queries that reached the origin.
+ * differ: the calls sent, served and failed, their p99, and the queries
+ * that reached the origin.
  */
 export function stacksJson(run: StacksRun): string {
   return `${JSON.stringify(
@@ -112,7 +113,8 @@ export function stacksJson(run: StacksRun): string {
   )}\n`;
 }
 
-/** A run's calls served and origin queries, per second. */
-function perSecond(run: JudgedRun): { readonly goodput: readonly number[]; readonly originQps: readonly number[] } {
-  return { goodput: run.series.goodput, originQps: run.series.originQps };
+/** A run's calls sent, served and failed, their p99, and the origin's queries, per second. */
+function perSecond(run: JudgedRun): Pick<JudgedRun['series'], 'offered' | 'goodput' | 'errors' | 'p99Ms' | 'originQps'> {
+  const { offered, goodput, errors, p99Ms, originQps } = run.series;
+  return { offered, goodput, errors, p99Ms, originQps };
 }

@@ -5,8 +5,15 @@ import { Fifo } from './fifo.js';
 
 /** Why a cache node did not answer. One instance of each: an overload raises them by the thousand, and nobody reads a stack. */
 export class CacheNodeError extends Error {}
-/** The node is down (failed) or no longer in the cluster (ejected): connection refused, or closed under a queued call. */
+/** The node is down (failed): connection refused, or closed under a queued call. */
 const DOWN = new CacheNodeError('cache node unavailable');
+/** The node left the cluster (ejected): its connections closed under the calls they owed (pipelined-client.ts holds these as ioredis does). */
+const EJECTED = new CacheNodeError('cache node ejected: connection closed');
+
+/** Whether `error` is a call an ejection failed: the node closed the connection that owed it. */
+export function closedByEjection(error: unknown): boolean {
+  return error === EJECTED;
+}
 /** The node's queue is full: the client's connection pool refuses the call at once. */
 const BUSY = new CacheNodeError('cache node overloaded: too many queued calls');
 /** No node left on the ring. */
@@ -100,7 +107,7 @@ export class CacheNode {
   /** The node stops answering: every call, queued or new, is refused. Its data survives. */
   fail(): void {
     this.state = 'failed';
-    this.dropQueue();
+    this.dropQueue(DOWN);
   }
 
   /** A failed node answers again. */
@@ -135,7 +142,7 @@ export class CacheNode {
   /** Removed from the cluster: queued calls fail (their connections close), its data is gone. */
   eject(): void {
     this.state = 'ejected';
-    this.dropQueue();
+    this.dropQueue(EJECTED);
     this.data.clear();
   }
 
@@ -148,7 +155,8 @@ export class CacheNode {
 
   /** Queues `apply`; resolves with its result once served and sent back. Never throws synchronously. */
   call<T>(apply: () => T): Promise<T> {
-    if (this.state === 'failed' || this.state === 'ejected') return Promise.reject(DOWN);
+    if (this.state === 'failed') return Promise.reject(DOWN);
+    if (this.state === 'ejected') return Promise.reject(EJECTED);
     if (this.queued >= this.shape.maxQueue) return Promise.reject(BUSY);
     return new Promise<T>((resolve, reject) => {
       const waking = this.tick === undefined && this.state === 'up';
@@ -209,11 +217,11 @@ export class CacheNode {
     else send();
   }
 
-  private dropQueue(): void {
+  private dropQueue(why: CacheNodeError): void {
     const calls = this.queue.drain();
     this.tick?.cancel();
     this.tick = undefined;
-    for (const call of calls) call.reject(DOWN);
+    for (const call of calls) call.reject(why);
   }
 }
 
@@ -263,7 +271,7 @@ export class CacheCluster implements CacheNodesClient {
   private seeding = false;
 
   constructor(
-    private readonly clock: VirtualClock,
+    readonly clock: VirtualClock,
     count: number,
     private readonly shape: CacheNodeShape,
     vnodes = 160,

@@ -1,6 +1,18 @@
 import { type LeaseGrant, type SharedRead } from 'damper';
-import { type CacheCluster, type CacheNodesClient } from './cache-nodes.js';
+import { type CacheCluster, type CacheNodesClient, closedByEjection } from './cache-nodes.js';
 import { Fifo } from './fifo.js';
+
+/**
+ * How long ioredis, at its defaults, holds the commands of a connection the
+ * node closed before it fails them: it reconnects (`retryStrategy`: 50 ms ×
+ * the attempt, at most 2 s), keeps them to send again
+ * (`autoResendUnfulfilledCommands`), and fails them once 20 attempts have
+ * failed (`maxRetriesPerRequest`): 50 × (1 + … + 20) ms. Measured against
+ * ioredis 5 and a server that closes the connection and turns every
+ * reconnection away, as an ejected node's pacer does: 10,533–10,641 ms.
+ * ioredis's own time, not the scenario's: a fitting does not scale it.
+ */
+export const IOREDIS_GIVE_UP_MS = 10_500;
 
 /** A reply a connection owes, in the order its command was sent: `deliver` is set once the node has answered. */
 interface Owed {
@@ -21,6 +33,14 @@ interface Owed {
  * fewer calls during its trigger and recovered seconds later than
  * simulated (docs/lab.md, "Measured").
  *
+ * An ejected node closes the connection under the calls it owed, and
+ * ioredis fails them only {@link IOREDIS_GIVE_UP_MS} later, once its
+ * reconnections have been refused. The simulation failed them at once
+ * until bentocache's L2, which sets no command timeout, was compared with
+ * its real runs (docs/lab.md, "Measured: discord-2019"); naive's and
+ * damper's clients give up on a call sooner, at their command and store
+ * timeouts, and read the same either way.
+ *
  * A pool of connections (`cache.nodes.connections`: one command per
  * connection at a time) has no such order and does not use this. A
  * subscription has a connection of its own, as ioredis keeps one for
@@ -32,6 +52,12 @@ export class PipelinedClient implements CacheNodesClient {
   private readonly connections = new Map<number, Fifo<Owed>>();
 
   constructor(private readonly cluster: CacheCluster) {}
+
+  /** A call's rejection as ioredis delivers it: an ejection's, once ioredis gives up reconnecting; any other, at once. */
+  private failed(error: unknown, reject: () => void): void {
+    if (closedByEjection(error)) this.cluster.clock.setTimer(reject, IOREDIS_GIVE_UP_MS);
+    else reject();
+  }
 
   get(key: string): Promise<string | undefined> {
     return this.inOrder(key, () => this.cluster.get(key));
@@ -105,8 +131,8 @@ export class PipelinedClient implements CacheNodesClient {
   /**
    * `call` on the node `key` hashes to now, its answer held until every
    * earlier call's on that node's connection is out. A node that left the
-   * ring meanwhile fails its calls at once (its connection closed), so a
-   * connection never waits on a node that is gone.
+   * ring meanwhile fails the calls its connection owed once ioredis gives
+   * up on it ({@link IOREDIS_GIVE_UP_MS}); new calls go to the key's new node.
    */
   private inOrder<T>(key: string, call: () => Promise<T>): Promise<T> {
     const node = this.cluster.ring.nodeOf(key);
@@ -119,7 +145,7 @@ export class PipelinedClient implements CacheNodesClient {
     return new Promise<T>((resolve, reject) => {
       call().then(
         (value) => this.answered(line, mine, () => resolve(value)),
-        (error: unknown) => this.answered(line, mine, () => reject(error as Error)),
+        (error: unknown) => this.failed(error, () => this.answered(line, mine, () => reject(error as Error))),
       );
     });
   }
