@@ -91,11 +91,13 @@ describe('a cache peer of two levels runs on the ring of nodes: its memory, then
     assert.ok(first.summary.trigger.goodputRatio > naive.trigger.goodputRatio + 0.3, `bentocache ${first.summary.trigger.goodputRatio}, naive ${naive.trigger.goodputRatio}`);
   });
 
-  test('bentocache: its L2 circuit breaker is on (the system breaker’s 5 s); l2breaker=0 turns it off, and the run differs', async () => {
+  test('bentocache: its L2 circuit breaker is on (the system breaker’s 5 s) and its soft timeout 0; l2breaker=0 and timeout=250 each change the run', async () => {
     const scenario = await ring();
     const on = judge(scenario, await runStack(scenario, { stack: 'bentocache', knobs: {} }, 1));
     const off = judge(scenario, await runStack(scenario, { stack: 'bentocache', knobs: { l2breaker: 0 } }, 1));
     assert.notDeepEqual(off.series.goodput, on.series.goodput);
+    const waits = judge(scenario, await runStack(scenario, { stack: 'bentocache', knobs: { timeout: 250 } }, 1));
+    assert.notDeepEqual(waits.series.errors, on.series.errors);
   });
 
   test('cache-manager: its two layers start in the steady state, and a failed call to the nodes is a miss', async () => {
