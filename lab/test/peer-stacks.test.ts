@@ -4,7 +4,9 @@ import { type AddressInfo } from 'node:net';
 import { describe, test } from 'node:test';
 import { createSystemClock, DamperError, VirtualClock } from 'damper';
 import { installVirtualTime } from 'damper/testing';
-import { loadScenario } from '../src/lab/lab.js';
+import { loadScenario, runLab } from '../src/lab/lab.js';
+import { resultsJson } from '../src/lab/judge/results.js';
+import { renderReport } from '../src/lab/report/report.js';
 import { judge } from '../src/lab/judge/verdict.js';
 import { LOOPBACK } from '../src/lab/real/loopback.js';
 import { wallNowMs } from '../src/lab/real/wall-clock.js';
@@ -226,5 +228,42 @@ describe('on real processes a peer’s policy wraps each call to the tier below'
     for (const name of ['lru-cache', 'bentocache', 'cache-manager'] as const) for (const s of (await loadCachePeer(name)).settings(cache)) assert.match(s.source, /README|docs/, `${name}: ${s.name}`);
     const onNodes = { ...cache, nodes: { breakerOpenMs: 5_000 } };
     for (const name of TWO_LEVEL_PEERS) for (const s of (await loadCachePeer(name)).settings(onNodes)) assert.match(s.source, /README|docs/, `${name} on nodes: ${s.name}`);
+  });
+});
+
+describe('damper lab --stack: a peer beside naive and damper, in the tables, results.json and the report (issue 31)', () => {
+  const STORM = 'test/fixtures/real-storm.json';
+  const specs = [parseStackSpec('cockatiel'), parseStackSpec('bentocache')];
+
+  test('a peer runs where it applies, from the run’s seed: its summary in results.json, its column and its line in the report; where it does not apply, the page says why', async () => {
+    const CONFIG = 'test/fixtures/real-config-cache.json';
+    const run = await runLab([STORM, CONFIG], { seed: 1, stacks: specs });
+    const [ranStorm, ranConfig] = run.scenarios;
+    const scenario = await storm();
+    const cockatiel = judge(scenario, await runStack(scenario, specs[0]!, 1));
+    const doc = JSON.parse(resultsJson(run)) as { scenarios: Record<string, Record<string, unknown>> };
+    assert.deepEqual(Object.keys(doc.scenarios['real-storm']!), ['naive', 'damper', 'cockatiel']);
+    assert.deepEqual(Object.keys(doc.scenarios['real-config-cache']!), ['naive', 'damper', 'bentocache']);
+    assert.deepEqual(doc.scenarios['real-storm']!.cockatiel, JSON.parse(JSON.stringify(cockatiel.summary)), 'the peer’s own run at the run’s seed');
+    const outcomes = (s: typeof ranStorm) => s!.stacks?.map((o) => ('problem' in o ? [o.name, o.problem] : [o.name]));
+    assert.deepEqual(outcomes(ranStorm), [['cockatiel'], ['bentocache', "the bentocache stack replaces the servers' cache, and this scenario has none"]]);
+    assert.deepEqual(outcomes(ranConfig), [['cockatiel', 'the cockatiel stack replaces the client tiers, and this scenario has none (its users call the servers directly)'], ['bentocache']]);
+    // naive and damper are what a run without --stack gives.
+    assert.equal(JSON.stringify({ ...doc.scenarios['real-storm'], cockatiel: undefined }), JSON.stringify(JSON.parse(resultsJson(await runLab([STORM], { seed: 1 }))).scenarios['real-storm']));
+    const page = renderReport(run);
+    assert.match(page, /<thead><tr><td><\/td><th scope="col">naive<\/th><th scope="col">cockatiel<\/th><th scope="col">damper<\/th><\/tr><\/thead>/);
+    assert.match(page, /<thead><tr><td><\/td><th scope="col">naive<\/th><th scope="col">bentocache<\/th><th scope="col">damper<\/th><\/tr><\/thead>/);
+    assert.match(page, /<polyline fill="none" stroke="#8e44ad" stroke-width="1.5" points="[^"]+"><title>cockatiel<\/title><\/polyline>/);
+    assert.match(page, /<li><strong>bentocache<\/strong> did not run here: the bentocache stack replaces the servers&#39; cache, and this scenario has none<\/li>/);
+    // The storm: naive's retries hold it, cockatiel's breaker ends it (retry-storm's shape, at the suite's size).
+    assert.equal(ranStorm!.variants.naive.summary.recoverySeconds, null);
+    assert.notEqual(cockatiel.summary.recoverySeconds, null);
+  });
+
+  test('a peer that applies to none of the scenarios, naive or damper as a stack, a stack twice: refused before anything runs', async () => {
+    const refused = (message: RegExp) => (e: unknown) => e instanceof DamperError && message.test(e.message);
+    await assert.rejects(runLab([STORM], { seed: 1, stacks: [parseStackSpec('bentocache')] }), refused(/^the bentocache stack applies to none of these scenarios: real-storm \(the bentocache stack replaces the servers' cache, and this scenario has none\)$/));
+    await assert.rejects(runLab([STORM], { seed: 1, stacks: [parseStackSpec('naive')] }), refused(/^--stack naive: naive and damper always run/));
+    await assert.rejects(runLab([STORM], { seed: 1, stacks: [parseStackSpec('opossum'), parseStackSpec('opossum')] }), refused(/^the stack opossum is given twice$/));
   });
 });

@@ -181,3 +181,20 @@ test('sweep page: any two axes, each with its kind and label; a page shows only 
   assert.match(fig, /damper at server.workers = 1, faults\[0\].factor = 60: /);
   assert.match(page, /across: server.workers, 0.5 to 1.5; up: faults\[0\].factor, 5 to 60. Each cell is one run of the scenario under the damper variant\./);
 });
+
+test('sweep page: a peer stack (--stack) gets its heatmap, its table and its column beside damper’s, its caption saying what it replaces', () => {
+  const base = fixture();
+  const withPeers: SweepResult = {
+    ...base,
+    variants: [...VARIANTS, 'cockatiel:bulkhead=8', 'bentocache'],
+    cells: base.cells.map((c) => ({ ...c, variants: { ...c.variants, 'cockatiel:bulkhead=8': c.variants.naive!, bentocache: c.variants.damper! } })),
+  };
+  const page = renderSweepReport(withPeers);
+  assert.equal(page.match(/<figure class="heatmap"/g)?.length, 4);
+  assert.match(ownFigure(page, 'cockatiel:bulkhead=8'), /<figcaption><span class="variant">cockatiel:bulkhead=8<\/span> <span class="note">naive’s system with cockatiel in place of its client tiers<\/span><\/figcaption>/);
+  assert.match(ownFigure(page, 'cockatiel:bulkhead=8'), /Vulnerable region: <strong>3 of 9 cells<\/strong>/);
+  assert.match(ownFigure(page, 'bentocache'), /naive’s system with bentocache in place of its servers’ cache/);
+  assert.match(page, /<table class="grid" data-variant="bentocache">/);
+  assert.match(page, /<th scope="col">cells<\/th><th scope="col">naive<\/th><th scope="col">damper<\/th><th scope="col">cockatiel:bulkhead=8<\/th><th scope="col">bentocache<\/th>/);
+  assert.match(page, /under each of the variants naive, damper, cockatiel:bulkhead=8, bentocache, on the same seed and traffic/);
+});

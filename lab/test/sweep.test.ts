@@ -5,13 +5,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { loadScenario, loadScenarioSource, shippedScenarios } from '../src/lab/lab.js';
+import { loadScenario, loadScenarioSource, runStackSummary, shippedScenarios } from '../src/lab/lab.js';
 import { triggerEndS } from '../src/lab/scenario.js';
 import { type ScenarioSource, scenarioSource, sourceWithDamperConfig } from '../src/lab/scenario-source.js';
 import { runSummariesIsolated, workerCount } from '../src/lab/engine/parallel.js';
 import { ConfigError, DamperError } from 'damper';
 import { ScenarioError } from '../src/lab/scenario.js';
-import { axisPosition, cellAt, checkGrid, MAX_STEPS, runSweep, scenarioCell, scenarioPoint, summaryOf, type SweepGrid, type SweepResult, sweepJson, vulnerableCells } from '../src/lab/sweep/sweep.js';
+import { axisPosition, cellAt, cellSummary, checkGrid, gridVariants, MAX_STEPS, runSweep, runSweepPart, scenarioCell, scenarioPoint, summaryOf, type SweepGrid, type SweepResult, sweepJson, vulnerableCells } from '../src/lab/sweep/sweep.js';
+import { mergeParts, partJson, readPart, SweepMergeError } from '../src/lab/sweep/shard.js';
+import { parseStackSpec } from '../src/lab/stacks/peers.js';
 import { type AxisName, axisValues, cellScenarioAt, type SweepAxis, sweepAxis } from '../src/lab/sweep/sweep-axis.js';
 import { type Scenario, worldOf } from '../src/lab/world/worlds.js';
 
@@ -147,6 +149,55 @@ describe('where the cells run changes nothing', () => {
   }
 });
 
+describe('a peer stack’s vulnerable region beside damper’s (lab sweep --stack, issue 31)', () => {
+  /** The suite's storm (retry-storm's system in 30 s): load across, the slowdown's length up, 2 × 2 cells. */
+  const STORM: SweepGrid = loadBy([0.5, 1.5], [2, 12], 2);
+  const storm = (): Promise<ScenarioSource> => loadScenarioSource('test/fixtures/real-storm.json');
+  const peers = [parseStackSpec('cockatiel'), parseStackSpec('undici')];
+
+  test('a peer runs in every cell after the lab’s variants, from the same seed, in a worker thread as in this one', async () => {
+    const source = await storm();
+    const variants = gridVariants(source.scenario, peers);
+    assert.deepEqual(variants, ['naive', 'damper', 'cockatiel', 'undici']);
+    const threads = await runSweep(source, STORM, { seed: 1, runner: 'threads', variants });
+    assert.deepEqual(Object.keys(threads.cells[0]!.variants), variants);
+    // The cell's figure is the peer's own run of that cell (not a copy of naive's), the same in this thread as in the worker's.
+    // (One cell here, not the grid serially: in this thread the test runner hooks every promise, five times the cost.)
+    const corner = cellScenario(source, 0.5, 12);
+    assert.deepEqual(summaryOf(cellAt(threads, 0, 1), 'cockatiel'), cellSummary(await runStackSummary(corner, peers[0]!, 1)));
+    // cockatiel's breaker ends the storm at half load after a 12-s slowdown, where naive's retries (and undici's, spread by its backoff) hold it.
+    assert.equal(summaryOf(cellAt(threads, 0, 1), 'naive').recoverySeconds, null);
+    assert.equal(summaryOf(cellAt(threads, 0, 1), 'undici').recoverySeconds, null);
+    assert.notEqual(summaryOf(cellAt(threads, 0, 1), 'cockatiel').recoverySeconds, null);
+    assert.ok(vulnerableCells(threads, 'cockatiel').length < vulnerableCells(threads, 'naive').length);
+    // Sharded and merged: the peer travels in the parts by its name.
+    const parts = [1, 2].map(async (index) => ({ where: `part ${index}`, part: readPart(partJson(await runSweepPart(source, STORM, { seed: 1, runner: 'threads', variants, shard: { index, count: 2 } })), `part ${index}`) }));
+    assert.equal(sweepJson(mergeParts(await Promise.all(parts)).result), sweepJson(threads));
+  });
+
+  test('refused before any cell runs: naive or damper as a stack, a stack twice, a peer that needs what the scenario lacks', async () => {
+    const source = await storm();
+    const refused = (message: RegExp) => (e: unknown) => e instanceof DamperError && message.test(e.message);
+    assert.throws(() => gridVariants(source.scenario, [parseStackSpec('damper')]), refused(/^--stack damper: naive and damper always run; --stack adds a peer stack \(undici, /));
+    assert.throws(() => gridVariants(source.scenario, [parseStackSpec('cockatiel:bulkhead=8'), parseStackSpec('cockatiel:bulkhead=8')]), refused(/^the stack cockatiel:bulkhead=8 is given twice$/));
+    let ran = 0;
+    await assert.rejects(
+      runSweep(source, STORM, { seed: 1, variants: gridVariants(source.scenario, [parseStackSpec('bentocache')]), onCell: () => ran++ }),
+      (e) => e instanceof ScenarioError && /cache: the bentocache stack replaces the servers' cache, and this scenario has none/.test(e.message),
+    );
+    assert.equal(ran, 0);
+  });
+
+  test('a part file names only variants a sweep runs: anything else is refused, so no name of a file’s reaches the page unchecked', async () => {
+    const source = await storm();
+    const part = await runSweepPart(source, STORM, { seed: 1, runner: 'threads', variants: ['naive'], shard: { index: 1, count: 4 } });
+    for (const forged of ['<img src=x>', 'cockatiel:bulkhead=x', 'polly', 'damper:bulkhead=1']) {
+      assert.throws(() => readPart(partJson({ ...part, sweep: { ...part.sweep, variants: ['naive', forged as 'naive'] } }), 'forged.json'), (e) => e instanceof SweepMergeError && e.message.startsWith('forged.json: a part of a sweep whose variants are not what a sweep runs'), forged);
+    }
+    assert.doesNotThrow(() => readPart(partJson({ ...part, sweep: { ...part.sweep, variants: ['naive', 'cockatiel:bulkhead=8'] } }), 'fine.json'));
+  });
+});
+
 describe('the grid', () => {
   test('axes: N values from A to B, both ends included, printable', () => {
     assert.deepEqual(axisValues(0.5, 1.5, 3), [0.5, 1, 1.5]);
@@ -258,6 +309,21 @@ describe('damper lab sweep command', () => {
       assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
       assert.match(r.stderr, message, args.join(' '));
       assert.match(r.stderr, /^damper: [^\n]+\nsee `damper lab sweep --help`\n$/, 'one line, then the help to read, not the help itself');
+      noStack(r.stderr);
+    }
+  });
+
+  test('--stack: an unknown stack, naive or damper, or a peer the scenario cannot take exits 2 in one line, before any cell runs', () => {
+    const ok = ['--load', '0.5..1.5', '--trigger', '5..60'];
+    for (const [args, message] of [
+      [['retry-storm', ...ok, '--stack', 'polly'], /^damper: unknown stack "polly": one of naive, undici, /],
+      [['retry-storm', ...ok, '--stack', 'naive'], /^damper: --stack naive: naive and damper always run/],
+      [['retry-storm', ...ok, '--stack', 'lru-cache'], /^damper: .*cache: the lru-cache stack replaces the servers' cache, and this scenario has none/],
+    ] as const) {
+      const r = cli(...args);
+      assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr, message, args.join(' '));
+      assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
       noStack(r.stderr);
     }
   });

@@ -1,7 +1,9 @@
 import { join } from 'node:path';
 import { runLab } from '../lab/lab.js';
 import { renderReport } from '../lab/report/report.js';
-import { resultsJson, VARIANTS, type VariantName } from '../lab/judge/results.js';
+import { columnsOf, resultsJson } from '../lab/judge/results.js';
+import { parseStackSpec } from '../lab/stacks/peers.js';
+import { type StackSpec } from '../lab/stacks/stack.js';
 import { seriesCsv, seriesFile } from '../lab/report/series-csv.js';
 import { stopwatch } from './stopwatch.js';
 import { damperConfigOf, parseMaxCalls, parseSeed } from './args.js';
@@ -25,6 +27,7 @@ export const labCommand: Command = {
     ['series', 'also writes each run’s per-second series to DIR/series/SCENARIO.VARIANT.csv'],
     ['damper-config', 'the damper variant’s configuration module, over the scenarios’ own damper.config'],
     ['max-calls', maxCallsHelp('every scenario and variant')],
+    ['stack', 'a peer stack to run beside naive and damper, repeatable, with its knobs as in lab stacks (cockatiel:bulkhead=24): in virtual time from the same seed, in each scenario it applies to; its figures join the tables and its calls served per second are drawn beside theirs'],
   ],
   examples: [
     ['damper lab', 'replays every shipped scenario into lab-out/'],
@@ -38,10 +41,11 @@ export const labCommand: Command = {
       series: values.series === true,
       maxCalls: parseMaxCalls(values['max-calls'], DEFAULT_MAX_CALLS),
       ...damperConfigOf(values['damper-config']),
+      stacks: (values.stack ?? []).map(parseStackSpec),
     }),
 };
 
-async function lab(scenarios: readonly string[], args: { seed: number; out: string; json: boolean; series: boolean; maxCalls: number; damperConfig?: string }): Promise<number> {
+async function lab(scenarios: readonly string[], args: { seed: number; out: string; json: boolean; series: boolean; maxCalls: number; damperConfig?: string; stacks: readonly StackSpec[] }): Promise<number> {
   const dir = await writableDir(args.out);
   const elapsed = stopwatch();
   const bar = progressBar(process.stderr);
@@ -50,6 +54,7 @@ async function lab(scenarios: readonly string[], args: { seed: number; out: stri
   const run = await runLab(scenarios, {
     seed: args.seed,
     maxCalls: args.maxCalls,
+    stacks: args.stacks,
     ...(args.damperConfig === undefined ? {} : { damperConfig: args.damperConfig }),
     onProgress: ({ scenario, variant, fraction }) => {
       const id = `${scenario}/${variant}`;
@@ -63,9 +68,9 @@ async function lab(scenarios: readonly string[], args: { seed: number; out: stri
   bar.done();
   const results = resultsJson(run);
   const files: Record<string, string> = { 'results.json': results, 'report.html': renderReport(run) };
-  if (args.series) for (const s of run.scenarios) for (const v of VARIANTS) files[seriesFile(s, v)] = seriesCsv(s, v);
+  if (args.series) for (const s of run.scenarios) for (const { name } of columnsOf(s)) files[seriesFile(s, name)] = seriesCsv(s, name);
   await writeFiles(dir, files);
-  const speed = (scenario: string, variant: VariantName, requests: number): number => {
+  const speed = (scenario: string, variant: string, requests: number): number => {
     const span = wall.get(`${scenario}/${variant}`);
     return span === undefined || span.to <= span.from ? 0 : requests / ((span.to - span.from) / 1000);
   };

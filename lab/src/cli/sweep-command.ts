@@ -2,12 +2,15 @@ import { join } from 'node:path';
 import { loadScenarioSource } from '../lab/lab.js';
 import { labThreads } from '../lab/engine/parallel.js';
 import { sourceWithDamperConfig, type ScenarioSource } from '../lab/scenario-source.js';
-import { earlyStopSaving, gridVariants, MAX_STEPS, runSweepPart, type SweepGrid, sweepJson, type SweepPlan, type SweepResult, type SweepVariant } from '../lab/sweep/sweep.js';
+import { earlyStopSaving, gridVariants, MAX_STEPS, peerOf, runSweepPart, type SweepGrid, sweepJson, type SweepPlan, type SweepResult, type SweepVariant } from '../lab/sweep/sweep.js';
 import { assemble, type CheckOfPart, partFileName, partJson, type Shard, type SweepPart } from '../lab/sweep/shard.js';
 import { axisTick } from '../lab/sweep/sweep-axis.js';
 import { renderSweepReport } from '../lab/sweep/sweep-report.js';
 import { checkEstimate, DEFAULT_MAX_CALLS, DEFAULT_MAX_MINUTES, formatCalls, formatDuration, maxCallsHelp, runCalibration } from '../lab/run-cost.js';
 import { stopwatch } from './stopwatch.js';
+import { type VariantName } from '../lab/judge/results.js';
+import { parseStackSpec } from '../lab/stacks/peers.js';
+import { type StackSpec } from '../lab/stacks/stack.js';
 import { damperConfigOf, oneScenario, parseMaxCalls, parseMaxMinutes, parseSeed, parseShard, parseSteps, sweepAxes } from './args.js';
 import { type Command } from './command.js';
 import { type OptionName, type OptionValues } from './options.js';
@@ -31,7 +34,7 @@ export const sweepCommand: Command = {
   summary: 'maps a scenario’s vulnerable region over two axes',
   usage: 'lab sweep SCENARIO AXIS AXIS [options]',
   about:
-    'Replays SCENARIO over a grid of two axes, both variants in every cell, and maps where a run never recovers: the variant’s vulnerable region. An AXIS is --load, --trigger, --trigger-size or --axis (given twice for two fields); of the two, the first in that order (fields as given) goes across, the other up. Operator actions are removed unless --operators. Writes DIR/sweep.html (a heatmap per variant) and DIR/sweep.json; the terminal shows both grids in characters.',
+    'Replays SCENARIO over a grid of two axes, both variants in every cell, and maps where a run never recovers: the variant’s vulnerable region. An AXIS is --load, --trigger, --trigger-size or --axis (given twice for two fields); of the two, the first in that order (fields as given) goes across, the other up. Operator actions are removed unless --operators. With --stack, a peer stack of lab stacks (cockatiel, bentocache…) runs in every cell too, in virtual time from the same seed, and its region is drawn beside damper’s. Writes DIR/sweep.html (a heatmap per variant) and DIR/sweep.json; the terminal shows both grids in characters.',
   operands: [['SCENARIO', 'a shipped scenario (below) or the path to a scenario file']],
   options: [
     ['load', 'offered load, × the scenario’s client rates (e.g. 0.5..1.5)'],
@@ -48,6 +51,7 @@ export const sweepCommand: Command = {
     ['max-calls', GRID_OPTIONS['max-calls']],
     ['max-minutes', GRID_OPTIONS['max-minutes']],
     ['shard', GRID_OPTIONS.shard],
+    ['stack', 'a peer stack to run in every cell beside naive and damper, repeatable, with its knobs as in lab stacks (cockatiel:bulkhead=24): its vulnerable region is drawn beside damper’s'],
   ],
   examples: [
     ['damper lab sweep facebook-2010 --load 0.25..1.25 --trigger 0.5..60', 'load across, how long the invalid value is held up: 5 × 5 cells'],
@@ -56,7 +60,8 @@ export const sweepCommand: Command = {
   run: (operands, values) => {
     const scenario = oneScenario('lab sweep', operands);
     const [across, up] = sweepAxes(values);
-    return sweep(scenario, { across, up, steps: parseSteps(values.steps) }, { ...gridRun(values), operators: values.operators === true, json: values.json === true });
+    const stacks = (values.stack ?? []).map(parseStackSpec);
+    return sweep(scenario, { across, up, steps: parseSteps(values.steps) }, { ...gridRun(values), operators: values.operators === true, json: values.json === true, stacks });
   },
 };
 
@@ -106,13 +111,13 @@ export type GridOutcome = { readonly dir: string; readonly wall: number; readonl
  * writes sweep.json and sweep.html, or with `--shard` the part, into the
  * folder proven writable first. `check`: what `lab check`'s part carries.
  */
-export async function sweepGrid(source: ScenarioSource, grid: SweepGrid, run: GridRun & { readonly operators: boolean; readonly check?: CheckOfPart }): Promise<GridOutcome> {
+export async function sweepGrid(source: ScenarioSource, grid: SweepGrid, run: GridRun & { readonly operators: boolean; readonly check?: CheckOfPart; readonly stacks?: readonly StackSpec[] }): Promise<GridOutcome> {
   const dir = await writableDir(run.out);
   const elapsed = stopwatch();
   const bar = progressBar(process.stderr);
   let workers = 1;
   let estimateS = 0;
-  const variants = gridVariants(source.scenario);
+  const variants = gridVariants(source.scenario, run.stacks);
   const found = await runSweepPart(source, grid, {
     seed: run.seed,
     maxCalls: run.maxCalls,
@@ -147,18 +152,20 @@ export async function sweepGrid(source: ScenarioSource, grid: SweepGrid, run: Gr
 /**
  * Know before you wait: the wall time a grid will take here, s. Each
  * variant's call is timed on the grid's largest cell (run once to warm the
- * code, once timed: run-cost.ts), and every cell's calls are costed at it,
- * spread over the threads. damper-lab (the lab's own settings) is costed as
- * damper. A guess, said as one (docs/lab.md, "Know before you wait").
+ * code, once timed: run-cost.ts), a peer stack's under that peer, and every
+ * cell's calls are costed at it, spread over the threads. damper-lab (the
+ * lab's own settings) is costed as damper. A guess, said as one
+ * (docs/lab.md, "Know before you wait").
  */
 async function estimate(plan: SweepPlan, variants: readonly SweepVariant[], seed: number, workers: number): Promise<number> {
   if (plan.largest === undefined) return 0;
   const perCall: Partial<Record<SweepVariant, number>> = {};
   for (const variant of variants) {
     if (variant === 'damper-lab') continue;
-    await runCalibration(plan.largest, variant, seed);
+    const stack = peerOf(variant) ?? { stack: variant as VariantName, knobs: {} };
+    await runCalibration(plan.largest, stack, seed);
     const timed = stopwatch();
-    const calls = await runCalibration(plan.largest, variant, seed);
+    const calls = await runCalibration(plan.largest, stack, seed);
     perCall[variant] = timed() / calls;
   }
   const msPerCall = variants.reduce((sum, v) => sum + perCall[v === 'damper-lab' ? 'damper' : v]!, 0);
@@ -208,7 +215,7 @@ export function savedClause(result: SweepResult): string {
   return `; early stops saved ${Math.round(share * 100)} % of the simulated seconds`;
 }
 
-async function sweep(ref: string, grid: SweepGrid, args: GridRun & { readonly operators: boolean; readonly json: boolean }): Promise<number> {
+async function sweep(ref: string, grid: SweepGrid, args: GridRun & { readonly operators: boolean; readonly json: boolean; readonly stacks: readonly StackSpec[] }): Promise<number> {
   const source = await sweepSource(ref, args.damperConfig);
   const outcome = await sweepGrid(source, grid, args);
   if (args.json) process.stdout.write(outcome.json);

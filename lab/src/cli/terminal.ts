@@ -1,6 +1,6 @@
 import { millis, percent, times } from '../lab/format.js';
-import { type LabRun, VARIANTS, type VariantName } from '../lab/judge/results.js';
-import { type CellOutcome, cellAt, outcome, outcomeCounts, scenarioCell, summaryOf, type SweepResult, type SweepVariant, vulnerableCells } from '../lab/sweep/sweep.js';
+import { columnsOf, type LabRun, VARIANTS } from '../lab/judge/results.js';
+import { type CellOutcome, cellAt, outcome, outcomeCounts, peerOf, scenarioCell, summaryOf, type SweepResult, type SweepVariant, vulnerableCells } from '../lab/sweep/sweep.js';
 import { axisAt, axisSpan, axisTick, axisWord } from '../lab/sweep/sweep-axis.js';
 import { type WorseCell, worseSentence, worseThanNaive } from '../lab/sweep/worse.js';
 
@@ -42,16 +42,16 @@ export function progressBar(stream: NodeJS.WriteStream, width = 30): ProgressBar
   };
 }
 
-/** The end-of-run table: one row per scenario and variant, then each scenario's verdict. */
-export function formatSummary(run: LabRun, speed: (scenario: string, variant: VariantName, requests: number) => number): string {
+/** The end-of-run table: one row per scenario and variant (and peer stack, `--stack`, between the two), then each scenario's verdict. */
+export function formatSummary(run: LabRun, speed: (scenario: string, variant: string, requests: number) => number): string {
   const header = ['scenario', 'variant', 'during: served', 'of best', 'after: recovery', 'origin peak', 'amplif.', 'goodput', 'errors', 'p99 ms', 'sim req/s'];
   const rows: string[][] = [];
   for (const s of run.scenarios) {
-    for (const v of VARIANTS) {
-      const m = s.variants[v].summary;
+    for (const { name, run: judged } of columnsOf(s)) {
+      const m = judged.summary;
       rows.push([
         s.name,
-        v,
+        name,
         percent(m.trigger.goodputRatio),
         percent(m.trigger.efficiency),
         m.recoverySeconds === null ? 'never' : m.operatorForced ? `${m.recoverySeconds} s, forced` : `${m.recoverySeconds} s`,
@@ -60,13 +60,14 @@ export function formatSummary(run: LabRun, speed: (scenario: string, variant: Va
         percent(m.goodputRatio),
         percent(m.errorRate),
         millis(m.p99Ms),
-        `${Math.round(speed(s.name, v, m.simulatedRequests) / 1000)}k`,
+        `${Math.round(speed(s.name, name, m.simulatedRequests) / 1000)}k`,
       ]);
     }
   }
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]): string => cells.map((c, i) => (i < 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
   const verdicts = run.scenarios.map((s) => `${s.name}: ${s.verdict}`);
+  for (const s of run.scenarios) for (const o of s.stacks ?? []) if ('problem' in o) verdicts.push(`${s.name}: ${o.name} did not run: ${o.problem}`);
   const legend = 'during: goodput ÷ offered over the trigger, and ÷ the best possible with the capacity left; after: seconds from the trigger\'s end to recovery ("forced": only after an operator action)';
   return [`damper lab, seed ${run.seed}`, '', line(header), line(widths.map((w) => '─'.repeat(w))), ...rows.map(line), '', legend, '', ...verdicts].join('\n');
 }
@@ -125,7 +126,10 @@ export function formatSweepSummary(result: SweepResult): string {
   const [naive, damper] = VARIANTS.map((v) => (result.variants.includes(v) ? vulnerableCells(result, v).length : undefined));
   if (naive !== undefined && damper !== undefined) {
     const verdict = damper < naive ? `damper's is smaller by ${naive - damper} cells` : damper === naive ? 'the same size' : `damper's is larger by ${damper - naive} cells`;
-    lines.push('', `vulnerable region (stuck cells): naive ${naive}/${n} (${Math.round((100 * naive) / n)} %), damper ${damper}/${n} (${Math.round((100 * damper) / n)} %): ${verdict}`);
+    const region = (v: SweepVariant, stuck: number): string => `${v} ${stuck}/${n} (${Math.round((100 * stuck) / n)} %)`;
+    // A peer stack's region (--stack) between naive's and damper's, as in lab stacks' table.
+    const peers = result.variants.filter((v) => peerOf(v) !== undefined).map((v) => region(v, vulnerableCells(result, v).length));
+    lines.push('', `vulnerable region (stuck cells): ${[region('naive', naive), ...peers, region('damper', damper)].join(', ')}: ${verdict}${peers.length === 0 ? '' : ' than naive\'s'}`);
   }
   const worse = worseLine(result, worseThanNaive(result));
   if (worse !== undefined) lines.push(worse);

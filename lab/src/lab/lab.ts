@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type JudgedRun, type LabRun, type ScenarioRun, VARIANTS, type VariantName, type VariantSummary } from './judge/results.js';
+import { type JudgedRun, type LabRun, type ScenarioRun, type StackOutcome, VARIANTS, type VariantName, type VariantSummary } from './judge/results.js';
 import { ScenarioError, triggerEndS, triggerStartS } from './scenario.js';
 import { originCapacity } from './judge/best-possible.js';
 import { judge, verdict } from './judge/verdict.js';
@@ -13,6 +13,9 @@ import { fileProblem } from './file-problem.js';
 import { RealTimeInSimulationError } from 'damper';
 import { type Scenario, worldOf } from './world/worlds.js';
 import { type RunOptions } from './engine/clients.js';
+import { runStack } from './world/service.js';
+import { specName, type StackSpec } from './stacks/stack.js';
+import { addedPeers, StackError, stackProblem } from './stacks/peers.js';
 
 /** The package's root: the nearest folder above this module with a package.json (src/, dist/ and a test build all sit below it). */
 export function packageRoot(): string {
@@ -59,8 +62,8 @@ export async function loadScenarioSource(ref: string): Promise<ScenarioSource> {
   return scenarioSource(text, isPath ? ref : `${ref}.json`, path);
 }
 
-/** Progress of a lab run: which scenario and variant, and how far (0 to 1) through all of them. */
-export type LabProgress = (p: { scenario: string; variant: VariantName; fraction: number }) => void;
+/** Progress of a lab run: which scenario and variant (or peer stack), and how far (0 to 1) through all of them. */
+export type LabProgress = (p: { scenario: string; variant: string; fraction: number }) => void;
 
 /** Runs one scenario under both variants, on the same seed and traffic. */
 export async function runScenario(scenario: Scenario, seed: number, onProgress?: (variant: VariantName, fraction: number) => void): Promise<ScenarioRun> {
@@ -114,24 +117,58 @@ export async function runSummaries(scenario: Scenario, seed: number, variants: r
   return summaries;
 }
 
-/** Runs scenarios (all shipped ones when `refs` is empty) and collects the results. */
-export async function runLab(refs: readonly string[], options: { seed: number; onProgress?: LabProgress; damperConfig?: string; maxCalls?: number }): Promise<LabRun> {
+/**
+ * Runs a scenario under a stack (issue 31: a peer's in place of naive's
+ * client tiers or cache, or one of the lab's two) and judges it as a
+ * variant is judged: what `damper lab --stack` and a sweep cell show
+ * beside naive and damper.
+ */
+export async function runStackJudged(scenario: Scenario, spec: StackSpec, seed: number, options: RunOptions = {}): Promise<JudgedRun> {
+  return judge(scenario, await runStack(scenario, spec, seed, options));
+}
+
+/** A stack's summary in a sweep cell: its run ends once its verdict is decided, as a variant's does ({@link runSummaries}). */
+export async function runStackSummary(scenario: Scenario, spec: StackSpec, seed: number): Promise<VariantSummary> {
+  return (await runStackJudged(scenario, spec, seed, { end: 'verdict' })).summary;
+}
+
+/** Runs scenarios (all shipped ones when `refs` is empty) and collects the results; with `stacks`, each peer stack beside naive and damper where it applies. */
+export async function runLab(refs: readonly string[], options: { seed: number; onProgress?: LabProgress; damperConfig?: string; maxCalls?: number; stacks?: readonly StackSpec[] }): Promise<LabRun> {
   const names = refs.length > 0 ? refs : await shippedScenarios();
   // Load every scenario first: a typo in the last one should fail before minutes of simulation.
   const loaded = await Promise.all(names.map(loadScenario));
   // --damper-config: one configuration for every scenario of the run, over their own.
   const config = options.damperConfig;
   const scenarios = config === undefined ? loaded : loaded.map((s) => withDamperConfig(s, config));
-  // Known before any simulation: a rate or load far past what the machine can simulate is refused at once.
-  checkCalls('this run', scenarios.map((scenario) => ({ name: scenario.name, scenario })), ['scenario', 'scenarios'], VARIANTS.length, options.maxCalls ?? DEFAULT_MAX_CALLS);
-  const runs: ScenarioRun[] = [];
-  const parts = scenarios.length * VARIANTS.length;
-  for (const [i, scenario] of scenarios.entries()) {
-    runs.push(
-      await runScenario(scenario, options.seed, (variant, fraction) =>
-        options.onProgress?.({ scenario: scenario.name, variant, fraction: (i * VARIANTS.length + VARIANTS.indexOf(variant) + fraction) / parts }),
-      ),
-    );
+  const stacks = addedPeers(options.stacks ?? []);
+  // A peer that applies to none of the scenarios is a mistake said at once; one that applies to some runs there, and the others say why not.
+  for (const spec of stacks) {
+    if (scenarios.every((s) => stackProblem(s, spec.stack) !== undefined)) {
+      throw new StackError(`the ${specName(spec)} stack applies to none of these scenarios: ${scenarios.map((s) => `${s.name} (${stackProblem(s, spec.stack)!.problem})`).join('; ')}`);
+    }
   }
-  return { seed: options.seed, scenarios: runs };
+  const runs = (s: Scenario): number => VARIANTS.length + stacks.filter((spec) => stackProblem(s, spec.stack) === undefined).length;
+  // Known before any simulation: a rate or load far past what the machine can simulate is refused at once.
+  checkCalls('this run', scenarios.map((scenario) => ({ name: scenario.name, scenario })), ['scenario', 'scenarios'], Math.max(...scenarios.map(runs)), options.maxCalls ?? DEFAULT_MAX_CALLS);
+  const results: ScenarioRun[] = [];
+  const parts = scenarios.reduce((sum, s) => sum + runs(s), 0);
+  let done = 0;
+  for (const scenario of scenarios) {
+    const progress = (variant: string, fraction: number): void => options.onProgress?.({ scenario: scenario.name, variant, fraction: (done + fraction) / parts });
+    const run = await runScenario(scenario, options.seed, (variant, fraction) => progress(variant, VARIANTS.indexOf(variant) + fraction));
+    done += VARIANTS.length;
+    const outcomes: StackOutcome[] = [];
+    for (const spec of stacks) {
+      const name = specName(spec);
+      const problem = stackProblem(scenario, spec.stack);
+      if (problem !== undefined) {
+        outcomes.push({ name, problem: problem.problem });
+        continue;
+      }
+      outcomes.push({ name, run: await runStackJudged(scenario, spec, options.seed, { onProgress: (f) => progress(name, f) }) });
+      done++;
+    }
+    results.push(stacks.length === 0 ? run : { ...run, stacks: outcomes });
+  }
+  return { seed: options.seed, scenarios: results };
 }

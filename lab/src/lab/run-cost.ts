@@ -2,8 +2,9 @@ import { DamperError } from 'damper';
 import { meanMs } from './engine/delay.js';
 import { activeAt, serviceState } from './world/service-faults.js';
 import { triggerEndS, triggerStartS } from './scenario.js';
-import { type Scenario, worldOf } from './world/worlds.js';
-import { type VariantName } from './judge/results.js';
+import { type Scenario } from './world/worlds.js';
+import { runStack } from './world/service.js';
+import { type StackSpec } from './stacks/stack.js';
 
 /**
  * What a run will cost, known before it starts (issue 29, part 3: know
@@ -107,14 +108,14 @@ export function calibrationSlice(scenario: Scenario): Scenario {
 }
 
 /**
- * Runs `variant` over {@link calibrationSlice} of `scenario`; returns the
- * calls the slice sent. The caller times it, and runs it once before it
+ * Runs `stack` (a variant, or a peer's) over {@link calibrationSlice} of
+ * `scenario`; returns the calls the slice sent. The caller times it, and runs it once before it
  * times it: the first run of a thread pays for compiling the code (ten
  * times a warm call's cost here), which a whole cell spreads thin.
  */
-export async function runCalibration(scenario: Scenario, variant: VariantName, seed: number): Promise<number> {
+export async function runCalibration(scenario: Scenario, stack: StackSpec, seed: number): Promise<number> {
   const slice = calibrationSlice(scenario);
-  await worldOf(slice).run(slice, variant, seed, {});
+  await runStack(slice, stack, seed);
   return simulatedCalls(slice);
 }
 

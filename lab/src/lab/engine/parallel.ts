@@ -4,6 +4,7 @@ import { ConfigError } from 'damper';
 import { type ScenarioRun, type VariantName, type VariantSummary } from '../judge/results.js';
 import { revivedError, type WorkerReply } from './worker-error.js';
 import { type Scenario } from '../world/worlds.js';
+import { specName, type StackSpec } from '../stacks/stack.js';
 
 /**
  * Runs scenarios in worker threads, a few at a time.
@@ -27,11 +28,16 @@ export function runSummariesIsolated(scenario: Scenario, seed: number, variants:
   return pool.run<Partial<Record<VariantName, VariantSummary>>>({ scenario, seed, reply: { kind: 'summaries', variants } }, `${scenario.name} (seed ${seed})`);
 }
 
-/** What a worker is told to run (worker.ts), and what it posts back: the whole run, or some variants' summaries. */
+/** Like `runSummariesIsolated`, for a stack's run (a peer's, issue 31): its summary alone. */
+export function runStackSummaryIsolated(scenario: Scenario, spec: StackSpec, seed: number): Promise<VariantSummary> {
+  return pool.run<VariantSummary>({ scenario, seed, reply: { kind: 'stack', spec } }, `${scenario.name} under ${specName(spec)} (seed ${seed})`);
+}
+
+/** What a worker is told to run (worker.ts), and what it posts back: the whole run, some variants' summaries, or a stack's. */
 export interface WorkerTask {
   readonly scenario: Scenario;
   readonly seed: number;
-  readonly reply: { readonly kind: 'run' } | { readonly kind: 'summaries'; readonly variants: readonly VariantName[] };
+  readonly reply: { readonly kind: 'run' } | { readonly kind: 'summaries'; readonly variants: readonly VariantName[] } | { readonly kind: 'stack'; readonly spec: StackSpec };
 }
 
 /**

@@ -168,8 +168,27 @@ export interface ScenarioRun {
   /** When the trigger began, s: the trigger window runs from here to `triggerEndS`. */
   readonly triggerStartS: number;
   readonly variants: Readonly<Record<VariantName, JudgedRun>>;
+  /** The peer stacks `damper lab --stack` ran beside the two (issue 31), in the order given; none without it. */
+  readonly stacks?: readonly StackOutcome[];
   /** One line saying what happened, for the report and the terminal. */
   readonly verdict: string;
+}
+
+/**
+ * A peer stack in a `damper lab` run (`--stack cockatiel:bulkhead=24`): its
+ * run, judged as a variant's, or why it could not run in this scenario (a
+ * cache peer where the system has no cache), said where its column would be.
+ */
+export type StackOutcome = { readonly name: string; readonly run: JudgedRun } | { readonly name: string; readonly problem: string };
+
+/** The stacks of a scenario that ran: what the tables and the charts show beside naive and damper. */
+export function stacksRan(s: ScenarioRun): { readonly name: string; readonly run: JudgedRun }[] {
+  return (s.stacks ?? []).filter((o): o is { name: string; run: JudgedRun } => 'run' in o);
+}
+
+/** A scenario's runs as its tables show them: naive, the peer stacks that ran, damper (as `lab stacks` orders its rows). */
+export function columnsOf(s: ScenarioRun): { readonly name: string; readonly run: JudgedRun }[] {
+  return [{ name: 'naive', run: s.variants.naive }, ...stacksRan(s), { name: 'damper', run: s.variants.damper }];
 }
 
 export interface LabRun {
@@ -177,9 +196,14 @@ export interface LabRun {
   readonly scenarios: readonly ScenarioRun[];
 }
 
-/** The `results.json` document: summaries only, no wall-clock figures, so it is byte-identical per seed. */
+/**
+ * The `results.json` document: summaries only, no wall-clock figures, so it
+ * is byte-identical per seed. A peer stack that ran (`--stack`) is one more
+ * key beside naive and damper, named as given; one that could not run in a
+ * scenario has none there.
+ */
 export function resultsJson(run: LabRun): string {
-  const scenarios: Record<string, Record<VariantName, VariantSummary>> = {};
-  for (const s of run.scenarios) scenarios[s.name] = { naive: s.variants.naive.summary, damper: s.variants.damper.summary };
+  const scenarios: Record<string, Record<string, VariantSummary>> = {};
+  for (const s of run.scenarios) scenarios[s.name] = { naive: s.variants.naive.summary, damper: s.variants.damper.summary, ...Object.fromEntries(stacksRan(s).map((o) => [o.name, o.run.summary])) };
   return `${JSON.stringify({ seed: run.seed, scenarios }, null, 2)}\n`;
 }

@@ -5,7 +5,8 @@ import { agreementWords, barWords, FIGURE_NOTES, FIGURE_TITLES, figureValue, fit
 import { type JudgedRun, type Series, type VariantName } from '../judge/results.js';
 import { type Fidelity, type FidelityVariant, type HostSeries } from '../real/real-run.js';
 import { triggerEndS, triggerStartS } from '../scenario.js';
-import { chartScripts, type ChartTimeline, type ChartUnit, esc, inlineCss, PAGE_CSS, pageHead, siblingLink, uplotAsset, VARIANT_NOTES } from './report.js';
+import { esc } from './html.js';
+import { chartScripts, type ChartTimeline, type ChartUnit, inlineCss, PAGE_CSS, pageHead, siblingLink, uplotAsset, VARIANT_NOTES } from './report.js';
 
 /**
  * The fidelity page of `damper lab real` (issue 30, item 3): per variant, the

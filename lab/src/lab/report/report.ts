@@ -5,8 +5,10 @@ import { alertSentence } from '../judge/alert-words.js';
 import { type AlertRule } from '../judge/alerts.js';
 import { CHARACTERISTIC_GAUGES, type CharacteristicGauge, type CharacteristicSeries, RATIO_WINDOW_MS } from '../judge/characteristic.js';
 import { millis, num, percent, times } from '../format.js';
-import { VARIANTS, type FaultSpan, type JudgedSeries, type LabRun, type ScenarioRun, type VariantName, type VariantSummary } from '../judge/results.js';
+import { columnsOf, VARIANTS, type FaultSpan, type JudgedSeries, type LabRun, type ScenarioRun, type VariantName, type VariantSummary } from '../judge/results.js';
 import { characteristicAlerts } from 'damper/otel';
+import { esc } from './html.js';
+import { servedChart } from './served-chart.js';
 
 /**
  * The lab's `report.html`: one self-contained page (no network at all) with
@@ -231,7 +233,7 @@ ${PAGE_CSS}
 <body>
 <header class="page">
 <h1>damper incident lab</h1>
-<p class="meta">seed ${run.seed} · ${run.scenarios.length} ${scenarioWord}, each replayed twice on the same traffic: <strong>naive</strong> (${VARIANT_NOTES.naive}) and <strong>damper</strong>. Time is simulated; charts are per simulated second.</p>
+<p class="meta">seed ${run.seed} · ${run.scenarios.length} ${scenarioWord}, each replayed twice on the same traffic: <strong>naive</strong> (${VARIANT_NOTES.naive}) and <strong>damper</strong>.${stacksWords(run)} Time is simulated; charts are per simulated second.</p>
 ${siblingLink('sweep.html', 'a scenario’s vulnerable region over two axes, both variants, cell by cell', ['damper lab sweep', 'damper lab check'])}
 ${run.scenarios.length > 1 ? renderContents(run.scenarios) : ''}
 </header>
@@ -244,6 +246,12 @@ ${chartScripts('lab-data', data, 'report-page')}
 </body>
 </html>
 `;
+}
+
+/** The peer stacks the run had (`--stack`), in a sentence for the page's heading; nothing without them. */
+function stacksWords(run: LabRun): string {
+  const names = [...new Set(run.scenarios.flatMap((s) => (s.stacks ?? []).map((o) => o.name)))];
+  return names.length === 0 ? '' : ` Beside them, where it applies, each peer stack asked for: ${names.map((n) => `<strong>${esc(n)}</strong>`).join(', ')} (a column of each summary table, and a line on the chart of calls served).`;
 }
 
 function renderContents(scenarios: readonly ScenarioRun[]): string {
@@ -288,12 +296,30 @@ function renderScenario(s: ScenarioRun): string {
 ${renderSummary(s)}
 ${renderTimeline(s)}
 </div>
-<div class="charts">
+${renderStacks(s)}<div class="charts">
 ${heads}
 ${rows.join('\n')}
 </div>
 ${renderCharacteristics(s, heads)}
 </section>`;
+}
+
+/**
+ * The peer stacks of `damper lab --stack` (issue 31): each one's calls
+ * served per second on one chart with naive's and damper's, and where a
+ * stack could not run in this scenario, why. Its figures are columns of the
+ * summary table above; the charts below stay naive beside damper.
+ */
+function renderStacks(s: ScenarioRun): string {
+  if (s.stacks === undefined || s.stacks.length === 0) return '';
+  const ran = columnsOf(s);
+  const notRun = s.stacks.flatMap((o) => ('problem' in o ? [`<li><strong>${esc(o.name)}</strong> did not run here: ${esc(o.problem)}</li>`] : []));
+  return `<div class="stacks">
+${ran.length > 2 ? servedChart(s, 'Each stack: the share of each second’s calls served in time', ran.map((c) => ({ name: c.name, series: c.run.series })), 'h3') : ''}
+<p class="stacks-note">A peer stack is naive’s system with the peer’s library in place of the part it replaces (the client tiers, or the servers’ cache), set up as its documentation recommends (docs/lab.md, “Other stacks”), in virtual time from the same seed.</p>
+${notRun.length === 0 ? '' : `<ul class="not-run">\n${notRun.join('\n')}\n</ul>`}
+</div>
+`;
 }
 
 interface SummaryRow {
@@ -344,16 +370,15 @@ const SUMMARY: readonly SummaryGroup[] = [
 ];
 
 function renderSummary(s: ScenarioRun): string {
-  const head = `<tr><td></td>${VARIANTS.map((v) => `<th scope="col">${v}</th>`).join('')}</tr>`;
+  // naive, the peer stacks that ran (--stack), damper: as lab stacks orders its rows.
+  const columns = columnsOf(s);
+  const head = `<tr><td></td>${columns.map((c) => `<th scope="col">${esc(c.name)}</th>`).join('')}</tr>`;
   const groups = SUMMARY.map((g) => {
     const rows = g.rows.map((r) => {
-      const cells = VARIANTS.map((v) => {
-        const summary = s.variants[v].summary;
-        return `<td${r.bad?.(summary) ? ' class="bad"' : ''}>${esc(r.cell(summary))}</td>`;
-      }).join('');
+      const cells = columns.map(({ run }) => `<td${r.bad?.(run.summary) ? ' class="bad"' : ''}>${esc(r.cell(run.summary))}</td>`).join('');
       return `<tr><th scope="row" title="${r.key}">${r.label}</th>${cells}</tr>`;
     });
-    return `<tbody>\n<tr class="group"><th scope="rowgroup" colspan="${VARIANTS.length + 1}">${esc(g.title(s))}</th></tr>\n${rows.join('\n')}\n</tbody>`;
+    return `<tbody>\n<tr class="group"><th scope="rowgroup" colspan="${columns.length + 1}">${esc(g.title(s))}</th></tr>\n${rows.join('\n')}\n</tbody>`;
   });
   return `<table class="summary">\n<thead>${head}</thead>\n${groups.join('\n')}\n</table>`;
 }
@@ -408,9 +433,6 @@ export function pageHead(title: string): string {
 
 const qps = (v: number): string => num(v, Math.abs(v) >= 100 ? 0 : 1);
 
-export function esc(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-}
 
 function anchor(name: string): string {
   return `scenario-${name.replace(/[^A-Za-z0-9_-]/g, '-')}`;
@@ -522,4 +544,8 @@ footer.page { margin-top: 40px; padding-top: 12px; border-top: 1px solid var(--r
   .col-head { display: none; }
   .chart::before { content: attr(data-variant); display: block; font-size: 13px; font-weight: 600; }
 }
+.stacks { margin: 12px 0 0; }
+.stacks .legend span { margin-right: 1em; }
+.stacks svg { max-width: 100%; height: auto; }
+.stacks-note { color: var(--muted); font-size: 13px; max-width: 100ch; }
 `;

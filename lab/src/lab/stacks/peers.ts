@@ -1,7 +1,7 @@
 import { DamperError } from 'damper';
 import { type ServiceScenario } from '../schema/service.js';
 import { ScenarioError } from '../scenario.js';
-import { type CachePeer, type CachePeerName, CACHE_PEERS, CLIENT_PEERS, type Knobs, type PeerName, type PolicyPeer, type PolicyPeerName, specName, STACKS, type Stack, type StackSpec, TWO_LEVEL_PEERS } from './stack.js';
+import { type CachePeer, type CachePeerName, CACHE_PEERS, CLIENT_PEERS, type Knobs, type PeerName, PEERS, type PolicyPeer, type PolicyPeerName, specName, STACKS, type Stack, type StackSpec, TWO_LEVEL_PEERS } from './stack.js';
 
 /**
  * The peer libraries are the lab's dev dependencies, not the library's nor
@@ -53,7 +53,7 @@ export function loadCachePeer(name: CachePeerName): Promise<CachePeer> {
 /** A stack named wrong, a knob it does not have, or a peer library that is not installed: one line, naming what. */
 export class StackError extends DamperError {
   constructor(problem: string) {
-    super('LAB_STACK', `lab stacks: ${problem}`);
+    super('LAB_STACK', problem);
   }
 }
 
@@ -95,6 +95,15 @@ export function distinctSpecs(specs: readonly StackSpec[]): readonly StackSpec[]
   const twice = names.find((n, i) => names.indexOf(n) !== i);
   if (twice !== undefined) throw new StackError(`the stack ${twice} is given twice`);
   return specs;
+}
+
+/**
+ * The peer stacks `--stack` adds beside naive and damper (`damper lab`,
+ * `lab sweep`): each once, and neither of the two, which always run.
+ */
+export function addedPeers(specs: readonly StackSpec[]): readonly StackSpec[] {
+  for (const { stack } of specs) if (stack === 'naive' || stack === 'damper') throw new StackError(`--stack ${stack}: naive and damper always run; --stack adds a peer stack (${PEERS.join(', ')})`);
+  return distinctSpecs(specs);
 }
 
 /** Why `stack` cannot run in `scenario` (undefined: it can): a peer needs the part of the system it replaces. */

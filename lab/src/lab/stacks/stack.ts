@@ -53,10 +53,16 @@ export function isCachePeer(stack: Stack): stack is CachePeerName {
   return (CACHE_PEERS as readonly string[]).includes(stack);
 }
 
+/** A stack's name with its knobs, as a command line gives it and `parseStackSpec` reads it back (`cockatiel:bulkhead=24`). */
+export type SpecName = Stack | `${Stack}:${string}`;
+
+/** A peer stack's name with its knobs (`cockatiel:bulkhead=24`). */
+export type PeerSpecName = PeerName | `${PeerName}:${string}`;
+
 /** A row's name: the stack, and its knobs as given (`cockatiel:bulkhead=24`). */
-export function specName(spec: StackSpec): string {
+export function specName(spec: StackSpec): SpecName {
   const knobs = Object.entries(spec.knobs).map(([k, v]) => `${k}=${v}`);
-  return [spec.stack, ...knobs].join(':');
+  return knobs.length === 0 ? spec.stack : `${spec.stack}:${knobs.join(':')}`;
 }
 
 /**

@@ -5,7 +5,7 @@ import { DamperError } from 'damper';
 import { packageRoot } from '../lab.js';
 import { type Scenario } from '../world/worlds.js';
 import { type CheckPlan } from './check-plan.js';
-import { type SweepCell, type SweepResult } from './sweep.js';
+import { isSweepVariant, type SweepCell, type SweepResult } from './sweep.js';
 
 /**
  * A sweep spread over machines (issue 29, part 5): `--shard i/n` runs the
@@ -141,7 +141,11 @@ export function readPart(text: string, where: string): SweepPart {
   if (part === null || typeof part !== 'object' || part.format !== PART_FORMAT) {
     throw new SweepMergeError(`${where}: not a part of a sweep (no "format": "${PART_FORMAT}"); parts are written by damper lab sweep or check with --shard I/N`);
   }
-  if (!isShard(part.shard) || typeof part.grid !== 'string' || typeof part.sweep !== 'object' || !Array.isArray(part.cells)) throw new SweepMergeError(`${where}: a part of a sweep with fields missing or of the wrong type`);
+  if (!isShard(part.shard) || typeof part.grid !== 'string' || typeof part.sweep !== 'object' || part.sweep === null || !Array.isArray(part.cells)) throw new SweepMergeError(`${where}: a part of a sweep with fields missing or of the wrong type`);
+  // A variant's name reaches the page and the terminal: only names a sweep can have run.
+  const variants: unknown = part.sweep.variants;
+  const unknown = Array.isArray(variants) ? variants.find((v) => !isSweepVariant(v)) : variants;
+  if (!Array.isArray(variants) || unknown !== undefined) throw new SweepMergeError(`${where}: a part of a sweep whose variants are not what a sweep runs (${JSON.stringify(unknown)}): naive, damper, damper-lab or a peer stack`);
   return part as SweepPart;
 }
 

@@ -1,6 +1,8 @@
 import { num, percent, times } from '../format.js';
-import { esc, jsonIsland, pageHead, siblingLink } from '../report/report.js';
-import { type CellOutcome, type CellSummary, cellAt, outcome, outcomeCounts, scenarioPoint, summaryOf, type SweepCell, type SweepResult, type SweepVariant } from './sweep.js';
+import { esc } from '../report/html.js';
+import { jsonIsland, pageHead, siblingLink } from '../report/report.js';
+import { type CellOutcome, type CellSummary, cellAt, outcome, outcomeCounts, peerOf, scenarioPoint, summaryOf, type SweepCell, type SweepResult, type SweepVariant, type SWEEP_VARIANTS } from './sweep.js';
+import { isCachePeer } from '../stacks/stack.js';
 import { axisAt, axisSpan, axisTick, axisWord, type SweepAxis } from './sweep-axis.js';
 import { worseSentence, worseThanNaive } from './worse.js';
 
@@ -17,11 +19,18 @@ import { worseSentence, worseThanNaive } from './worse.js';
  * result renders the same bytes.
  */
 
-const VARIANT_NOTES: Record<SweepVariant, string> = {
+const VARIANT_NOTES: Record<(typeof SWEEP_VARIANTS)[number], string> = {
   naive: 'the outage’s behaviour, bugs included',
   damper: 'the same traffic through damper',
   'damper-lab': 'damper with the lab’s own settings, beside the configuration',
 };
+
+/** What a heatmap's caption says of its variant: a peer stack's is naive's system with the peer in place of the part it replaces. */
+function variantNote(v: SweepVariant): string {
+  const peer = peerOf(v);
+  if (peer === undefined) return VARIANT_NOTES[v as (typeof SWEEP_VARIANTS)[number]];
+  return `naive’s system with ${peer.stack} in place of its ${isCachePeer(peer.stack) ? 'servers’ cache' : 'client tiers'}`;
+}
 
 /** Heatmap geometry, px. */
 const PLOT = 400;
@@ -130,9 +139,9 @@ function renderHeatmap(result: SweepResult, v: SweepVariant): string {
   ];
   const counts = outcomeCounts(result, v);
   const label = `${v} heatmap: ${counts.stuck} of ${result.cells.length} cells stuck, ${counts.slow} recovered slowly, ${counts.quick} quickly`;
-  return `<figure class="heatmap" data-variant="${v}" style="width: ${width}px">
-<figcaption><span class="variant">${v}</span> <span class="note">${VARIANT_NOTES[v]}</span></figcaption>
-<svg xmlns="http://www.w3.org/2000/svg" class="heatmap" data-variant="${v}" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="img" aria-label="${esc(label)}">
+  return `<figure class="heatmap" data-variant="${esc(v)}" style="width: ${width}px">
+<figcaption><span class="variant">${esc(v)}</span> <span class="note">${esc(variantNote(v))}</span></figcaption>
+<svg xmlns="http://www.w3.org/2000/svg" class="heatmap" data-variant="${esc(v)}" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="img" aria-label="${esc(label)}">
 ${parts.join('\n')}
 ${ticks.join('\n')}
 ${axes.join('\n')}
@@ -174,8 +183,8 @@ function renderTable(result: SweepResult, v: SweepVariant): string {
     });
     rows.push(`<tr><th scope="row">${axisTick(result.up, result.up.values[t]!)}</th>${cells.join('')}</tr>`);
   }
-  return `<table class="grid" data-variant="${v}">
-<caption><span class="variant">${v}</span>: recovery time after the trigger ended; below, origin peak ÷ baseline · goodput up to the verdict (a cell’s run ends once its verdict is decided)</caption>
+  return `<table class="grid" data-variant="${esc(v)}">
+<caption><span class="variant">${esc(v)}</span>: recovery time after the trigger ended; below, origin peak ÷ baseline · goodput up to the verdict (a cell’s run ends once its verdict is decided)</caption>
 <thead>${head}</thead>
 <tbody>
 ${rows.join('\n')}
@@ -184,7 +193,7 @@ ${rows.join('\n')}
 }
 
 function renderCounts(result: SweepResult): string {
-  const head = `<tr><th scope="col">cells</th>${result.variants.map((v) => `<th scope="col">${v}</th>`).join('')}</tr>`;
+  const head = `<tr><th scope="col">cells</th>${result.variants.map((v) => `<th scope="col">${esc(v)}</th>`).join('')}</tr>`;
   const rows = (['quick', 'slow', 'stuck'] as const).map((o) => `<tr><th scope="row">${OUTCOME_WORDS[o]}</th>${result.variants.map((v) => `<td>${outcomeCounts(result, v)[o]}</td>`).join('')}</tr>`);
   return `<table class="counts">\n<thead>${head}</thead>\n<tbody>\n${rows.join('\n')}\n</tbody>\n</table>`;
 }
@@ -197,9 +206,9 @@ function renderWorse(result: SweepResult): string {
 
 /** "both variants, …", or the three with the lab's own settings beside a configuration. */
 function variantsRun(variants: readonly SweepVariant[]): string {
-  if (variants.length === 1) return `the ${variants[0]!} variant`;
+  if (variants.length === 1) return `the ${esc(variants[0]!)} variant`;
   if (variants.length === 2) return 'both variants, on the same seed and traffic';
-  return `each of the variants ${variants.join(', ')}, on the same seed and traffic`;
+  return `each of the variants ${esc(variants.join(', '))}, on the same seed and traffic`;
 }
 
 /** Renders the whole sweep page; the same result gives the same bytes. */

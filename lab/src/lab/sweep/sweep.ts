@@ -1,5 +1,7 @@
-import { runSummaries } from '../lab.js';
-import { runSummariesIsolated } from '../engine/parallel.js';
+import { runStackSummary, runSummaries } from '../lab.js';
+import { runStackSummaryIsolated, runSummariesIsolated } from '../engine/parallel.js';
+import { addedPeers, checkStackApplies, parseStackSpec } from '../stacks/peers.js';
+import { type PeerSpecName, specName, type StackSpec } from '../stacks/stack.js';
 import { VARIANTS, type VariantName, type VariantSummary } from '../judge/results.js';
 import { triggerEndS } from '../scenario.js';
 import { type ScenarioSource } from '../scenario-source.js';
@@ -32,11 +34,40 @@ import { assemble, gridIdentity, PART_FORMAT, shardCells, type Shard, type Sweep
  * configuration keeps the shape it had.
  */
 export const SWEEP_VARIANTS = [...VARIANTS, 'damper-lab'] as const;
-export type SweepVariant = (typeof SWEEP_VARIANTS)[number];
 
-/** The variants a grid of `scenario` runs: naive and damper, and the lab's own settings beside a configuration module. */
-export function gridVariants(scenario: Scenario): readonly SweepVariant[] {
-  return scenario.damper?.config === undefined ? VARIANTS : SWEEP_VARIANTS;
+/**
+ * What a cell runs: one of the lab's variants, or a peer stack (issue 31:
+ * `lab sweep --stack cockatiel:bulkhead=24`), named as the command line
+ * names it. The name is all a sweep keeps of a peer: `parseStackSpec` reads
+ * the stack and its knobs back from it, so a part file, a merge and the
+ * grid's identity carry a peer as they carry a variant.
+ */
+export type SweepVariant = (typeof SWEEP_VARIANTS)[number] | PeerSpecName;
+
+/**
+ * The variants a grid of `scenario` runs: naive and damper, the lab's own
+ * settings beside a configuration module, then each peer stack asked for,
+ * so a peer's vulnerable region is drawn beside damper's.
+ */
+export function gridVariants(scenario: Scenario, stacks: readonly StackSpec[] = []): readonly SweepVariant[] {
+  const own = scenario.damper?.config === undefined ? VARIANTS : SWEEP_VARIANTS;
+  return [...own, ...addedPeers(stacks).map((spec) => specName(spec) as PeerSpecName)];
+}
+
+/** Whether `text` (from a part file, say) names a variant a sweep can have run. */
+export function isSweepVariant(text: unknown): text is SweepVariant {
+  if (typeof text !== 'string') return false;
+  if ((SWEEP_VARIANTS as readonly string[]).includes(text)) return true;
+  try {
+    return !(VARIANTS as readonly string[]).includes(parseStackSpec(text).stack);
+  } catch {
+    return false;
+  }
+}
+
+/** The peer stack a sweep variant names; undefined for the lab's own variants. */
+export function peerOf(variant: SweepVariant): StackSpec | undefined {
+  return variant === 'naive' || variant === 'damper' || variant === 'damper-lab' ? undefined : parseStackSpec(variant);
 }
 
 /** The scenario with the lab's own damper settings: its configuration module set aside. */
@@ -208,6 +239,11 @@ export async function runSweepPart(source: ScenarioSource, grid: SweepGrid, opti
     across,
     up,
   };
+  // A peer that cannot run in a cell (a cache peer where there is no cache) is refused before any cell runs, naming the field it needs.
+  for (const variant of variants) {
+    const peer = peerOf(variant);
+    if (peer !== undefined) for (const spec of specs) checkStackApplies(spec.scenario, peer.stack);
+  }
   const mine = shardCells(specs.length, shard);
   // What it will cost, before any cell runs: a typo in a range (1..10000 for 1..1.5) is refused at once. A shard counts its own cells.
   const named = mine.map((k) => ({ name: `the cell at ${axisTick(across, specs[k]!.across)}, ${axisTick(up, specs[k]!.up)}`, scenario: specs[k]!.scenario }));
@@ -233,23 +269,32 @@ export async function runSweepPart(source: ScenarioSource, grid: SweepGrid, opti
   return { format: PART_FORMAT, shard, grid: gridIdentity(sweep, specs.map((s) => s.scenario)), sweep, cells };
 }
 
-/** One cell's summaries, in the order of `variants`: naive and damper in one run of the scenario, `damper-lab` in another with the lab's own settings. */
+/**
+ * One cell's summaries, in the order of `variants`: naive and damper in one
+ * run of the scenario, `damper-lab` in another with the lab's own settings,
+ * each peer stack in a run of its own.
+ */
 async function cellSummaries(scenario: Scenario, seed: number, variants: readonly SweepVariant[], runner: 'threads' | 'serial'): Promise<Partial<Record<SweepVariant, CellSummary>>> {
-  const own = variants.filter((v): v is VariantName => v !== 'damper-lab');
-  const runs = [{ scenario, variants: own }, ...(variants.includes('damper-lab') ? [{ scenario: withLabSettings(scenario), variants: ['damper'] as const }] : [])];
+  const own = variants.filter((v): v is VariantName => v === 'naive' || v === 'damper');
+  const isolated = runner === 'threads';
+  const ofVariants = (s: Scenario, vs: readonly VariantName[]) => (isolated ? runSummariesIsolated(s, seed, vs) : runSummaries(s, seed, vs));
+  const runs: CellRun[] = variants.flatMap((v): CellRun[] => {
+    if (v === 'damper-lab') return [async () => [['damper-lab', (await ofVariants(withLabSettings(scenario), ['damper'])).damper!]]];
+    const peer = peerOf(v);
+    return peer === undefined ? [] : [async () => [[v, await (isolated ? runStackSummaryIsolated(scenario, peer, seed) : runStackSummary(scenario, peer, seed))]]];
+  });
+  if (own.length > 0) runs.unshift(async () => ofVariants(scenario, own).then((s) => own.map((v) => [v, s[v]!])));
   // In this thread one run after the other, as with one variant after the other; in the pool, side by side.
-  const [summaries, lab] =
-    runner === 'serial' ? await runsInTurn(runs, seed) : await Promise.all(runs.map((r) => runSummariesIsolated(r.scenario, seed, r.variants)));
-  const kept: Partial<Record<SweepVariant, CellSummary>> = {};
-  for (const v of variants) kept[v] = cellSummary(v === 'damper-lab' ? lab!.damper! : summaries![v]!);
-  return kept;
+  const found: [SweepVariant, VariantSummary][][] = [];
+  if (isolated) found.push(...(await Promise.all(runs.map((run) => run()))));
+  else for (const run of runs) found.push(await run());
+  const byName = new Map(found.flat());
+  // The order of `variants`, whichever run finished first.
+  return Object.fromEntries(variants.map((v) => [v, cellSummary(byName.get(v)!)]));
 }
 
-async function runsInTurn(runs: readonly { scenario: Scenario; variants: readonly VariantName[] }[], seed: number): Promise<Partial<Record<VariantName, VariantSummary>>[]> {
-  const summaries: Partial<Record<VariantName, VariantSummary>>[] = [];
-  for (const r of runs) summaries.push(await runSummaries(r.scenario, seed, r.variants));
-  return summaries;
-}
+/** One run a cell makes (some of the lab's variants in one run of the scenario, or a peer stack), with what it found named as the sweep names it. */
+type CellRun = () => Promise<[SweepVariant, VariantSummary][]>;
 
 /**
  * What ending cells at their verdict saved: the simulated seconds of every
