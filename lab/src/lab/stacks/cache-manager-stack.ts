@@ -48,8 +48,22 @@ function settings(plan: CachePlan): readonly PeerSetting[] {
   ];
 }
 
+/**
+ * How many caches this process has made: each one's `cacheId`. cache-manager
+ * coalesces `wrap` in a map of its utilities' module, shared by every cache
+ * in the process and keyed by `cacheId` and key, and draws a cache's id from
+ * `Math.random` when none is given. In a simulation that is the run's seeded
+ * random: the next run in the same process (a sweep's worker, `damper lab`
+ * over several scenarios) drew the same ids, and its reads of a key joined
+ * a load the last run left unsettled at its end, for ever. A process that
+ * runs one service holds no other run's caches; an id of its own keeps a
+ * run's coalescing its own.
+ */
+let made = 0;
+
 function cache<V extends object>(plan: CachePlan, remote: PeerRemote | undefined): PeerCache<V> {
-  const manager = remote === undefined ? createCache({ ttl: plan.ttlMs }) : createCache({ ttl: plan.ttlMs, stores: [new Keyv({ store: new LRUCache<string, string>({ max: plan.maxEntries }) }), new Keyv({ store: nodesKeyvStore(remote) })] });
+  const cacheId = `lab-cache-${++made}`;
+  const manager = remote === undefined ? createCache({ ttl: plan.ttlMs, cacheId }) : createCache({ ttl: plan.ttlMs, cacheId, stores: [new Keyv({ store: new LRUCache<string, string>({ max: plan.maxEntries }) }), new Keyv({ store: nodesKeyvStore(remote) })] });
   const set = async (key: string, value: V, ttlMs: number): Promise<void> => void (await manager.set(key, value, ttlMs));
   return {
     get: (key, load) => manager.wrap<V>(key, () => load(new AbortController().signal), plan.ttlMs),
