@@ -257,6 +257,7 @@ const EXPECTED_S = new Map([
   ['lab/test/real-balancer.test.js', 1],
   ['lab/test/real-database.test.js', 15],
   ['lab/test/example-checkout.test.js', 70],
+  ['lab/test/peer-stacks.test.js', 70],
   ['lab/test/service-scenarios.test.js', 50],
   ['lab/test/lab-discord.test.js', 45],
   ['test/package.test.js', 40],
