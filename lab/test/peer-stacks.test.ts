@@ -6,6 +6,7 @@ import { createSystemClock, DamperError, VirtualClock } from 'damper';
 import { installVirtualTime } from 'damper/testing';
 import { loadScenario, runLab, runStackSummary } from '../src/lab/lab.js';
 import { resultsJson } from '../src/lab/judge/results.js';
+import { runIsolated } from '../src/lab/engine/parallel.js';
 import { renderReport } from '../src/lab/report/report.js';
 import { judge } from '../src/lab/judge/verdict.js';
 import { LOOPBACK } from '../src/lab/real/loopback.js';
@@ -235,9 +236,9 @@ describe('a peer’s run leaves nothing behind that the next run in the process 
   // Ended at its verdict, as a sweep cell is, a run stops with loads still in flight. cache-manager coalesced them in a map
   // of its module keyed by an id drawn from Math.random, the run's seeded one: the next run drew the same ids and joined them
   // (goodput 92.87 % then 92.85 % here; a missourian-2010 cell recovered in 8 s, then never).
+  // The cache peers, whose libraries keep loads in flight across their own machinery (the client peers' runs are checked
+  // twice in one process above, to their horizons). In this thread: the test runner hooks every promise, so a few only.
   const cases: readonly [string, PeerName][] = [
-    ['test/fixtures/real-storm.json', 'cockatiel'],
-    ['test/fixtures/real-storm.json', 'opossum'],
     ['test/fixtures/real-config-cache.json', 'lru-cache'],
     ['test/fixtures/real-config-cache.json', 'bentocache'],
     ['test/fixtures/real-config-cache.json', 'cache-manager'],
@@ -259,25 +260,25 @@ describe('damper lab --stack: a peer beside naive and damper, in the tables, res
     const CONFIG = 'test/fixtures/real-config-cache.json';
     const run = await runLab([STORM, CONFIG], { seed: 1, stacks: specs });
     const [ranStorm, ranConfig] = run.scenarios;
-    const scenario = await storm();
-    const cockatiel = judge(scenario, await runStack(scenario, specs[0]!, 1));
     const doc = JSON.parse(resultsJson(run)) as { scenarios: Record<string, Record<string, unknown>> };
     assert.deepEqual(Object.keys(doc.scenarios['real-storm']!), ['naive', 'damper', 'cockatiel']);
     assert.deepEqual(Object.keys(doc.scenarios['real-config-cache']!), ['naive', 'damper', 'bentocache']);
-    assert.deepEqual(doc.scenarios['real-storm']!.cockatiel, JSON.parse(JSON.stringify(cockatiel.summary)), 'the peer’s own run at the run’s seed');
     const outcomes = (s: typeof ranStorm) => s!.stacks?.map((o) => ('problem' in o ? [o.name, o.problem] : [o.name]));
     assert.deepEqual(outcomes(ranStorm), [['cockatiel'], ['bentocache', "the bentocache stack replaces the servers' cache, and this scenario has none"]]);
     assert.deepEqual(outcomes(ranConfig), [['cockatiel', 'the cockatiel stack replaces the client tiers, and this scenario has none (its users call the servers directly)'], ['bentocache']]);
-    // naive and damper are what a run without --stack gives.
-    assert.equal(JSON.stringify({ ...doc.scenarios['real-storm'], cockatiel: undefined }), JSON.stringify(JSON.parse(resultsJson(await runLab([STORM], { seed: 1 }))).scenarios['real-storm']));
+    // naive and damper are what a run without --stack gives (in a worker: the same run, as determinism's tests hold).
+    assert.equal(JSON.stringify({ ...doc.scenarios['real-storm'], cockatiel: undefined }), JSON.stringify(JSON.parse(resultsJson({ seed: 1, scenarios: [await runIsolated(await storm(), 1)] })).scenarios['real-storm']));
     const page = renderReport(run);
     assert.match(page, /<thead><tr><td><\/td><th scope="col">naive<\/th><th scope="col">cockatiel<\/th><th scope="col">damper<\/th><\/tr><\/thead>/);
     assert.match(page, /<thead><tr><td><\/td><th scope="col">naive<\/th><th scope="col">bentocache<\/th><th scope="col">damper<\/th><\/tr><\/thead>/);
     assert.match(page, /<polyline fill="none" stroke="#8e44ad" stroke-width="1.5" points="[^"]+"><title>cockatiel<\/title><\/polyline>/);
     assert.match(page, /<li><strong>bentocache<\/strong> did not run here: the bentocache stack replaces the servers&#39; cache, and this scenario has none<\/li>/);
-    // The storm: naive's retries hold it, cockatiel's breaker ends it (retry-storm's shape, at the suite's size).
+    // The peer's own run: naive's retries hold the storm, cockatiel's breaker ends it (retry-storm's shape, at the suite's size).
+    const peerRun = ranStorm!.stacks!.find((o) => o.name === 'cockatiel');
+    assert.ok(peerRun !== undefined && 'run' in peerRun);
     assert.equal(ranStorm!.variants.naive.summary.recoverySeconds, null);
-    assert.notEqual(cockatiel.summary.recoverySeconds, null);
+    assert.notEqual(peerRun.run.summary.recoverySeconds, null);
+    assert.deepEqual(doc.scenarios['real-storm']!.cockatiel, JSON.parse(JSON.stringify(peerRun.run.summary)));
   });
 
   test('a peer that applies to none of the scenarios, naive or damper as a stack, a stack twice: refused before anything runs', async () => {
