@@ -6,9 +6,8 @@ import { createSystemClock, DamperError, VirtualClock } from 'damper';
 import { installVirtualTime } from 'damper/testing';
 import { loadScenario, runLab, runStackSummary } from '../src/lab/lab.js';
 import { resultsJson } from '../src/lab/judge/results.js';
-import { runIsolated } from '../src/lab/engine/parallel.js';
+import { runIsolated, runStackIsolated } from '../src/lab/engine/parallel.js';
 import { renderReport } from '../src/lab/report/report.js';
-import { judge } from '../src/lab/judge/verdict.js';
 import { LOOPBACK } from '../src/lab/real/loopback.js';
 import { wallNowMs } from '../src/lab/real/wall-clock.js';
 import { callBelow, peerTierClient } from '../src/lab/real/tier-clients.js';
@@ -26,7 +25,7 @@ describe('a peer stack runs in virtual time, as reproducibly as damper', () => {
   for (const peer of ['cockatiel', 'opossum'] as const) {
     test(`${peer}: the same seed gives the same run, another seed another`, async () => {
       const scenario = await storm();
-      const run = async (seed: number) => judge(scenario, await runStack(scenario, { stack: peer, knobs: {} }, seed));
+      const run = (seed: number) => runStackIsolated(scenario, { stack: peer, knobs: {} }, seed);
       const [first, again, other] = [await run(1), await run(1), await run(2)];
       assert.deepEqual(again.series, first.series);
       assert.deepEqual(again.summary, first.summary);
@@ -51,7 +50,7 @@ describe('a cache peer runs in virtual time too, and in place of the servers’ 
   for (const peer of ['lru-cache', 'bentocache', 'cache-manager'] as const) {
     test(`${peer}: the same seed gives the same run, another seed another; one load per key, so no flood of the database`, async () => {
       const scenario = await config();
-      const run = async (seed: number) => judge(scenario, await runStack(scenario, { stack: peer, knobs: {} }, seed));
+      const run = (seed: number) => runStackIsolated(scenario, { stack: peer, knobs: {} }, seed);
       const [first, again, other] = [await run(1), await run(1), await run(2)];
       assert.deepEqual(again.series, first.series);
       assert.deepEqual(again.summary, first.summary);
@@ -64,13 +63,13 @@ describe('a cache peer runs in virtual time too, and in place of the servers’ 
 
   test('a flush while a peer’s load runs is a failed read, not a crash (lru-cache resolves a fetch its clear aborted to undefined)', async () => {
     const checkout = (await loadScenario('examples/checkout.json')) as ServiceScenario;
-    const run = judge(checkout, await runStack(checkout, { stack: 'lru-cache', knobs: {} }, 1));
+    const run = await runStackIsolated(checkout, { stack: 'lru-cache', knobs: {} }, 1);
     assert.ok(run.summary.simulatedRequests > 0);
   });
 
   test('a peer takes the write path’s invalid value as it comes; damper’s validation keeps the last known good', async () => {
     const scenario = await config();
-    const served = async (stack: 'lru-cache' | 'damper') => judge(scenario, await runStack(scenario, { stack, knobs: {} }, 1)).summary.trigger.goodputRatio;
+    const served = async (stack: 'lru-cache' | 'damper') => (await runStackIsolated(scenario, { stack, knobs: {} }, 1)).summary.trigger.goodputRatio;
     // sitevars is a quarter of the reads.
     assert.ok((await served('lru-cache')) < 0.8);
     assert.ok((await served('damper')) > 0.99);
@@ -80,12 +79,12 @@ describe('a cache peer runs in virtual time too, and in place of the servers’ 
 describe('a cache peer of two levels runs on the ring of nodes: its memory, then the nodes, and a bus over them', () => {
   /** The suite's Redis ring: discord-2019's system in 300 s, four of twelve nodes at 1 % from 40 s to 100 s, two ejected at 60 s. */
   const ring = async (): Promise<ServiceScenario> => (await loadScenario('test/fixtures/real-discord.json')) as ServiceScenario;
-  const run = async (scenario: ServiceScenario, stack: 'naive' | 'bentocache' | 'cache-manager', knobs: Knobs = {}) => judge(scenario, await runStack(scenario, { stack, knobs }, 1)).summary;
+  const run = async (scenario: ServiceScenario, stack: 'naive' | 'bentocache' | 'cache-manager', knobs: Knobs = {}) => (await runStackIsolated(scenario, { stack, knobs }, 1)).summary;
 
   test('bentocache: the same seed gives the same run (its bus, its breaker and its grace on the virtual clock); its memory and the nodes start in the steady state; it serves through the slow nodes where naive’s herd does not', async () => {
     const scenario = await ring();
-    const first = judge(scenario, await runStack(scenario, { stack: 'bentocache', knobs: {} }, 1));
-    const again = judge(scenario, await runStack(scenario, { stack: 'bentocache', knobs: {} }, 1));
+    const first = await runStackIsolated(scenario, { stack: 'bentocache', knobs: {} }, 1);
+    const again = await runStackIsolated(scenario, { stack: 'bentocache', knobs: {} }, 1);
     assert.deepEqual(again.series, first.series);
     assert.deepEqual(again.summary, first.summary);
     // Primed: at the baseline the database sees the steady refreshes (900 keys every 60 s, 15 q/s), not the 140 reads/s.
@@ -96,10 +95,10 @@ describe('a cache peer of two levels runs on the ring of nodes: its memory, then
 
   test('bentocache: its L2 circuit breaker is on (the system breaker’s 5 s) and its soft timeout 0; l2breaker=0 and timeout=250 each change the run', async () => {
     const scenario = await ring();
-    const on = judge(scenario, await runStack(scenario, { stack: 'bentocache', knobs: {} }, 1));
-    const off = judge(scenario, await runStack(scenario, { stack: 'bentocache', knobs: { l2breaker: 0 } }, 1));
+    const on = await runStackIsolated(scenario, { stack: 'bentocache', knobs: {} }, 1);
+    const off = await runStackIsolated(scenario, { stack: 'bentocache', knobs: { l2breaker: 0 } }, 1);
     assert.notDeepEqual(off.series.goodput, on.series.goodput);
-    const waits = judge(scenario, await runStack(scenario, { stack: 'bentocache', knobs: { timeout: 250 } }, 1));
+    const waits = await runStackIsolated(scenario, { stack: 'bentocache', knobs: { timeout: 250 } }, 1);
     assert.notDeepEqual(waits.series.errors, on.series.errors);
   });
 
@@ -139,8 +138,8 @@ describe('undici’s stack is naive’s with undici’s documented backoff', () 
   test('the users’ own client makes no retry for a user who gave up: undici’s backed-off retries fall after the timeout, so the storm stays near the mid tier’s 4 attempts a call', async () => {
     // On real processes the users' abort ends the interceptor's loop (4.3× measured on retry-storm); a model that went on retrying read 16×.
     const scenario = await storm();
-    const undici = judge(scenario, await runStack(scenario, { stack: 'undici', knobs: {} }, 1)).summary;
-    const naive = judge(scenario, await runStack(scenario, { stack: 'naive', knobs: {} }, 1)).summary;
+    const undici = (await runStackIsolated(scenario, { stack: 'undici', knobs: {} }, 1)).summary;
+    const naive = (await runStackIsolated(scenario, { stack: 'naive', knobs: {} }, 1)).summary;
     assert.ok(undici.amplification < 6, `undici: amplification ${undici.amplification}`);
     assert.ok(naive.amplification > 10, `naive (retries at once, all before the timeout): amplification ${naive.amplification}`);
   });

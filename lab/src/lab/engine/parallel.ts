@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { ConfigError } from 'damper';
-import { type ScenarioRun, type VariantName, type VariantSummary } from '../judge/results.js';
+import { type JudgedRun, type ScenarioRun, type VariantName, type VariantSummary } from '../judge/results.js';
 import { revivedError, type WorkerReply } from './worker-error.js';
 import { type Scenario } from '../world/worlds.js';
 import { specName, type StackSpec } from '../stacks/stack.js';
@@ -33,11 +33,20 @@ export function runStackSummaryIsolated(scenario: Scenario, spec: StackSpec, see
   return pool.run<VariantSummary>({ scenario, seed, reply: { kind: 'stack', spec } }, `${scenario.name} under ${specName(spec)} (seed ${seed})`);
 }
 
-/** What a worker is told to run (worker.ts), and what it posts back: the whole run, some variants' summaries, or a stack's. */
+/** A stack's whole run, judged (series and summary), in a worker: what a test of a peer's run needs, without the promise hooks of the test runner's thread. */
+export function runStackIsolated(scenario: Scenario, spec: StackSpec, seed: number): Promise<JudgedRun> {
+  return pool.run<JudgedRun>({ scenario, seed, reply: { kind: 'stack-run', spec } }, `${scenario.name} under ${specName(spec)} (seed ${seed})`);
+}
+
+/** What a worker is told to run (worker.ts), and what it posts back: the whole run, some variants' summaries, a stack's summary at its verdict, or a stack's whole run. */
 export interface WorkerTask {
   readonly scenario: Scenario;
   readonly seed: number;
-  readonly reply: { readonly kind: 'run' } | { readonly kind: 'summaries'; readonly variants: readonly VariantName[] } | { readonly kind: 'stack'; readonly spec: StackSpec };
+  readonly reply:
+    | { readonly kind: 'run' }
+    | { readonly kind: 'summaries'; readonly variants: readonly VariantName[] }
+    | { readonly kind: 'stack'; readonly spec: StackSpec }
+    | { readonly kind: 'stack-run'; readonly spec: StackSpec };
 }
 
 /**

@@ -1,12 +1,12 @@
 import { parentPort } from 'node:worker_threads';
 import { DamperError } from 'damper';
-import { runScenario, runStackSummary, runSummaries } from '../lab.js';
+import { runScenario, runStackJudged, runStackSummary, runSummaries } from '../lab.js';
 import type { WorkerTask } from './parallel.js';
 import { postedError, type WorkerReply } from './worker-error.js';
 
 // Runs scenarios in a worker thread, one task at a time, and posts each
 // result back: the whole run, or (a sweep cell) some variants' summaries
-// only, or a peer stack's summary; a DamperError as data (worker-error.ts). Anything else thrown ends
+// only, or a peer stack's summary or whole run; a DamperError as data (worker-error.ts). Anything else thrown ends
 // the thread with it (the parent rejects the task and starts another
 // thread for the next). See parallel.ts for why runs are isolated this way,
 // and why a thread is kept for the next task.
@@ -24,6 +24,8 @@ async function run({ scenario, seed, reply }: WorkerTask): Promise<WorkerReply<u
         return { ok: await runSummaries(scenario, seed, reply.variants) };
       case 'stack':
         return { ok: await runStackSummary(scenario, reply.spec, seed) };
+      case 'stack-run':
+        return { ok: await runStackJudged(scenario, reply.spec, seed) };
     }
   } catch (error) {
     if (!(error instanceof DamperError)) throw error;
