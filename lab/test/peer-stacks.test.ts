@@ -8,6 +8,7 @@ import { loadScenario, runLab, runStackSummary } from '../src/lab/lab.js';
 import { resultsJson } from '../src/lab/judge/results.js';
 import { runIsolated, runStackIsolated } from '../src/lab/engine/parallel.js';
 import { renderReport } from '../src/lab/report/report.js';
+import { runStacks, stacksJson } from '../src/lab/stacks/stacks-run.js';
 import { LOOPBACK } from '../src/lab/real/loopback.js';
 import { wallNowMs } from '../src/lab/real/wall-clock.js';
 import { callBelow, peerTierClient } from '../src/lab/real/tier-clients.js';
@@ -285,5 +286,23 @@ describe('damper lab --stack: a peer beside naive and damper, in the tables, res
     await assert.rejects(runLab([STORM], { seed: 1, stacks: [parseStackSpec('bentocache')] }), refused(/^the bentocache stack applies to none of these scenarios: real-storm \(the bentocache stack replaces the servers' cache, and this scenario has none\)$/));
     await assert.rejects(runLab([STORM], { seed: 1, stacks: [parseStackSpec('naive')] }), refused(/^--stack naive: naive and damper always run/));
     await assert.rejects(runLab([STORM], { seed: 1, stacks: [parseStackSpec('opossum'), parseStackSpec('opossum')] }), refused(/^the stack opossum is given twice$/));
+  });
+});
+
+describe('stacks.json keeps what tells two stacks apart: per second, each run’s calls sent, served and failed, their p99, and the origin’s queries', () => {
+  test('simulated only: each stack’s series as its judged run has them, its settings and summary, no real runs', async () => {
+    const scenario = await storm();
+    const run = await runStacks(scenario, { seed: 1, specs: [parseStackSpec('naive'), parseStackSpec('cockatiel:bulkhead=8')] });
+    const doc = JSON.parse(stacksJson(run)) as { scenario: string; seed: number; fitting?: unknown; stacks: { name: string; knobs: Knobs; settings: unknown[]; simulated: unknown; real: unknown[]; perSecond: { simulated: Record<string, unknown[]>; real: unknown[] } }[] };
+    assert.equal(doc.scenario, 'real-storm');
+    assert.equal(doc.fitting, undefined);
+    assert.deepEqual(doc.stacks.map((s) => [s.name, s.knobs, s.real.length, s.perSecond.real.length]), [['naive', {}, 0, 0], ['cockatiel:bulkhead=8', { bulkhead: 8 }, 0, 0]]);
+    for (const [i, row] of run.rows.entries()) {
+      const { offered, goodput, errors, p99Ms, originQps } = row.simulated.series;
+      assert.deepEqual(doc.stacks[i]!.perSecond.simulated, JSON.parse(JSON.stringify({ offered, goodput, errors, p99Ms, originQps })));
+      assert.deepEqual(doc.stacks[i]!.simulated, JSON.parse(JSON.stringify(row.simulated.summary)));
+    }
+    assert.ok(doc.stacks[1]!.settings.length > 0, 'a peer’s settings, with their sources');
+    assert.notDeepEqual(doc.stacks[1]!.perSecond.simulated.goodput, doc.stacks[0]!.perSecond.simulated.goodput, 'two stacks, two runs');
   });
 });
