@@ -9,6 +9,8 @@ import { resultsJson } from '../src/lab/judge/results.js';
 import { runIsolated, runStackIsolated } from '../src/lab/engine/parallel.js';
 import { renderReport } from '../src/lab/report/report.js';
 import { runStacks, stacksJson } from '../src/lab/stacks/stacks-run.js';
+import { renderStacks } from '../src/lab/report/stacks-page.js';
+import { formatSummary } from '../src/cli/terminal.js';
 import { LOOPBACK } from '../src/lab/real/loopback.js';
 import { wallNowMs } from '../src/lab/real/wall-clock.js';
 import { callBelow, peerTierClient } from '../src/lab/real/tier-clients.js';
@@ -273,6 +275,11 @@ describe('damper lab --stack: a peer beside naive and damper, in the tables, res
     assert.match(page, /<thead><tr><td><\/td><th scope="col">naive<\/th><th scope="col">bentocache<\/th><th scope="col">damper<\/th><\/tr><\/thead>/);
     assert.match(page, /<polyline fill="none" stroke="#8e44ad" stroke-width="1.5" points="[^"]+"><title>cockatiel<\/title><\/polyline>/);
     assert.match(page, /<li><strong>bentocache<\/strong> did not run here: the bentocache stack replaces the servers&#39; cache, and this scenario has none<\/li>/);
+    assert.match(page, /Beside them, where it applies, each peer stack asked for: <strong>cockatiel<\/strong>, <strong>bentocache<\/strong>/);
+    // The terminal: a row per stack that ran, between naive and damper, and a line for each that did not.
+    const screen = formatSummary(run, () => 0);
+    assert.deepEqual(screen.split('\n').filter((l) => /^real-storm /.test(l)).map((l) => l.split(/\s+/)[1]), ['naive', 'cockatiel', 'damper']);
+    assert.match(screen, /^real-config-cache: cockatiel did not run: the cockatiel stack replaces the client tiers, and this scenario has none/m);
     // The peer's own run: naive's retries hold the storm, cockatiel's breaker ends it (retry-storm's shape, at the suite's size).
     const peerRun = ranStorm!.stacks!.find((o) => o.name === 'cockatiel');
     assert.ok(peerRun !== undefined && 'run' in peerRun);
@@ -304,5 +311,9 @@ describe('stacks.json keeps what tells two stacks apart: per second, each run’
     }
     assert.ok(doc.stacks[1]!.settings.length > 0, 'a peer’s settings, with their sources');
     assert.notDeepEqual(doc.stacks[1]!.perSecond.simulated.goodput, doc.stacks[0]!.perSecond.simulated.goodput, 'two stacks, two runs');
+    // stacks.html draws each stack's served share on one chart: naive red, a peer in a colour of its own.
+    const page = renderStacks(run);
+    assert.match(page, /<polyline fill="none" stroke="#c0392b" stroke-width="1.5" points="[^"]+"><title>naive<\/title>/);
+    assert.match(page, /<polyline fill="none" stroke="#8e44ad" stroke-width="1.5" points="[^"]+"><title>cockatiel:bulkhead=8<\/title>/);
   });
 });

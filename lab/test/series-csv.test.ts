@@ -25,6 +25,14 @@ describe('--series: a run analysable outside the lab', () => {
     assert.equal(seriesFile(run, 'damper'), 'series/retry-storm.damper.csv');
   });
 
+  test('a peer stack that ran (--stack) has its CSV, its knobs after dots in the file name; one that did not run has none', () => {
+    const base = labRunFixture().scenarios[1]!;
+    const run = { ...base, stacks: [{ name: 'cockatiel:bulkhead=8', run: base.variants.naive }, { name: 'bentocache', problem: 'no cache' }] };
+    assert.equal(seriesCsv(run, 'cockatiel:bulkhead=8'), seriesCsv(base, 'naive'));
+    assert.equal(seriesFile(run, 'cockatiel:bulkhead=8'), 'series/retry-storm.cockatiel.bulkhead=8.csv');
+    assert.throws(() => seriesCsv(run, 'bentocache'), /retry-storm has no run named bentocache/);
+  });
+
   test('damper lab --series writes every scenario × variant next to results.json', () => {
     const dir = mkdtempSync(join(tmpdir(), 'damper-series-'));
     const file = join(dir, 'short.json');

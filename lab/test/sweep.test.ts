@@ -14,6 +14,7 @@ import { ScenarioError } from '../src/lab/scenario.js';
 import { axisPosition, cellAt, cellSummary, checkGrid, gridVariants, MAX_STEPS, runSweep, runSweepPart, scenarioCell, scenarioPoint, summaryOf, type SweepGrid, type SweepResult, sweepJson, vulnerableCells } from '../src/lab/sweep/sweep.js';
 import { mergeParts, partJson, readPart, SweepMergeError } from '../src/lab/sweep/shard.js';
 import { parseStackSpec } from '../src/lab/stacks/peers.js';
+import { formatSweepSummary } from '../src/cli/terminal.js';
 import { type AxisName, axisValues, cellScenarioAt, type SweepAxis, sweepAxis } from '../src/lab/sweep/sweep-axis.js';
 import { type Scenario, worldOf } from '../src/lab/world/worlds.js';
 
@@ -170,6 +171,9 @@ describe('a peer stack’s vulnerable region beside damper’s (lab sweep --stac
     assert.equal(summaryOf(cellAt(threads, 0, 1), 'undici').recoverySeconds, null);
     assert.notEqual(summaryOf(cellAt(threads, 0, 1), 'cockatiel').recoverySeconds, null);
     assert.ok(vulnerableCells(threads, 'cockatiel').length < vulnerableCells(threads, 'naive').length);
+    // The terminal's region line names every stack, the peers between naive and damper.
+    assert.match(formatSweepSummary(threads), /^vulnerable region \(stuck cells\): naive 3\/4 \(75 %\), cockatiel 2\/4 \(50 %\), undici 3\/4 \(75 %\), damper 0\/4 \(0 %\): damper's is smaller by 3 cells than naive's$/m);
+    assert.match(formatSweepSummary(threads), /^cockatiel: 2 of 4 cells stuck/m);
     // Sharded and merged: the peer travels in the parts by its name.
     const parts = [1, 2].map(async (index) => ({ where: `part ${index}`, part: readPart(partJson(await runSweepPart(source, STORM, { seed: 1, runner: 'threads', variants, shard: { index, count: 2 } })), `part ${index}`) }));
     assert.equal(sweepJson(mergeParts(await Promise.all(parts)).result), sweepJson(threads));

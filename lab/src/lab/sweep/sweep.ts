@@ -67,7 +67,7 @@ export function isSweepVariant(text: unknown): text is SweepVariant {
 
 /** The peer stack a sweep variant names; undefined for the lab's own variants. */
 export function peerOf(variant: SweepVariant): StackSpec | undefined {
-  return variant === 'naive' || variant === 'damper' || variant === 'damper-lab' ? undefined : parseStackSpec(variant);
+  return (SWEEP_VARIANTS as readonly string[]).includes(variant) ? undefined : parseStackSpec(variant);
 }
 
 /** The scenario with the lab's own damper settings: its configuration module set aside. */
